@@ -31,6 +31,19 @@ if [[ ${#missing[@]} -eq 0 ]]; then
   exit 0
 fi
 
+mkdir -p "$cache"
+# One build at a time: a second caller waits here and then finds the binaries in place.
+exec 9>"$cache/.build.lock"
+flock 9
+missing=()
+for b in "${binaries[@]}"; do
+  [[ -x "$bin/$b" ]] || missing+=("$b")
+done
+if [[ ${#missing[@]} -eq 0 ]]; then
+  echo "$bin"
+  exit 0
+fi
+
 command -v go >/dev/null || { echo "testenv.sh: the Go toolchain is required (go not on PATH)" >&2; exit 1; }
 mkdir -p "$bin" "$cache/src"
 export GOFLAGS="${GOFLAGS:--buildvcs=false} -trimpath"

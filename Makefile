@@ -1,0 +1,50 @@
+# dmrollout — every target installs what it needs from the project's own files.
+PY ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed-stamp
+PYTEST_ARGS ?=
+
+.PHONY: help venv testenv test unit lint format manifests demo dev-up clean
+
+help: ## list the targets
+	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-10s %s\n", $$1, $$2}'
+
+$(STAMP): pyproject.toml
+	$(PY) -m venv $(VENV)
+	$(BIN)/pip install -q --upgrade pip
+	$(BIN)/pip install -q -e '.[dev]'
+	touch $@
+
+venv: $(STAMP) ## create .venv and install the project with its dev extras
+
+testenv: ## build (once) etcd, kube-apiserver, controller-manager, scheduler, kwok, helm into the cache
+	bash hack/testenv.sh
+
+test: venv testenv ## run every test inside a private network namespace
+	hack/in-netns.sh $(BIN)/pytest -q $(PYTEST_ARGS)
+
+unit: venv ## the fast pure tests only (no sockets)
+	$(BIN)/pytest -q tests/unit -m "not cluster and not temporal"
+
+lint: venv ## ruff, format check, mypy --strict, import contracts
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+	$(BIN)/mypy
+	$(BIN)/lint-imports
+
+format: venv ## apply ruff's formatting and fixes
+	$(BIN)/ruff format .
+	$(BIN)/ruff check --fix .
+
+manifests: venv ## regenerate deploy/crd from the pydantic API types
+	$(BIN)/dmrollout crd > deploy/crd/decisionmodels.decisionmodel.io.yaml
+
+demo: venv testenv ## the local environment (cluster, Temporal + UI, simulators); Ctrl-C stops it
+	hack/in-netns.sh $(BIN)/dmrollout dev up
+
+dev-up: venv testenv ## only the local environment: cluster, Temporal (UI), simulators
+	hack/in-netns.sh $(BIN)/dmrollout dev up
+
+clean: ## remove the virtualenv and caches (not the binary cache in ~/.cache/dmrollout)
+	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache

