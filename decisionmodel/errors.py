@@ -1,0 +1,222 @@
+"""Typed errors of a rollout, named after the reference operator's condition reasons.
+
+Every error carries ``reason`` (a class constant: exactly the reason name the Go reference
+operator writes into conditions and Events, seed 001 "Condition reasons you may see") and
+``permanent``. The activities layer maps them one to one onto Temporal
+``ApplicationError(message, type=err.reason, non_retryable=err.permanent)``, so a permanent
+failure ends the rollout at once and a transient one retries under the activity's RetryPolicy.
+
+Messages name the field or flag involved and the fix; they never carry a secret value (API key,
+download token) or dataset content, because they end up in workflow history and Events.
+"""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+
+class DmrolloutError(Exception):
+    """Base of every typed rollout error.
+
+    ``permanent`` is a class default that one instance may override, for a failure whose class is
+    usually transient but which retrying cannot fix in this particular case.
+    """
+
+    reason: ClassVar[str] = "DmrolloutError"
+    permanent: bool = True
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        permanent: bool | None = None,
+        status: int | None = None,
+        code: str | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.message = message
+        if permanent is not None:
+            self.permanent = permanent
+        # HTTP status and the runtime's UPPER_SNAKE error code, when the error came from a
+        # response; callers branch on them (e.g. the gate tolerates a few 401s in a row).
+        self.status = status
+        self.code = code
+
+    def __str__(self) -> str:
+        return self.message
+
+
+# --- model name and registry (resolve) -------------------------------------------------------
+
+
+class InvalidModelName(DmrolloutError):
+    """``spec.model`` does not parse as ``[host/][namespace/]model:tag``."""
+
+    reason = "InvalidModelName"
+    permanent = True
+
+
+class RegistryNotAllowed(DmrolloutError):
+    """The model's registry is not in ``--allowed-registries``, or is http:// without
+    ``--allow-insecure-registries`` (the SSRF guard)."""
+
+    reason = "RegistryNotAllowed"
+    permanent = True
+
+
+class ModelNotFound(DmrolloutError):
+    """The registry answered 404 for the tag's manifest."""
+
+    reason = "ModelNotFound"
+    permanent = True
+
+
+class RegistryError(DmrolloutError):
+    """The registry could not be read: transport error, 5xx/429 past the retry budget, an
+    unexpected status, a body that is not a schema-2 manifest, a refused redirect."""
+
+    reason = "RegistryError"
+    permanent = False
+
+
+class DigestMismatch(DmrolloutError):
+    """What was pulled or loaded has a different digest than the revision pins."""
+
+    reason = "DigestMismatch"
+    permanent = True
+
+
+class PrefetchFailed(DmrolloutError):
+    """The prefetch Job failed for good (backoff limit or deadline exhausted)."""
+
+    reason = "PrefetchFailed"
+    permanent = True
+
+
+# --- serving Pods (warmup, inspect, decide) --------------------------------------------------
+
+
+class DeviceMismatch(DmrolloutError):
+    """The runtime loaded the model on another device class than ``spec.device``."""
+
+    reason = "DeviceMismatch"
+    permanent = True
+
+
+class NotPinned(DmrolloutError):
+    """The model is loaded but will be evicted (``expires_at`` not null); usually transient."""
+
+    reason = "NotPinned"
+    permanent = False
+
+
+class ProbeError(DmrolloutError):
+    """Talking to a serving Pod failed: transport error, 401, model not loaded, a bad answer."""
+
+    reason = "ProbeError"
+    permanent = False
+
+
+class QueueFull(DmrolloutError):
+    """The runtime kept answering ``503 QUEUE_FULL`` past the client's retry budget."""
+
+    reason = "QueueFull"
+    permanent = False
+
+
+class RuntimeRequestRejected(DmrolloutError):
+    """The runtime refused a request as malformed (a 4xx other than 401/429): retrying the same
+    request cannot succeed. ``status`` and ``code`` say which (e.g. 422 for a bad state)."""
+
+    reason = "RuntimeRequestRejected"
+    permanent = True
+
+
+class StartTimeout(DmrolloutError):
+    """Candidate Pods did not pass the readiness gate within ``rollout.timeouts.starting``."""
+
+    reason = "StartTimeout"
+    permanent = True
+
+
+# --- evaluation -----------------------------------------------------------------------------
+
+
+class DatasetInvalid(DmrolloutError):
+    """The golden dataset is missing or a line of it is malformed."""
+
+    reason = "DatasetInvalid"
+    permanent = True
+
+
+class EvaluationFailed(DmrolloutError):
+    """The candidate did not meet the evaluation gates."""
+
+    reason = "EvaluationFailed"
+    permanent = True
+
+
+class EvaluationTimeout(DmrolloutError):
+    """Evaluation exceeded ``rollout.timeouts.evaluating``."""
+
+    reason = "EvaluationTimeout"
+    permanent = True
+
+
+# --- policy and ownership --------------------------------------------------------------------
+
+
+class ImageOverrideNotAllowed(DmrolloutError):
+    """``spec.image`` is set but the operator runs without ``--allow-image-override``."""
+
+    reason = "ImageOverrideNotAllowed"
+    permanent = True
+
+
+class SecretNotAllowed(DmrolloutError):
+    """A referenced Secret lacks the label for its capability. Transient: adding the label is
+    enough, the reference picks it up within ~60 s without a spec change."""
+
+    reason = "SecretNotAllowed"
+    permanent = False
+
+
+class APIKeyInvalid(DmrolloutError):
+    """The labelled API-key Secret lacks the referenced key (fixed by editing the Secret)."""
+
+    reason = "APIKeyInvalid"
+    permanent = False
+
+
+class ResourceConflict(DmrolloutError):
+    """An object the rollout needs exists but is not owned by the DecisionModel; it is never
+    modified or deleted, and the next attempt proceeds once the user removes it."""
+
+    reason = "ResourceConflict"
+    permanent = False
+
+
+ALL_ERRORS: tuple[type[DmrolloutError], ...] = (
+    InvalidModelName,
+    RegistryNotAllowed,
+    ModelNotFound,
+    RegistryError,
+    DigestMismatch,
+    PrefetchFailed,
+    DeviceMismatch,
+    NotPinned,
+    ProbeError,
+    QueueFull,
+    RuntimeRequestRejected,
+    StartTimeout,
+    DatasetInvalid,
+    EvaluationFailed,
+    EvaluationTimeout,
+    ImageOverrideNotAllowed,
+    SecretNotAllowed,
+    APIKeyInvalid,
+    ResourceConflict,
+)
+"""Every concrete error, for code that maps a Temporal failure ``type`` back to its class."""
+
+ERRORS_BY_REASON: dict[str, type[DmrolloutError]] = {cls.reason: cls for cls in ALL_ERRORS}
