@@ -1,0 +1,220 @@
+"""`KubePodDirectory`: the simulated Pods as the (local) Kubernetes API describes them.
+
+For a Pod IP it lists Pods with `status.podIP=<ip>`, reads the `ollaya` container's env
+(resolving `secretKeyRef`/`configMapKeyRef` values and `envFrom`), whether the Node advertises
+allocatable `nvidia.com/gpu`, and which volume is mounted at OLLAYA_MODELS: a PVC maps to
+`<state-dir>/volumes/<namespace>/<claimName>/` (simulators.volumes), an emptyDir to
+`<state-dir>/emptydir/<pod-uid>/<volume>/`. Answers are cached about a second, so annotations
+toggled by a test take effect within that time. The blocking `kubernetes` client runs in a
+thread.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import logging
+import time
+from collections.abc import Callable
+from pathlib import Path, PurePosixPath
+from typing import Any
+
+from simulators.pods import SimPod
+from simulators.volumes import volume_dir
+
+log = logging.getLogger(__name__)
+
+CONTAINER_NAME = "ollaya"
+GPU_RESOURCE = "nvidia.com/gpu"
+DEFAULT_TTL_SECONDS = 1.0
+
+
+def _make_api(kubeconfig: str | None) -> Any:
+    from kubernetes import client as kube_client
+    from kubernetes import config as kube_config
+
+    # The client's config loaders are untyped; Any keeps mypy --strict quiet about them only.
+    client: Any = kube_client
+    config: Any = kube_config
+    if kubeconfig:
+        return client.CoreV1Api(config.new_client_from_config(config_file=kubeconfig))
+    try:
+        config.load_incluster_config()
+    except config.ConfigException:
+        config.load_kube_config()
+    return client.CoreV1Api()
+
+
+class KubePodDirectory:
+    def __init__(
+        self,
+        state_dir: Path,
+        *,
+        kubeconfig: str | None = None,
+        api: Any = None,
+        ttl_seconds: float = DEFAULT_TTL_SECONDS,
+        monotonic: Callable[[], float] = time.monotonic,
+    ) -> None:
+        """`api` is a CoreV1Api (or a stand-in with the same methods); made from `kubeconfig`
+        on first use when not given."""
+        self.state_dir = Path(state_dir)
+        self._kubeconfig = kubeconfig
+        self._api = api
+        self._ttl = ttl_seconds
+        self._monotonic = monotonic
+        self._cache: dict[str, tuple[float, SimPod | None]] = {}
+        self._locks: dict[str, asyncio.Lock] = {}
+
+    async def lookup(self, ip: str) -> SimPod | None:
+        cached = self._cache.get(ip)
+        if cached is not None and self._monotonic() - cached[0] < self._ttl:
+            return cached[1]
+        # One API round per IP at a time: a burst of requests to one Pod shares the answer.
+        async with self._locks.setdefault(ip, asyncio.Lock()):
+            cached = self._cache.get(ip)
+            if cached is not None and self._monotonic() - cached[0] < self._ttl:
+                return cached[1]
+            try:
+                pod = await asyncio.to_thread(self.lookup_sync, ip)
+            except Exception:
+                log.exception("looking up the Pod with IP %s", ip)
+                # A flaky API server should not make a known Pod vanish for a second.
+                return cached[1] if cached is not None else None
+            self._cache[ip] = (self._monotonic(), pod)
+            return pod
+
+    def _core(self) -> Any:
+        if self._api is None:
+            self._api = _make_api(self._kubeconfig)
+        return self._api
+
+    def lookup_sync(self, ip: str) -> SimPod | None:
+        api = self._core()
+        pods = api.list_pod_for_all_namespaces(field_selector=f"status.podIP={ip}").items
+        live = [p for p in pods if (p.status.phase or "") not in {"Succeeded", "Failed"}]
+        if not live:
+            return None
+        # During a rollout an old Pod may still hold the IP while terminating; prefer the one
+        # that is not being deleted, then the newest.
+        live.sort(
+            key=lambda p: (
+                p.metadata.deletion_timestamp is None,
+                p.metadata.creation_timestamp.timestamp() if p.metadata.creation_timestamp else 0,
+            ),
+            reverse=True,
+        )
+        return self._sim_pod(api, live[0], ip)
+
+    def _sim_pod(self, api: Any, pod: Any, ip: str) -> SimPod:
+        meta, spec = pod.metadata, pod.spec
+        containers = spec.containers or []
+        container = next((c for c in containers if c.name == CONTAINER_NAME), None)
+        if container is None and containers:
+            container = containers[0]
+        env = self._env(api, meta.namespace, container) if container is not None else {}
+        store_dir, read_only = self._store(meta, spec, container, env)
+        return SimPod(
+            uid=str(meta.uid),
+            namespace=meta.namespace,
+            name=meta.name,
+            ip=ip,
+            annotations=dict(meta.annotations or {}),
+            env=env,
+            node_has_gpu=self._node_has_gpu(api, spec.node_name),
+            store_dir=store_dir,
+            store_read_only=read_only,
+        )
+
+    @staticmethod
+    def _node_has_gpu(api: Any, node_name: str | None) -> bool:
+        if not node_name:
+            return False
+        node = api.read_node(node_name)
+        allocatable = (node.status.allocatable if node.status else None) or {}
+        value = str(allocatable.get(GPU_RESOURCE, "0")).strip()
+        return value not in {"", "0"}
+
+    def _env(self, api: Any, namespace: str, container: Any) -> dict[str, str]:
+        secrets: dict[str, dict[str, str]] = {}
+        config_maps: dict[str, dict[str, str]] = {}
+
+        def secret(name: str) -> dict[str, str]:
+            if name not in secrets:
+                data = api.read_namespaced_secret(name, namespace).data or {}
+                secrets[name] = {k: base64.b64decode(v).decode() for k, v in data.items()}
+            return secrets[name]
+
+        def config_map(name: str) -> dict[str, str]:
+            if name not in config_maps:
+                config_maps[name] = dict(api.read_namespaced_config_map(name, namespace).data or {})
+            return config_maps[name]
+
+        env: dict[str, str] = {}
+        for source in container.env_from or []:
+            if source.secret_ref is not None:
+                values = self._optional(secret, source.secret_ref.name)
+            elif source.config_map_ref is not None:
+                values = self._optional(config_map, source.config_map_ref.name)
+            else:
+                continue
+            env.update({(source.prefix or "") + k: v for k, v in values.items()})
+        for var in container.env or []:
+            if var.value is not None:
+                env[var.name] = var.value
+                continue
+            ref = var.value_from
+            if ref is not None and ref.secret_key_ref is not None:
+                values = self._optional(secret, ref.secret_key_ref.name)
+                key = ref.secret_key_ref.key
+            elif ref is not None and ref.config_map_key_ref is not None:
+                values = self._optional(config_map, ref.config_map_key_ref.name)
+                key = ref.config_map_key_ref.key
+            else:
+                continue
+            if key in values:
+                env[var.name] = values[key]
+        return env
+
+    @staticmethod
+    def _optional(read: Callable[[str], dict[str, str]], name: str) -> dict[str, str]:
+        # A missing Secret would keep a real container from starting; here the variable is
+        # simply absent, which is what the runtime would see once the Secret exists.
+        try:
+            return read(name)
+        except Exception as exc:
+            if getattr(exc, "status", None) == 404:
+                return {}
+            raise
+
+    def _store(
+        self, meta: Any, spec: Any, container: Any, env: dict[str, str]
+    ) -> tuple[Path | None, bool]:
+        models = env.get("OLLAYA_MODELS")
+        if not models or container is None:
+            return None, False
+        target = PurePosixPath(models)
+        best: Any = None
+        for mount in container.volume_mounts or []:
+            mount_path = PurePosixPath(mount.mount_path)
+            if (target == mount_path or mount_path in target.parents) and (
+                best is None or len(mount_path.parts) > len(PurePosixPath(best.mount_path).parts)
+            ):
+                best = mount
+        if best is None:
+            return None, False
+        volume = next((v for v in spec.volumes or [] if v.name == best.name), None)
+        if volume is None:
+            return None, False
+        read_only = bool(best.read_only)
+        if volume.persistent_volume_claim is not None:
+            claim = volume.persistent_volume_claim
+            base = volume_dir(self.state_dir, meta.namespace, claim.claim_name)
+            read_only = read_only or bool(claim.read_only)
+        elif volume.empty_dir is not None:
+            base = self.state_dir / "emptydir" / str(meta.uid) / volume.name
+        else:
+            return None, False
+        if best.sub_path:
+            base = base / best.sub_path
+        relative = target.relative_to(PurePosixPath(best.mount_path))
+        return base.joinpath(*relative.parts), read_only

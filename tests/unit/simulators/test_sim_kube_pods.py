@@ -1,0 +1,209 @@
+from __future__ import annotations
+
+import base64
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from kubernetes import client as k8s
+from kubernetes.client.exceptions import ApiException
+
+from simulators.kube_pods import KubePodDirectory
+from simulators.volumes import volume_dir
+
+
+class FakeCoreV1:
+    """Just the CoreV1Api calls KubePodDirectory makes, answering from kubernetes models."""
+
+    def __init__(self) -> None:
+        self.pods: list[k8s.V1Pod] = []
+        self.nodes: dict[str, k8s.V1Node] = {}
+        self.secrets: dict[tuple[str, str], dict[str, str]] = {}
+        self.config_maps: dict[tuple[str, str], dict[str, str]] = {}
+        self.calls = 0
+
+    def list_pod_for_all_namespaces(self, field_selector: str) -> k8s.V1PodList:
+        self.calls += 1
+        ip = field_selector.removeprefix("status.podIP=")
+        pods: list[Any] = self.pods
+        return k8s.V1PodList(items=[p for p in pods if p.status.pod_ip == ip])
+
+    def read_node(self, name: str) -> k8s.V1Node:
+        return self.nodes[name]
+
+    def read_namespaced_secret(self, name: str, namespace: str) -> k8s.V1Secret:
+        if (namespace, name) not in self.secrets:
+            raise ApiException(status=404)
+        data = {
+            k: base64.b64encode(v.encode()).decode()
+            for k, v in self.secrets[(namespace, name)].items()
+        }
+        return k8s.V1Secret(data=data)
+
+    def read_namespaced_config_map(self, name: str, namespace: str) -> k8s.V1ConfigMap:
+        return k8s.V1ConfigMap(data=self.config_maps[(namespace, name)])
+
+
+def node(name: str, gpus: str | None) -> k8s.V1Node:
+    allocatable = {"cpu": "4"} | ({"nvidia.com/gpu": gpus} if gpus is not None else {})
+    return k8s.V1Node(
+        metadata=k8s.V1ObjectMeta(name=name), status=k8s.V1NodeStatus(allocatable=allocatable)
+    )
+
+
+def pod(
+    name: str,
+    ip: str,
+    *,
+    phase: str = "Running",
+    created: int = 0,
+    deleting: bool = False,
+    read_only: bool = True,
+    annotations: dict[str, str] | None = None,
+) -> k8s.V1Pod:
+    env = [
+        k8s.V1EnvVar(name="OLLAYA_MODELS", value="/models"),
+        k8s.V1EnvVar(name="OLLAYA_DEVICE", value="cuda"),
+        k8s.V1EnvVar(
+            name="OLLAYA_API_KEY",
+            value_from=k8s.V1EnvVarSource(
+                secret_key_ref=k8s.V1SecretKeySelector(name="api-key", key="token")
+            ),
+        ),
+        k8s.V1EnvVar(
+            name="OLLAYA_KEEP_ALIVE",
+            value_from=k8s.V1EnvVarSource(
+                config_map_key_ref=k8s.V1ConfigMapKeySelector(name="settings", key="keep")
+            ),
+        ),
+        k8s.V1EnvVar(
+            name="MISSING",
+            value_from=k8s.V1EnvVarSource(
+                secret_key_ref=k8s.V1SecretKeySelector(name="gone", key="x")
+            ),
+        ),
+    ]
+    containers = [
+        k8s.V1Container(name="sidecar", image="busybox"),
+        k8s.V1Container(
+            name="ollaya",
+            image="ghcr.io/ollaya-dev/ollaya:0.10.0",
+            env=env,
+            env_from=[
+                k8s.V1EnvFromSource(
+                    prefix="CM_", config_map_ref=k8s.V1ConfigMapEnvSource(name="settings")
+                )
+            ],
+            volume_mounts=[
+                k8s.V1VolumeMount(name="store", mount_path="/models", read_only=read_only),
+                k8s.V1VolumeMount(name="tmp", mount_path="/tmp"),
+            ],
+        ),
+    ]
+    volumes = [
+        k8s.V1Volume(
+            name="store",
+            persistent_volume_claim=k8s.V1PersistentVolumeClaimVolumeSource(
+                claim_name="dm-store-abc"
+            ),
+        ),
+        k8s.V1Volume(name="tmp", empty_dir=k8s.V1EmptyDirVolumeSource()),
+    ]
+    return k8s.V1Pod(
+        metadata=k8s.V1ObjectMeta(
+            name=name,
+            namespace="team-a",
+            uid=f"uid-{name}",
+            annotations=annotations,
+            creation_timestamp=datetime(2030, 1, 1, 0, 0, created, tzinfo=UTC),
+            deletion_timestamp=datetime(2030, 1, 2, tzinfo=UTC) if deleting else None,
+        ),
+        spec=k8s.V1PodSpec(node_name="gpu-node", containers=containers, volumes=volumes),
+        status=k8s.V1PodStatus(phase=phase, pod_ip=ip),
+    )
+
+
+def fake_api() -> FakeCoreV1:
+    api = FakeCoreV1()
+    api.nodes = {"gpu-node": node("gpu-node", "1"), "cpu-node": node("cpu-node", None)}
+    api.secrets[("team-a", "api-key")] = {"token": "s3cret"}
+    api.config_maps[("team-a", "settings")] = {"keep": "-1"}
+    return api
+
+
+async def test_pod_is_mapped_with_env_gpu_and_store(tmp_path: Path) -> None:
+    api = fake_api()
+    api.pods = [pod("dm-abc-1", "10.244.0.5", annotations={"sim.dmrollout.dev/device": "cpu"})]
+    directory = KubePodDirectory(tmp_path, api=api)
+    found = await directory.lookup("10.244.0.5")
+    assert found is not None
+    assert (found.uid, found.namespace, found.name, found.ip) == (
+        "uid-dm-abc-1",
+        "team-a",
+        "dm-abc-1",
+        "10.244.0.5",
+    )
+    assert found.env == {
+        "CM_keep": "-1",
+        "OLLAYA_MODELS": "/models",
+        "OLLAYA_DEVICE": "cuda",
+        "OLLAYA_API_KEY": "s3cret",
+        "OLLAYA_KEEP_ALIVE": "-1",
+    }
+    assert found.node_has_gpu is True
+    assert found.store_dir == volume_dir(tmp_path, "team-a", "dm-store-abc")
+    assert found.store_read_only is True
+    assert found.annotations == {"sim.dmrollout.dev/device": "cpu"}
+    assert await directory.lookup("10.244.0.6") is None
+
+
+async def test_node_without_gpu_and_rw_mount(tmp_path: Path) -> None:
+    api = fake_api()
+    prefetch: Any = pod("prefetch", "10.244.0.7", read_only=False)
+    prefetch.spec.node_name = "cpu-node"
+    prefetch.spec.containers[1].env[0].value = "/models/sub"
+    api.pods = [prefetch]
+    found = await KubePodDirectory(tmp_path, api=api).lookup("10.244.0.7")
+    assert found is not None
+    assert found.node_has_gpu is False
+    assert found.store_read_only is False
+    assert found.store_dir == volume_dir(tmp_path, "team-a", "dm-store-abc") / "sub"
+
+
+async def test_prefers_live_newest_pod_and_caches(tmp_path: Path) -> None:
+    api = fake_api()
+    api.pods = [
+        pod("old", "10.244.0.9", created=1, deleting=True),
+        pod("done", "10.244.0.9", created=9, phase="Succeeded"),
+        pod("new", "10.244.0.9", created=2),
+    ]
+    now = [0.0]
+    directory = KubePodDirectory(tmp_path, api=api, monotonic=lambda: now[0])
+    found = await directory.lookup("10.244.0.9")
+    assert found is not None and found.name == "new"
+    # Within the TTL the cached answer is reused; after it, changes are seen.
+    newest: Any = api.pods[2]
+    newest.metadata.annotations = {"sim.dmrollout.dev/lose-model": "true"}
+    assert (await directory.lookup("10.244.0.9")) == found
+    assert api.calls == 1
+    now[0] = 1.5
+    refreshed = await directory.lookup("10.244.0.9")
+    assert refreshed is not None
+    assert refreshed.annotations == {"sim.dmrollout.dev/lose-model": "true"}
+    assert api.calls == 2
+
+
+async def test_api_errors_keep_the_last_answer(tmp_path: Path) -> None:
+    api = fake_api()
+    api.pods = [pod("p", "10.244.1.1")]
+    now = [0.0]
+    directory = KubePodDirectory(tmp_path, api=api, monotonic=lambda: now[0])
+    first = await directory.lookup("10.244.1.1")
+
+    def broken(field_selector: str) -> Any:
+        raise ApiException(status=500)
+
+    api.list_pod_for_all_namespaces = broken  # type: ignore[method-assign]
+    now[0] = 5.0
+    assert await directory.lookup("10.244.1.1") == first
+    assert await directory.lookup("10.244.1.2") is None
