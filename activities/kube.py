@@ -1,0 +1,310 @@
+"""The only door from activities to the Kubernetes API.
+
+Every object dmrollout creates is created-or-adopted by name with an owner-UID check, so an
+activity that runs twice (a retry after a crash between the API call and the activity result)
+finds its own object instead of failing or duplicating it, and never touches an object of the
+same name it does not own (ResourceConflict). The kubernetes client is synchronous; async
+activities call it through ``asyncio.to_thread`` so the event loop (heartbeats, cancellation)
+stays responsive.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from functools import partial
+from typing import Any, TypeVar
+
+from kubernetes import client, config
+from kubernetes.client.rest import ApiException
+
+from decisionmodel.api import GROUP, PLURAL, VERSION
+from decisionmodel.errors import ResourceConflict
+from decisionmodel.render.labels import LABEL_NAME
+from workflows.contracts import DMRef
+
+T = TypeVar("T")
+
+ROLLOUT_FIELD_MANAGER = "dmrollout-rollout"
+CONTROLLER_FIELD_MANAGER = "dmrollout-controller"
+REPORTING_CONTROLLER = "decisionmodel.io/dmrollout"
+
+
+class DecisionModelGone(Exception):
+    """The DecisionModel was deleted or re-created under the same name (another UID)."""
+
+
+@dataclass(frozen=True)
+class KindOps:
+    """How to reach one kind with the typed client (namespaced kinds only)."""
+
+    kind: str
+    api_version: str
+    read: Callable[..., Any]
+    create: Callable[..., Any]
+    delete: Callable[..., Any]
+    patch: Callable[..., Any]
+
+
+class Kube:
+    def __init__(self, api_client: client.ApiClient, instance: str | None = None) -> None:
+        self.api_client = api_client
+        self.core = client.CoreV1Api(api_client)
+        self.apps = client.AppsV1Api(api_client)
+        self.batch = client.BatchV1Api(api_client)
+        self.policy = client.PolicyV1Api(api_client)
+        self.custom = client.CustomObjectsApi(api_client)
+        self.events = client.EventsV1Api(api_client)
+        self.instance = instance or f"dmrollout-{uuid.uuid4().hex[:8]}"
+        self.kinds: dict[str, KindOps] = {
+            "Deployment": KindOps(
+                "Deployment",
+                "apps/v1",
+                self.apps.read_namespaced_deployment,
+                self.apps.create_namespaced_deployment,
+                self.apps.delete_namespaced_deployment,
+                self.apps.patch_namespaced_deployment,
+            ),
+            "Job": KindOps(
+                "Job",
+                "batch/v1",
+                self.batch.read_namespaced_job,
+                self.batch.create_namespaced_job,
+                self.batch.delete_namespaced_job,
+                self.batch.patch_namespaced_job,
+            ),
+            "PersistentVolumeClaim": KindOps(
+                "PersistentVolumeClaim",
+                "v1",
+                self.core.read_namespaced_persistent_volume_claim,
+                self.core.create_namespaced_persistent_volume_claim,
+                self.core.delete_namespaced_persistent_volume_claim,
+                self.core.patch_namespaced_persistent_volume_claim,
+            ),
+            "Service": KindOps(
+                "Service",
+                "v1",
+                self.core.read_namespaced_service,
+                self.core.create_namespaced_service,
+                self.core.delete_namespaced_service,
+                self.core.patch_namespaced_service,
+            ),
+            "PodDisruptionBudget": KindOps(
+                "PodDisruptionBudget",
+                "policy/v1",
+                self.policy.read_namespaced_pod_disruption_budget,
+                self.policy.create_namespaced_pod_disruption_budget,
+                self.policy.delete_namespaced_pod_disruption_budget,
+                self.policy.patch_namespaced_pod_disruption_budget,
+            ),
+        }
+
+    @classmethod
+    def from_config(cls, kubeconfig: str | None = None) -> Kube:
+        """A kubeconfig file when given, else in-cluster, else the default kubeconfig."""
+        if kubeconfig:
+            return cls(config.new_client_from_config(config_file=kubeconfig))
+        try:
+            config.load_incluster_config()
+            return cls(client.ApiClient())
+        except config.ConfigException:
+            return cls(config.new_client_from_config())
+
+    # -- plumbing --------------------------------------------------------------------------
+    @staticmethod
+    async def run(fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+        """Run a blocking client call off the event loop."""
+        return await asyncio.to_thread(partial(fn, *args, **kwargs))
+
+    def raw(self, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+        """Call and return the JSON dict (camelCase), not the client's model objects."""
+        response = fn(*args, _preload_content=False, **kwargs)
+        import json
+
+        return json.loads(response.data)
+
+    # -- DecisionModel ---------------------------------------------------------------------
+    def get_dm(self, dm: DMRef) -> dict[str, Any]:
+        try:
+            obj: dict[str, Any] = self.custom.get_namespaced_custom_object(
+                GROUP, VERSION, dm.namespace, PLURAL, dm.name
+            )
+        except ApiException as e:
+            if e.status == 404:
+                raise DecisionModelGone(f"DecisionModel {dm.namespace}/{dm.name} is gone") from e
+            raise
+        if obj["metadata"]["uid"] != dm.uid:
+            raise DecisionModelGone(
+                f"DecisionModel {dm.namespace}/{dm.name} was re-created (uid changed)"
+            )
+        return obj
+
+    def apply_dm_status(
+        self, dm: DMRef, status: dict[str, Any], field_manager: str = ROLLOUT_FIELD_MANAGER
+    ) -> dict[str, Any]:
+        """Server-side apply of the status fields this manager owns (and only those).
+
+        Distinct field managers (the rollout's activities, the controller) each own their
+        fields; conditions are a map keyed by type, so neither can clobber the other's.
+        """
+        body = {
+            "apiVersion": f"{GROUP}/{VERSION}",
+            "kind": "DecisionModel",
+            "metadata": {"name": dm.name, "namespace": dm.namespace, "uid": dm.uid},
+            "status": status,
+        }
+        result: dict[str, Any] = self.custom.patch_namespaced_custom_object_status(
+            GROUP,
+            VERSION,
+            dm.namespace,
+            PLURAL,
+            dm.name,
+            body,
+            field_manager=field_manager,
+            force=True,
+            _content_type="application/apply-patch+yaml",
+        )
+        return result
+
+    def emit_event(
+        self,
+        dm: DMRef,
+        reason: str,
+        note: str,
+        event_type: str = "Normal",
+        action: str = "Rollout",
+        now: datetime | None = None,
+    ) -> None:
+        """An events.k8s.io/v1 Event on the DecisionModel. Notes never carry secrets."""
+        at = (now or datetime.now(UTC)).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+        body = {
+            "apiVersion": "events.k8s.io/v1",
+            "kind": "Event",
+            "metadata": {
+                "name": f"{dm.name}.{uuid.uuid4().hex[:16]}",
+                "namespace": dm.namespace,
+            },
+            "eventTime": at,
+            "reportingController": REPORTING_CONTROLLER,
+            "reportingInstance": self.instance,
+            "action": action,
+            "reason": reason,
+            "note": note[:1024],
+            "type": event_type,
+            "regarding": {
+                "apiVersion": f"{GROUP}/{VERSION}",
+                "kind": "DecisionModel",
+                "name": dm.name,
+                "namespace": dm.namespace,
+                "uid": dm.uid,
+            },
+        }
+        self.events.create_namespaced_event(dm.namespace, body)
+
+    # -- owned objects ---------------------------------------------------------------------
+    def get(self, kind: str, namespace: str, name: str) -> dict[str, Any] | None:
+        ops = self.kinds[kind]
+        try:
+            obj: dict[str, Any] = self.raw(ops.read, name, namespace)
+            return obj
+        except ApiException as e:
+            if e.status == 404:
+                return None
+            raise
+
+    def create_or_adopt(self, obj: dict[str, Any], owner_uid: str) -> dict[str, Any]:
+        """Create ``obj``; if it exists and is ours (controller owner UID), return it as is.
+
+        Raises ResourceConflict when an object of that name exists with another controller
+        owner, or none: dmrollout never modifies or deletes what it does not own.
+        """
+        kind, meta = obj["kind"], obj["metadata"]
+        ops = self.kinds[kind]
+        try:
+            created: dict[str, Any] = self.raw(ops.create, meta["namespace"], obj)
+            return created
+        except ApiException as e:
+            if e.status != 409:
+                raise
+        existing = self.get(kind, meta["namespace"], meta["name"])
+        if existing is None:  # deleted in between; the retry of the activity creates it
+            raise RuntimeError(f"{kind} {meta['name']} vanished while being adopted")
+        if existing["metadata"].get("deletionTimestamp"):
+            raise RuntimeError(f"{kind} {meta['name']} is being deleted; retrying")
+        self.check_owned(existing, owner_uid)
+        return existing
+
+    @staticmethod
+    def controller_uid(obj: dict[str, Any]) -> str | None:
+        for ref in obj["metadata"].get("ownerReferences", []) or []:
+            if ref.get("controller"):
+                return str(ref.get("uid"))
+        return None
+
+    def check_owned(self, obj: dict[str, Any], owner_uid: str) -> None:
+        if self.controller_uid(obj) != owner_uid:
+            meta = obj["metadata"]
+            raise ResourceConflict(
+                f"{obj.get('kind', 'object')} {meta['namespace']}/{meta['name']} exists and is "
+                "not owned by this DecisionModel; dmrollout never modifies a foreign object: "
+                "rename or remove it"
+            )
+
+    def delete_owned(self, kind: str, namespace: str, name: str, owner_uid: str) -> bool:
+        """Delete when it exists and is ours; True when a delete was issued (or already gone)."""
+        existing = self.get(kind, namespace, name)
+        if existing is None:
+            return True
+        if self.controller_uid(existing) != owner_uid:
+            return False
+        ops = self.kinds[kind]
+        try:
+            ops.delete(name, namespace, propagation_policy="Background")
+        except ApiException as e:
+            if e.status != 404:
+                raise
+        return True
+
+    def list_pods(self, namespace: str, selector: dict[str, str]) -> list[dict[str, Any]]:
+        label_selector = ",".join(f"{k}={v}" for k, v in sorted(selector.items()))
+        body = self.raw(self.core.list_namespaced_pod, namespace, label_selector=label_selector)
+        items: list[dict[str, Any]] = body["items"]
+        return items
+
+    def patch_pod_condition(self, namespace: str, pod: str, condition: dict[str, Any]) -> None:
+        """Set one Pod condition (a readiness gate) by strategic merge on the type key."""
+        self.core.patch_namespaced_pod_status(
+            pod, namespace, {"status": {"conditions": [condition]}}
+        )
+
+    def read_secret_value(
+        self, namespace: str, name: str, key: str
+    ) -> tuple[bytes, dict[str, str]]:
+        """The decoded value and the Secret's labels (capability check by the caller)."""
+        import base64
+
+        body = self.raw(self.core.read_namespaced_secret, name, namespace)
+        labels: dict[str, str] = body["metadata"].get("labels", {}) or {}
+        data = body.get("data", {}) or {}
+        if key not in data:
+            raise KeyError(key)
+        return base64.b64decode(data[key]), labels
+
+    def read_config_map_value(self, namespace: str, name: str, key: str) -> bytes:
+        body = self.raw(self.core.read_namespaced_config_map, name, namespace)
+        data = body.get("data", {}) or {}
+        if key in data:
+            return str(data[key]).encode()
+        binary = body.get("binaryData", {}) or {}
+        if key in binary:
+            import base64
+
+            return base64.b64decode(binary[key])
+        raise KeyError(key)
+
+
+def dm_selector(dm_name: str) -> dict[str, str]:
+    return {LABEL_NAME: dm_name}

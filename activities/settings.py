@@ -1,0 +1,59 @@
+"""Operator settings the activities apply: guards, registry, runtime defaults, tempo.
+
+One object, read from the environment (``DMROLLOUT_*``) by the worker and the controller, each
+field documented with its default and why. The Helm chart's values feed the same variables.
+"""
+
+from __future__ import annotations
+
+from pydantic import Field
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+from decisionmodel.engine_params import DEFAULT_RUNTIME_VERSION as _DEFAULT_RUNTIME_VERSION
+
+
+class RolloutSettings(BaseSettings):
+    model_config = SettingsConfigDict(env_prefix="DMROLLOUT_", extra="ignore")
+
+    kubeconfig: str | None = Field(
+        default=None, description="Kubeconfig file; unset = in-cluster config, else ~/.kube/config."
+    )
+    allowed_registries: list[str] = Field(
+        default_factory=lambda: ["ollaya.dev"],
+        description="Registry hosts a spec.model may resolve from (SSRF guard; reference default).",
+    )
+    allow_insecure_registries: bool = Field(
+        default=False, description="Permit http:// registries (dev only)."
+    )
+    allow_image_override: bool = Field(default=False, description="Permit spec.image.")
+    ollaya_registry: str = Field(
+        default="https://ollaya.dev",
+        description="Registry base URL for host-less model names (a mirror in air-gapped sites).",
+    )
+    ollaya_hf_endpoint: str | None = Field(
+        default=None, description="Weight-download mirror, given to prefetch Jobs only."
+    )
+    http_proxy: str | None = Field(
+        default=None, description="Copied to prefetch Jobs if credential-free."
+    )
+    https_proxy: str | None = Field(default=None, description="Same as http_proxy.")
+    no_proxy: str | None = Field(default=None, description="Always copied to prefetch Jobs.")
+    runtime_version: str = Field(
+        default=_DEFAULT_RUNTIME_VERSION,
+        description="Ollaya release of the default image when spec.runtimeVersion is unset.",
+    )
+    poll_interval_seconds: float = Field(
+        default=1.0,
+        description="How often waiting activities re-read the API (and heartbeat): tight enough "
+        "that a rollout reacts within a second, cheap for the API server.",
+    )
+    promotion_grace_seconds: int = Field(
+        default=30, description="How long the previous revision keeps running after a switch."
+    )
+    queue_full_attempts: int = Field(
+        default=20, description="Attempts per evaluation case on 503 QUEUE_FULL."
+    )
+
+    @property
+    def default_registry_host(self) -> str:
+        return self.ollaya_registry.split("://", 1)[-1].rstrip("/")

@@ -1,0 +1,349 @@
+"""What the RolloutWorkflow and its activities exchange: one pydantic model in, one out.
+
+Everything here goes into Temporal history, so it holds **references only**: Secret and
+ConfigMap names and keys, never an API key, a download token or a line of a golden dataset.
+Fields may be added later with defaults; never renamed or removed (running workflows replay
+their history against the new code).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from enum import StrEnum
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+# Activity names: the workflow schedules activities by name so that workflows/ never imports
+# the activities' modules (and with them kubernetes and httpx).
+RESOLVE = "resolve"
+PREFETCH = "prefetch"
+START = "start"
+WARMUP_INSPECT = "warmup_inspect"
+EVALUATE = "evaluate"
+PROMOTE = "promote"
+DELETE_REVISION = "delete_revision"
+RECORD_STATUS = "record_status"
+
+TASK_QUEUE = "dmrollout-rollouts"
+WORKFLOW_ID_PREFIX = "rollout"
+
+
+class Contract(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="ignore")
+
+
+class Phase(StrEnum):
+    PENDING = "Pending"
+    RESOLVING = "Resolving"
+    CACHING = "Caching"
+    STARTING = "Starting"
+    EVALUATING = "Evaluating"
+    AWAITING_PROMOTION = "AwaitingPromotion"
+    PROMOTING = "Promoting"
+    READY = "Ready"
+    FAILED = "Failed"
+    ROLLED_BACK = "RolledBack"
+
+
+class RolloutResult(StrEnum):
+    PROMOTED = "Promoted"
+    ROLLED_BACK = "RolledBack"
+    FAILED = "Failed"
+    SUPERSEDED = "Superseded"
+    ABORTED = "Aborted"
+
+
+class DMRef(Contract):
+    """The DecisionModel a rollout belongs to; the UID guards against a re-created namesake."""
+
+    namespace: str
+    name: str
+    uid: str
+    generation: int = 0
+
+
+class KeyRef(Contract):
+    """A key of a Secret or ConfigMap in the DecisionModel's namespace (a reference only)."""
+
+    kind: Literal["Secret", "ConfigMap"] = "Secret"
+    name: str
+    key: str
+
+
+class RevisionSpec(Contract):
+    """The identity inputs of the requested revision, from the spec at dispatch time."""
+
+    engine: str = "ollaya"
+    model: str
+    digest: str | None = None  # spec.digest (pinned by the user) or reused from status
+    digest_pinned: bool = False
+    device: Literal["cpu", "cuda"] = "cpu"
+    image: str | None = None
+    runtime_version: str | None = None
+    resources: dict[str, Any] = Field(default_factory=dict)
+    scheduling: dict[str, Any] = Field(default_factory=dict)
+
+
+class RevisionRecord(Contract):
+    """A revision as status records it (status.stableRevision and friends), camelCase-free."""
+
+    hash: str
+    engine: str = "ollaya"
+    model: str
+    digest: str
+    device: str = "cpu"
+    image: str | None = None
+    runtime_version: str | None = None
+    resources: dict[str, Any] = Field(default_factory=dict)
+    precision: str | None = None
+    placement: str | None = None
+
+    def to_status(self) -> dict[str, Any]:
+        wire = {
+            "hash": self.hash,
+            "engine": self.engine,
+            "model": self.model,
+            "digest": self.digest,
+            "device": self.device,
+            "image": self.image,
+            "runtimeVersion": self.runtime_version,
+            "resources": self.resources or None,
+            "precision": self.precision,
+            "placement": self.placement,
+        }
+        return {k: v for k, v in wire.items() if v is not None}
+
+
+class CachePolicy(Contract):
+    size: str = "10Gi"
+    storage_class_name: str | None = None
+    access_modes: list[str] = Field(default_factory=lambda: ["ReadWriteOnce"])
+    download_token: KeyRef | None = None
+
+
+class EvaluationPolicy(Contract):
+    dataset: KeyRef
+    min_accuracy: str
+    max_accuracy_drop: str | None = None
+    max_ece: str | None = None
+    max_ece_increase: str | None = None
+    max_cases: int = 500
+
+    @property
+    def needs_baseline(self) -> bool:
+        return self.max_accuracy_drop is not None or self.max_ece_increase is not None
+
+    def fingerprint(self) -> str:
+        """Binds a manual approval to the gates it was given for (12 hex of sha256)."""
+        body = json.dumps(self.model_dump(mode="json"), sort_keys=True, separators=(",", ":"))
+        return hashlib.sha256(body.encode()).hexdigest()[:12]
+
+
+class PhaseTimeouts(Contract):
+    """Phase deadlines from spec.rollout.timeouts, in seconds (reference defaults)."""
+
+    caching: int = 1800
+    starting: int = 600
+    evaluating: int = 600
+
+
+class RolloutInput(Contract):
+    """The workflow's only argument: the DecisionModel's requested revision and policy."""
+
+    dm: DMRef
+    # The hash in the workflow ID: the revision hash when the digest is known at dispatch (spec
+    # digest, or the one recorded for the same model), else the hash of the unresolved identity
+    # (digest ""). The resolved hash is in the result and the DmRevision search attribute.
+    requested_revision: str
+    revision: RevisionSpec
+    replicas: int = 1
+    cache: CachePolicy = Field(default_factory=CachePolicy)
+    api_key: KeyRef | None = None
+    evaluation: EvaluationPolicy | None = None
+    promotion: Literal["Automatic", "EvaluationGated", "Manual"] = "Automatic"
+    timeouts: PhaseTimeouts = Field(default_factory=PhaseTimeouts)
+    stable: RevisionRecord | None = None
+    retry_generation: int = 0
+
+
+def workflow_id(dm: DMRef, revision: str, retry_generation: int = 0) -> str:
+    base = f"{WORKFLOW_ID_PREFIX}/{dm.namespace}/{dm.name}/{revision}"
+    return f"{base}/{retry_generation}" if retry_generation else base
+
+
+# --- activity inputs and results --------------------------------------------------------------
+
+
+class ResolveInput(Contract):
+    dm: DMRef
+    revision: RevisionSpec
+
+
+class ResolveResult(Contract):
+    record: RevisionRecord  # hash computed over the resolved digest
+    canonical: str
+    store_manifest_path: str
+    resolved_from_registry: bool
+
+
+class RevisionObjectsInput(Contract):
+    """What prefetch, start and delete need to name and render a revision's objects."""
+
+    dm: DMRef
+    record: RevisionRecord
+    revision: RevisionSpec
+    store_manifest_path: str = ""
+    replicas: int = 1
+    cache: CachePolicy = Field(default_factory=CachePolicy)
+    api_key: KeyRef | None = None
+    caching_timeout_seconds: int = 1800
+
+
+class PrefetchResult(Contract):
+    job: str
+    pvc: str
+    attempts: int
+
+
+class StartResult(Contract):
+    deployment: str
+
+
+class WarmupInput(Contract):
+    dm: DMRef
+    record: RevisionRecord
+    model: str
+    replicas: int
+    api_key: KeyRef | None = None
+    warmup_timeout_seconds: int = 300
+
+
+class WarmupResult(Contract):
+    model_ready: int
+    precision: str | None = None
+
+
+class EvaluateInput(Contract):
+    dm: DMRef
+    candidate: RevisionRecord
+    model: str
+    stable: RevisionRecord | None = None
+    policy: EvaluationPolicy
+    api_key: KeyRef | None = None
+
+
+class EvaluationOutcome(Contract):
+    """Figures only (rendered decimals); never a case or an answer."""
+
+    result: Literal["Passed", "Failed"]
+    reason: str
+    message: str
+    accuracy: str
+    ece: str
+    brier: str
+    cases: int
+    failed_cases: int
+    baseline_accuracy: str | None = None
+    baseline_ece: str | None = None
+    dataset_digest: str
+
+
+class PromoteInput(Contract):
+    dm: DMRef
+    candidate: RevisionRecord
+    replicas: int
+    stable: RevisionRecord | None = None
+
+
+class PromoteResult(Contract):
+    previous: str | None  # the revision hash the Service selected before, to delete after grace
+
+
+class DeleteRevisionInput(Contract):
+    dm: DMRef
+    revision: str
+    # Objects the live Service selects are never deleted, whatever the caller asks.
+    reason: str = ""
+
+
+class DeleteRevisionResult(Contract):
+    deleted: list[str]
+    kept_selected: bool = False
+
+
+class ConditionUpdate(Contract):
+    type: str
+    status: Literal["True", "False", "Unknown"]
+    reason: str
+    message: str = ""
+
+
+class StatusUpdate(Contract):
+    """Rollout-owned status fields to apply (server-side apply, field manager of the rollout).
+
+    ``None`` means "leave as is"; ``clear_*`` removes a field the rollout owns.
+    """
+
+    dm: DMRef
+    phase: Phase | None = None
+    candidate: RevisionRecord | None = None
+    clear_candidate: bool = False
+    stable: RevisionRecord | None = None
+    previous_revision: str | None = None
+    failed: RevisionRecord | None = None
+    failed_reason: str | None = None
+    failed_message: str | None = None
+    clear_failed: bool = False
+    evaluation: EvaluationOutcome | None = None
+    evaluation_gates: dict[str, str] | None = None
+    promoted: bool = False  # sets lastPromotionTime
+    conditions: list[ConditionUpdate] = Field(default_factory=list)
+    event_reason: str | None = None
+    event_message: str = ""
+    event_type: Literal["Normal", "Warning"] = "Normal"
+
+
+# --- messages ---------------------------------------------------------------------------------
+
+
+class RejectedApproval(Contract):
+    approval: str
+    why: str
+
+
+class RolloutProgress(Contract):
+    """The query answer: what the rollout is doing now."""
+
+    phase: Phase
+    step: str
+    requested_revision: str
+    revision: str | None = None
+    digest: str | None = None
+    expected_approval: str | None = None  # set while AwaitingPromotion
+    cases_done: int = 0
+    cases_total: int = 0
+    evaluation: EvaluationOutcome | None = None
+    rejected_approvals: list[RejectedApproval] = Field(default_factory=list)
+    result: RolloutResult | None = None
+    reason: str | None = None
+    message: str | None = None
+
+
+class RolloutOutcome(Contract):
+    result: RolloutResult
+    revision: str | None = None
+    reason: str | None = None
+    message: str | None = None
+
+
+def approval_token(
+    revision: str, policy: EvaluationPolicy | None, dataset_digest: str | None
+) -> str:
+    """The approval a manual promotion must carry: bound to the candidate revision and, with
+    evaluation, to the gates and the dataset it passed (so a stale approval cannot promote a
+    later candidate, nor one evaluated against different data)."""
+    if policy is None or dataset_digest is None:
+        return revision
+    return f"{revision}.{policy.fingerprint()}.{dataset_digest[:12]}"
