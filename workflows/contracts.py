@@ -149,6 +149,14 @@ class PhaseTimeouts(Contract):
     evaluating: int = 600
 
 
+class RolloutTuning(Contract):
+    """Tempo of a rollout, fixed at dispatch so a replay sees the same values."""
+
+    heartbeat_timeout_seconds: int = 30  # a killed worker's activity is retried after this
+    promotion_grace_seconds: int = 30  # the previous revision keeps running this long
+    warmup_timeout_seconds: int = 300  # one load of the model (OLLAYA_LOAD_TIMEOUT default 5m)
+
+
 class RolloutInput(Contract):
     """The workflow's only argument: the DecisionModel's requested revision and policy."""
 
@@ -166,6 +174,7 @@ class RolloutInput(Contract):
     timeouts: PhaseTimeouts = Field(default_factory=PhaseTimeouts)
     stable: RevisionRecord | None = None
     retry_generation: int = 0
+    tuning: RolloutTuning = Field(default_factory=RolloutTuning)
 
 
 def workflow_id(dm: DMRef, revision: str, retry_generation: int = 0) -> str:

@@ -1,0 +1,186 @@
+"""From a DecisionModel to the rollout it asks for: desired revision and workflow input.
+
+Pure functions of the object and the operator settings, so the controller's decisions are
+unit-testable and the same mapping serves the tests, the CLI and the controller.
+
+Digest (REFERENCE.md "Revision identity"): ``spec.digest`` if set; else the digest already
+recorded for the same model on the stable, candidate or failed revision; else unknown until the
+workflow resolves it. With the digest known, the requested revision is the real revision hash;
+without, it is the hash of the unresolved identity (prefix ``u``), and the workflow reports the
+resolved hash. Either way a spec maps to one workflow ID, so dispatch is idempotent.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+
+from decisionmodel.api import DecisionModel
+from decisionmodel.api_status import RevisionStatus
+from decisionmodel.engine_params import default_image
+from decisionmodel.revision import RevisionInputs, canonical_json, placement_hash, revision_hash
+from workflows.contracts import (
+    CachePolicy,
+    DMRef,
+    EvaluationPolicy,
+    KeyRef,
+    PhaseTimeouts,
+    RevisionRecord,
+    RevisionSpec,
+    RolloutInput,
+    RolloutTuning,
+)
+
+
+@dataclass(frozen=True)
+class DispatchSettings:
+    """The operator settings the mapping depends on."""
+
+    runtime_version: str = "0.10.0"
+
+
+@dataclass(frozen=True)
+class DesiredRevision:
+    revision: RevisionSpec
+    requested_hash: str
+    resolved: bool  # the hash is the real revision hash (digest known)
+
+
+def _runtime_version(dm: DecisionModel, settings: DispatchSettings) -> str:
+    # Policy Pinned (reference default): an unset runtimeVersion keeps the stable's runtime,
+    # so an operator upgrade with a newer default image starts no rollout.
+    if dm.spec.runtime_version:
+        return dm.spec.runtime_version
+    stable = dm.status.stable_revision if dm.status else None
+    if stable is not None and stable.runtime_version:
+        return stable.runtime_version
+    return settings.runtime_version
+
+
+def image_for(dm: DecisionModel, settings: DispatchSettings) -> str:
+    if dm.spec.image:
+        return dm.spec.image
+    return default_image(_runtime_version(dm, settings), dm.spec.device.value)
+
+
+def _recorded_digest(dm: DecisionModel) -> str | None:
+    if dm.status is None:
+        return None
+    recorded: list[RevisionStatus | None] = [
+        dm.status.stable_revision,
+        dm.status.candidate_revision,
+        dm.status.failed_revision,
+    ]
+    for rev in recorded:
+        if rev is not None and rev.model == dm.spec.model and rev.digest:
+            return rev.digest
+    return None
+
+
+def desired_revision(dm: DecisionModel, settings: DispatchSettings) -> DesiredRevision:
+    spec = dm.spec
+    digest = spec.digest or _recorded_digest(dm)
+    image = image_for(dm, settings)
+    revision = RevisionSpec(
+        engine=spec.engine.value,
+        model=spec.model,
+        digest=digest,
+        digest_pinned=spec.digest is not None,
+        device=spec.device.value,
+        image=spec.image,
+        runtime_version=_runtime_version(dm, settings) if not spec.image else None,
+        resources=spec.resources,
+        scheduling=spec.scheduling.to_wire(),
+    )
+    if digest is not None:
+        requested = revision_hash(RevisionInputs.from_spec(spec, digest, image))
+        return DesiredRevision(revision, requested, resolved=True)
+    unresolved = {
+        "engine": spec.engine.value,
+        "model": spec.model,
+        "device": spec.device.value,
+        "image": image,
+        "resources": spec.resources,
+        "placement": placement_hash(spec.scheduling),
+    }
+    digest_of = hashlib.sha256(("unresolved:" + canonical_json(unresolved)).encode()).hexdigest()
+    return DesiredRevision(revision, "u" + digest_of[:15], resolved=False)
+
+
+def rollout_input(
+    dm: DecisionModel,
+    settings: DispatchSettings,
+    tuning: RolloutTuning | None = None,
+    retry_generation: int = 0,
+) -> RolloutInput:
+    """The workflow's argument: references only (Secret/ConfigMap names), never values."""
+    desired = desired_revision(dm, settings)
+    spec = dm.spec
+    meta = dm.metadata
+    evaluation = None
+    ev = spec.rollout.evaluation
+    if ev is not None:
+        ref = ev.dataset_ref
+        if ref.config_map_ref is not None:
+            cm = ref.config_map_ref
+            dataset = KeyRef(kind="ConfigMap", name=cm.name, key=cm.key)
+        else:
+            assert ref.secret_ref is not None  # exactly one source: validated by the model
+            dataset = KeyRef(kind="Secret", name=ref.secret_ref.name, key=ref.secret_ref.key)
+        evaluation = EvaluationPolicy(
+            dataset=dataset,
+            min_accuracy=str(ev.min_accuracy),
+            max_accuracy_drop=str(ev.max_accuracy_drop) if ev.max_accuracy_drop else None,
+            max_ece=str(ev.max_ece) if ev.max_ece else None,
+            max_ece_increase=str(ev.max_ece_increase) if ev.max_ece_increase else None,
+            max_cases=ev.max_cases,
+        )
+    api_key = spec.auth.api_key_secret_ref
+    token = spec.cache.download_token_secret_ref
+    stable = dm.status.stable_revision if dm.status else None
+    timeouts = spec.rollout.timeouts
+    return RolloutInput(
+        dm=DMRef(
+            namespace=meta.namespace or "default",
+            name=meta.name,
+            uid=meta.uid or "",
+            generation=meta.generation or 0,
+        ),
+        requested_revision=desired.requested_hash,
+        revision=desired.revision,
+        replicas=spec.replicas,
+        cache=CachePolicy(
+            size=str(spec.cache.size),
+            storage_class_name=spec.cache.storage_class_name,
+            access_modes=[m.value for m in spec.cache.access_modes],
+            download_token=KeyRef(name=token.name, key=token.key) if token else None,
+        ),
+        api_key=KeyRef(name=api_key.name, key=api_key.key) if api_key else None,
+        evaluation=evaluation,
+        promotion=spec.effective_promotion.value,
+        timeouts=PhaseTimeouts(
+            caching=int(timeouts.caching_duration.total_seconds()),
+            starting=int(timeouts.starting_duration.total_seconds()),
+            evaluating=int(timeouts.evaluating_duration.total_seconds()),
+        ),
+        stable=_record_of(stable),
+        retry_generation=retry_generation,
+        tuning=tuning or RolloutTuning(),
+    )
+
+
+def _record_of(rev: RevisionStatus | None) -> RevisionRecord | None:
+    if rev is None or not rev.digest or not rev.model:
+        return None
+    return RevisionRecord(
+        hash=rev.hash,
+        engine=rev.engine.value if rev.engine else "ollaya",
+        model=rev.model,
+        digest=rev.digest,
+        device=rev.device.value if rev.device else "cpu",
+        image=rev.image,
+        runtime_version=rev.runtime_version,
+        resources=rev.resources or {},
+        precision=rev.precision,
+        placement=rev.placement,
+    )

@@ -1,0 +1,147 @@
+"""Connecting to Temporal: address, namespace, TLS / mTLS, API key; and the namespace checks.
+
+Platform teams bring their own Temporal cluster (self-hosted with mTLS, or Temporal Cloud with an
+API key); the local environment uses the dev server on loopback without TLS.
+"""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from pathlib import Path
+
+from pydantic import Field
+from pydantic_settings import BaseSettings, SettingsConfigDict
+from temporalio.api.enums.v1 import IndexedValueType
+from temporalio.api.operatorservice.v1 import (
+    AddSearchAttributesRequest,
+    ListSearchAttributesRequest,
+)
+from temporalio.api.workflowservice.v1 import DescribeNamespaceRequest
+from temporalio.client import Client, TLSConfig
+from temporalio.contrib.pydantic import pydantic_data_converter
+from temporalio.runtime import PrometheusConfig, Runtime, TelemetryConfig
+
+from workflows import search_attributes as sa
+
+SETUP_COMMAND = "dmrollout temporal setup"
+
+
+class TemporalSettings(BaseSettings):
+    """How to reach Temporal. Environment: ``DMROLLOUT_TEMPORAL_*``."""
+
+    model_config = SettingsConfigDict(env_prefix="DMROLLOUT_TEMPORAL_", extra="ignore")
+
+    address: str = Field(default="127.0.0.1:7233", description="Frontend host:port.")
+    namespace: str = Field(default="default", description="Temporal namespace of the rollouts.")
+    task_queue: str = Field(default="dmrollout-rollouts", description="Task queue of workers.")
+    tls: bool = Field(
+        default=False, description="Use TLS (implied by a CA, a client cert or an API key)."
+    )
+    server_ca_file: Path | None = Field(default=None, description="CA bundle of the frontend.")
+    client_cert_file: Path | None = Field(default=None, description="mTLS client certificate.")
+    client_key_file: Path | None = Field(default=None, description="mTLS client key.")
+    server_name: str | None = Field(default=None, description="TLS server name override.")
+    api_key: str | None = Field(
+        default=None,
+        description="API key (Temporal Cloud); from a Secret through the environment, never "
+        "logged.",
+        repr=False,
+    )
+    ui_url: str = Field(
+        default="http://127.0.0.1:8233",
+        description="Base URL of the Temporal Web UI, for links printed by the CLI.",
+    )
+    metrics_bind_address: str | None = Field(
+        default=None, description="host:port for the SDK's Prometheus metrics (worker)."
+    )
+    min_retention_days: int = Field(
+        default=7,
+        description="Minimum history retention `temporal setup` accepts: the history is the "
+        "audit trail (the dev server keeps closed workflows 24 h).",
+    )
+
+    def tls_config(self) -> TLSConfig | bool:
+        wants = self.tls or self.server_ca_file or self.client_cert_file or self.api_key
+        if not wants:
+            return False
+        return TLSConfig(
+            server_root_ca_cert=self.server_ca_file.read_bytes() if self.server_ca_file else None,
+            client_cert=self.client_cert_file.read_bytes() if self.client_cert_file else None,
+            client_private_key=self.client_key_file.read_bytes() if self.client_key_file else None,
+            domain=self.server_name,
+        )
+
+
+def make_runtime(settings: TemporalSettings) -> Runtime | None:
+    if not settings.metrics_bind_address:
+        return None
+    return Runtime(
+        telemetry=TelemetryConfig(
+            metrics=PrometheusConfig(bind_address=settings.metrics_bind_address)
+        )
+    )
+
+
+async def connect(settings: TemporalSettings, runtime: Runtime | None = None) -> Client:
+    return await Client.connect(
+        settings.address,
+        namespace=settings.namespace,
+        tls=settings.tls_config(),
+        api_key=settings.api_key,
+        data_converter=pydantic_data_converter,
+        runtime=runtime or Runtime.default(),
+    )
+
+
+class NamespaceNotReady(RuntimeError):
+    """The namespace lacks what rollouts need; the message names the command that fixes it."""
+
+
+async def missing_search_attributes(client: Client, namespace: str) -> list[str]:
+    resp = await client.operator_service.list_search_attributes(
+        ListSearchAttributesRequest(namespace=namespace)
+    )
+    return [k.name for k in sa.ALL if k.name not in resp.custom_attributes]
+
+
+async def check_namespace(client: Client, namespace: str) -> None:
+    """Fail fast (a worker would otherwise leave workflow tasks retrying forever)."""
+    missing = await missing_search_attributes(client, namespace)
+    if missing:
+        raise NamespaceNotReady(
+            f"Temporal namespace {namespace!r} lacks the search attributes {', '.join(missing)}: "
+            f"run `{SETUP_COMMAND}` once (or enable the Helm chart's temporalSetup hook)"
+        )
+
+
+async def setup_namespace(client: Client, settings: TemporalSettings) -> list[str]:
+    """Register the search attributes; check retention. Returns what it did, line by line."""
+    done: list[str] = []
+    missing = await missing_search_attributes(client, settings.namespace)
+    if missing:
+        await client.operator_service.add_search_attributes(
+            AddSearchAttributesRequest(
+                namespace=settings.namespace,
+                search_attributes={
+                    name: IndexedValueType.INDEXED_VALUE_TYPE_KEYWORD for name in missing
+                },
+            )
+        )
+        done.append(f"registered search attributes: {', '.join(missing)}")
+    else:
+        done.append("search attributes already registered")
+    described = await client.workflow_service.describe_namespace(
+        DescribeNamespaceRequest(namespace=settings.namespace)
+    )
+    retention = described.config.workflow_execution_retention_ttl.ToTimedelta()
+    minimum = timedelta(days=settings.min_retention_days)
+    if retention < minimum:
+        done.append(
+            f"WARNING: namespace {settings.namespace!r} keeps closed workflows for {retention}; "
+            f"the rollout audit trail needs at least {minimum} "
+            f"(temporal operator namespace update --retention {settings.min_retention_days}d "
+            f"{settings.namespace})"
+        )
+    else:
+        done.append(f"retention {retention} ≥ {minimum}")
+    return done

@@ -1,0 +1,315 @@
+"""RolloutWorkflow's orchestration on the real Temporal dev server, with same-name fake activities.
+
+The real activities are tested against the cluster elsewhere; here the workflow's decisions are
+under test: step order, failure recording before deletion, approvals bound to the candidate,
+abort, cancellation as supersede, search attributes, and that handlers drain.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+from typing import Any
+
+import pytest
+from temporalio import activity
+from temporalio.client import Client, WorkflowHandle, WorkflowUpdateFailedError
+from temporalio.contrib.pydantic import pydantic_data_converter
+from temporalio.exceptions import ApplicationError
+from temporalio.worker import Worker
+
+from localenv.temporal import TemporalDevServer
+from workflows import contracts as c
+from workflows.rollout import RolloutWorkflow
+
+pytestmark = pytest.mark.temporal
+
+DIGEST = "a" * 64
+
+
+@dataclass
+class FakeCluster:
+    """Records what the fake activities were asked to do, in order."""
+
+    calls: list[str] = field(default_factory=list)
+    statuses: list[c.StatusUpdate] = field(default_factory=list)
+    deleted: list[str] = field(default_factory=list)
+    fail: dict[str, ApplicationError] = field(default_factory=dict)
+    evaluation_result: str = "Passed"
+    block_prefetch: asyncio.Event | None = None
+
+    def activities(self) -> list[Any]:
+        cluster = self
+
+        @activity.defn(name=c.RESOLVE)
+        async def resolve(inp: c.ResolveInput) -> c.ResolveResult:
+            cluster._step(c.RESOLVE)
+            return c.ResolveResult(
+                record=c.RevisionRecord(
+                    hash="r" + inp.revision.model[-3:], model=inp.revision.model, digest=DIGEST
+                ),
+                canonical=f"ollaya.dev/library/{inp.revision.model}",
+                store_manifest_path="manifests/x",
+                resolved_from_registry=True,
+            )
+
+        @activity.defn(name=c.PREFETCH)
+        async def prefetch(inp: c.RevisionObjectsInput) -> c.PrefetchResult:
+            cluster._step(c.PREFETCH)
+            if cluster.block_prefetch is not None:
+                while not cluster.block_prefetch.is_set():
+                    activity.heartbeat()
+                    await asyncio.sleep(0.1)
+            return c.PrefetchResult(job="j", pvc="p", attempts=1)
+
+        @activity.defn(name=c.START)
+        async def start(inp: c.RevisionObjectsInput) -> c.StartResult:
+            cluster._step(c.START)
+            return c.StartResult(deployment="d")
+
+        @activity.defn(name=c.WARMUP_INSPECT)
+        async def warmup(inp: c.WarmupInput) -> c.WarmupResult:
+            cluster._step(c.WARMUP_INSPECT)
+            return c.WarmupResult(model_ready=inp.replicas, precision="F32")
+
+        @activity.defn(name=c.EVALUATE)
+        async def evaluate(inp: c.EvaluateInput) -> c.EvaluationOutcome:
+            cluster._step(c.EVALUATE)
+            passed = cluster.evaluation_result == "Passed"
+            return c.EvaluationOutcome(
+                result="Passed" if passed else "Failed",
+                reason="EvaluationPassed" if passed else "EvaluationFailed",
+                message="accuracy 0.9000 >= minAccuracy 0.80"
+                if passed
+                else "accuracy 0.5000 < minAccuracy 0.80",
+                accuracy="0.9000" if passed else "0.5000",
+                ece="0.0500",
+                brier="0.0800",
+                cases=10,
+                failed_cases=0,
+                dataset_digest="d" * 64,
+            )
+
+        @activity.defn(name=c.PROMOTE)
+        async def promote(inp: c.PromoteInput) -> c.PromoteResult:
+            cluster._step(c.PROMOTE)
+            return c.PromoteResult(previous=inp.stable.hash if inp.stable else None)
+
+        @activity.defn(name=c.DELETE_REVISION)
+        async def delete_revision(inp: c.DeleteRevisionInput) -> c.DeleteRevisionResult:
+            cluster.calls.append(f"delete:{inp.revision}")
+            cluster.deleted.append(inp.revision)
+            return c.DeleteRevisionResult(deleted=[inp.revision])
+
+        @activity.defn(name=c.RECORD_STATUS)
+        async def record_status(update: c.StatusUpdate) -> None:
+            cluster.statuses.append(update)
+            if update.failed is not None:
+                cluster.calls.append("record-failure")
+
+        return [resolve, prefetch, start, warmup, evaluate, promote, delete_revision, record_status]
+
+    def _step(self, name: str) -> None:
+        self.calls.append(name)
+        if name in self.fail:
+            raise self.fail[name]
+
+    def phases(self) -> list[str]:
+        return [s.phase.value for s in self.statuses if s.phase is not None]
+
+
+@pytest.fixture
+async def client(temporal_server: TemporalDevServer) -> Client:
+    return await Client.connect(temporal_server.address, data_converter=pydantic_data_converter)
+
+
+@pytest.fixture
+def cluster() -> FakeCluster:
+    return FakeCluster()
+
+
+@pytest.fixture
+async def queue(client: Client, cluster: FakeCluster) -> AsyncIterator[str]:
+    name = f"logic-{uuid.uuid4().hex[:8]}"
+    async with Worker(
+        client, task_queue=name, workflows=[RolloutWorkflow], activities=cluster.activities()
+    ):
+        yield name
+
+
+def make_input(
+    model: str = "laya:en",
+    stable: bool = False,
+    evaluation: bool = False,
+    promotion: str = "Automatic",
+) -> c.RolloutInput:
+    return c.RolloutInput(
+        dm=c.DMRef(namespace="ns", name=f"dm-{uuid.uuid4().hex[:6]}", uid="uid-1", generation=2),
+        requested_revision="u" + uuid.uuid4().hex[:15],
+        revision=c.RevisionSpec(model=model),
+        evaluation=c.EvaluationPolicy(
+            dataset=c.KeyRef(kind="ConfigMap", name="golden", key="cases.jsonl"),
+            min_accuracy="0.80",
+        )
+        if evaluation
+        else None,
+        promotion=promotion,  # type: ignore[arg-type]
+        stable=c.RevisionRecord(hash="stable0000000000", model="laya:old", digest="b" * 64)
+        if stable
+        else None,
+        tuning=c.RolloutTuning(promotion_grace_seconds=1, heartbeat_timeout_seconds=5),
+    )
+
+
+async def start(
+    client: Client, queue: str, inp: c.RolloutInput
+) -> WorkflowHandle[Any, c.RolloutOutcome]:
+    return await client.start_workflow(
+        RolloutWorkflow.run,
+        inp,
+        id=c.workflow_id(inp.dm, inp.requested_revision),
+        task_queue=queue,
+        result_type=c.RolloutOutcome,
+    )
+
+
+async def wait_phase(
+    handle: WorkflowHandle[Any, Any], phase: c.Phase, timeout: float = 20
+) -> c.RolloutProgress:
+    deadline = asyncio.get_running_loop().time() + timeout
+    while True:
+        p = await handle.query(RolloutWorkflow.progress, result_type=c.RolloutProgress)
+        if p.phase == phase:
+            return p
+        if asyncio.get_running_loop().time() > deadline:
+            raise AssertionError(f"phase {p.phase} not {phase}")
+        await asyncio.sleep(0.1)
+
+
+async def test_first_rollout_promotes_in_order(
+    client: Client, queue: str, cluster: FakeCluster
+) -> None:
+    handle = await start(client, queue, make_input())
+    outcome = await handle.result()
+    assert outcome.result == c.RolloutResult.PROMOTED
+    assert cluster.calls == [c.RESOLVE, c.PREFETCH, c.START, c.WARMUP_INSPECT, c.PROMOTE]
+    assert cluster.phases() == ["Resolving", "Caching", "Starting", "Promoting"]
+    desc = await handle.describe()
+    attrs = {k.name: v for k, v in desc.typed_search_attributes}  # type: ignore[attr-defined]
+    assert attrs["DmResult"] == "Promoted" and attrs["DmPhase"] == "Ready"
+    assert attrs["DmRevision"] == "r:en"
+
+
+async def test_second_rollout_deletes_previous_after_grace(
+    client: Client, queue: str, cluster: FakeCluster
+) -> None:
+    outcome = await (await start(client, queue, make_input(stable=True, evaluation=True))).result()
+    assert outcome.result == c.RolloutResult.PROMOTED
+    assert cluster.calls[-3:] == [c.EVALUATE, c.PROMOTE, "delete:stable0000000000"]
+
+
+async def test_failed_evaluation_records_failure_before_deleting(
+    client: Client, queue: str, cluster: FakeCluster
+) -> None:
+    cluster.evaluation_result = "Failed"
+    outcome = await (await start(client, queue, make_input(stable=True, evaluation=True))).result()
+    assert outcome.result == c.RolloutResult.ROLLED_BACK and outcome.reason == "EvaluationFailed"
+    assert cluster.calls[-2:] == ["record-failure", "delete:r:en"]
+    failure = next(s for s in cluster.statuses if s.failed is not None)
+    assert failure.phase == c.Phase.ROLLED_BACK and failure.clear_candidate
+    assert failure.failed_reason == "EvaluationFailed"
+
+
+async def test_permanent_error_without_stable_is_failed(
+    client: Client, queue: str, cluster: FakeCluster
+) -> None:
+    cluster.fail[c.RESOLVE] = ApplicationError(
+        "laya:nope not found", type="ModelNotFound", non_retryable=True
+    )
+    outcome = await (await start(client, queue, make_input(model="laya:nope"))).result()
+    assert outcome.result == c.RolloutResult.FAILED and outcome.reason == "ModelNotFound"
+    assert cluster.calls == [c.RESOLVE, "record-failure"]  # nothing to delete: never created
+
+
+async def test_manual_promotion_refuses_stale_and_early_approvals(
+    client: Client, queue: str, cluster: FakeCluster
+) -> None:
+    inp = make_input(stable=True, evaluation=True, promotion="Manual")
+    handle = await start(client, queue, inp)
+    progress = await wait_phase(handle, c.Phase.AWAITING_PROMOTION)
+    token = progress.expected_approval
+    assert token is not None and token.startswith("r:en.")
+    # A stale approval (another revision) is refused by the update's validator...
+    with pytest.raises(WorkflowUpdateFailedError) as err:
+        await handle.execute_update(RolloutWorkflow.approve, "oldrevision00000")
+    assert "does not match" in str(err.value.cause)
+    # ...and as a signal it is recorded, never applied.
+    await handle.signal(RolloutWorkflow.promote, "oldrevision00000")
+
+    async def rejected() -> c.RolloutProgress:
+        while True:
+            p = await handle.query(RolloutWorkflow.progress, result_type=c.RolloutProgress)
+            if p.rejected_approvals:
+                return p
+            await asyncio.sleep(0.1)
+
+    p = await asyncio.wait_for(rejected(), 10)
+    assert p.phase == c.Phase.AWAITING_PROMOTION
+    assert p.rejected_approvals[0].approval == "oldrevision00000"
+    for _ in range(100):  # the Event is written by an activity the signal handler runs
+        if any(s.event_reason == "ApprovalRejected" for s in cluster.statuses):
+            break
+        await asyncio.sleep(0.1)
+    assert any(s.event_reason == "ApprovalRejected" for s in cluster.statuses)
+    assert c.PROMOTE not in cluster.calls
+    # The bound approval promotes (through the update, which answers).
+    answer = await handle.execute_update(RolloutWorkflow.approve, token)
+    assert "approved" in answer
+    assert (await handle.result()).result == c.RolloutResult.PROMOTED
+
+
+async def test_early_approval_is_refused(client: Client, queue: str, cluster: FakeCluster) -> None:
+    cluster.block_prefetch = asyncio.Event()
+    handle = await start(client, queue, make_input(stable=True, promotion="Manual"))
+    await wait_phase(handle, c.Phase.CACHING)
+    with pytest.raises(WorkflowUpdateFailedError) as err:
+        await handle.execute_update(RolloutWorkflow.approve, "r:en")
+    assert "no candidate awaits promotion" in str(err.value.cause)
+    cluster.block_prefetch.set()
+    p = await wait_phase(handle, c.Phase.AWAITING_PROMOTION)
+    await handle.signal(RolloutWorkflow.promote, p.expected_approval or "")
+    assert (await handle.result()).result == c.RolloutResult.PROMOTED
+
+
+async def test_first_revision_is_never_held(
+    client: Client, queue: str, cluster: FakeCluster
+) -> None:
+    outcome = await (
+        await start(client, queue, make_input(stable=False, promotion="Manual"))
+    ).result()
+    assert outcome.result == c.RolloutResult.PROMOTED
+
+
+async def test_cancel_is_superseded_and_cleans_own_objects(
+    client: Client, queue: str, cluster: FakeCluster
+) -> None:
+    cluster.block_prefetch = asyncio.Event()
+    handle = await start(client, queue, make_input(stable=True))
+    await wait_phase(handle, c.Phase.CACHING)
+    await handle.cancel()
+    outcome = await handle.result()
+    assert outcome.result == c.RolloutResult.SUPERSEDED
+    assert cluster.deleted == ["r:en"]  # its own candidate, never the stable
+    assert not any(s.failed for s in cluster.statuses)  # status is the newer rollout's
+
+
+async def test_abort_rolls_back(client: Client, queue: str, cluster: FakeCluster) -> None:
+    cluster.block_prefetch = asyncio.Event()
+    handle = await start(client, queue, make_input(stable=True))
+    await wait_phase(handle, c.Phase.CACHING)
+    await handle.signal(RolloutWorkflow.abort, "operator said no")
+    outcome = await handle.result()
+    assert outcome.result == c.RolloutResult.ROLLED_BACK and outcome.reason == "Aborted"
+    assert cluster.deleted == ["r:en"]

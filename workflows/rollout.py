@@ -1,0 +1,623 @@
+"""RolloutWorkflow: one durable workflow per DecisionModel revision.
+
+Deterministic orchestration only: every side effect is an activity scheduled by name (see
+``workflows.contracts``), every wait is a Temporal timer or condition. The history this
+workflow leaves is the rollout's audit trail: each activity carries a summary, each phase change
+upserts the ``DmPhase`` search attribute and records status through an activity.
+
+Steps (REFERENCE.md "Rollout steps"): resolve → prefetch → start → warmup_inspect →
+[evaluate] → [AwaitingPromotion] → promote → (grace timer) → delete the previous revision.
+Failure: record failedRevision and the reason first, then delete the candidate's objects
+(RolledBack with a stable, Failed without). Cancellation (a newer revision superseded this
+one): delete this candidate's objects and end with result Superseded.
+
+Versioning: changes to the command sequence go behind ``workflow.patched(<id>)``; the replay
+test (tests/integration/test_workflow_replay.py) runs recorded histories through the Replayer
+and fails on an unversioned change.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from datetime import timedelta
+from typing import Any
+
+from temporalio import workflow
+from temporalio.common import RetryPolicy
+from temporalio.exceptions import (
+    ActivityError,
+    ApplicationError,
+    CancelledError,
+    RetryState,
+    TimeoutError,
+)
+
+with workflow.unsafe.imports_passed_through():
+    from workflows import search_attributes as sa
+    from workflows.contracts import (
+        DELETE_REVISION,
+        EVALUATE,
+        PREFETCH,
+        PROMOTE,
+        RECORD_STATUS,
+        RESOLVE,
+        START,
+        WARMUP_INSPECT,
+        ConditionUpdate,
+        DeleteRevisionInput,
+        DeleteRevisionResult,
+        EvaluateInput,
+        EvaluationOutcome,
+        Phase,
+        PrefetchResult,
+        PromoteInput,
+        PromoteResult,
+        RejectedApproval,
+        ResolveInput,
+        ResolveResult,
+        RevisionObjectsInput,
+        RevisionRecord,
+        RolloutInput,
+        RolloutOutcome,
+        RolloutProgress,
+        RolloutResult,
+        StartResult,
+        StatusUpdate,
+        WarmupInput,
+        WarmupResult,
+        approval_token,
+    )
+
+# Reasons that end a rollout at once: retrying cannot change the answer. The activities raise
+# ApplicationErrors whose type is one of these with non_retryable=True; listing them here as
+# well makes the policy hold even if an activity forgot the flag.
+PERMANENT_REASONS = [
+    "ModelNotFound",
+    "InvalidModelName",
+    "RegistryNotAllowed",
+    "DigestMismatch",
+    "DatasetInvalid",
+    "ImageOverrideNotAllowed",
+    "ResourceConflict",
+    "PrefetchFailed",
+    "DecisionModelGone",
+    "APIKeyInvalid",
+]
+
+RETRY = RetryPolicy(
+    initial_interval=timedelta(seconds=1),
+    backoff_coefficient=2.0,
+    maximum_interval=timedelta(seconds=30),
+    non_retryable_error_types=PERMANENT_REASONS,
+)
+
+CACHE_TIMEOUT = "CacheTimeout"
+START_TIMEOUT = "StartTimeout"
+EVALUATION_TIMEOUT = "EvaluationTimeout"
+EVALUATION_FAILED = "EvaluationFailed"
+ABORTED = "Aborted"
+CANDIDATE_REJECTED = "CandidateRejected"
+
+
+class RolloutFailure(Exception):
+    """A rollout step failed for good: record it, then roll back."""
+
+    def __init__(self, reason: str, message: str) -> None:
+        super().__init__(message)
+        self.reason = reason
+        self.message = message
+
+
+@workflow.defn(name="RolloutWorkflow")
+class RolloutWorkflow:
+    def __init__(self) -> None:
+        self._inp: RolloutInput | None = None
+        self._phase = Phase.PENDING
+        self._step = "pending"
+        self._record: RevisionRecord | None = None
+        self._expected_approval: str | None = None
+        self._approved = False
+        self._abort_reason: str | None = None
+        self._rejected: list[RejectedApproval] = []
+        self._evaluation: EvaluationOutcome | None = None
+        self._result: RolloutResult | None = None
+        self._reason: str | None = None
+        self._message: str | None = None
+        self._main: asyncio.Task[RolloutOutcome] | None = None
+
+    # -- entry point -----------------------------------------------------------------------
+    @workflow.run
+    async def run(self, inp: RolloutInput) -> RolloutOutcome:
+        self._inp = inp
+        workflow.upsert_search_attributes(
+            [
+                sa.DM_NAMESPACE.value_set(inp.dm.namespace),
+                sa.DM_NAME.value_set(inp.dm.name),
+                sa.DM_REVISION.value_set(inp.requested_revision),
+                sa.DM_MODEL.value_set(inp.revision.model),
+                sa.DM_PHASE.value_set(Phase.PENDING.value),
+            ]
+        )
+        self._main = asyncio.create_task(self._rollout(inp))
+        try:
+            outcome = await self._main
+        except asyncio.CancelledError:
+            if self._abort_reason is None:
+                # The workflow itself was cancelled: a newer revision superseded this one.
+                outcome = await self._superseded()
+            else:
+                outcome = await self._fail(ABORTED, f"aborted: {self._abort_reason}")
+        self._finish(outcome)
+        # Signals/updates in flight (e.g. a rejected approval being recorded) complete first.
+        await workflow.wait_condition(workflow.all_handlers_finished)
+        return outcome
+
+    async def _rollout(self, inp: RolloutInput) -> RolloutOutcome:
+        try:
+            return await self._steps(inp)
+        except RolloutFailure as failure:
+            return await self._fail(failure.reason, failure.message)
+
+    async def _steps(self, inp: RolloutInput) -> RolloutOutcome:
+        dm = inp.dm
+        # 1. resolve: tag → digest, guards, revision identity.
+        await self._enter(Phase.RESOLVING, "resolve")
+        resolved: ResolveResult = await self._activity(
+            RESOLVE,
+            ResolveInput(dm=dm, revision=inp.revision),
+            ResolveResult,
+            summary=f"resolve {inp.revision.model}",
+            start_to_close=timedelta(seconds=60),
+            schedule_to_close=timedelta(minutes=5),
+        )
+        record = resolved.record
+        self._record = record
+        workflow.upsert_search_attributes([sa.DM_REVISION.value_set(record.hash)])
+        await self._record_status(
+            candidate=record,
+            clear_failed=True,
+            conditions=[
+                ConditionUpdate(
+                    type="Resolved",
+                    status="True",
+                    reason="DigestResolved",
+                    message=f"{resolved.canonical} resolved to digest {record.digest}",
+                )
+            ],
+            event_reason="Resolved",
+            event_message=f"{resolved.canonical} → revision {record.hash} "
+            f"(digest {record.digest[:12]})",
+        )
+        objects = RevisionObjectsInput(
+            dm=dm,
+            record=record,
+            revision=inp.revision,
+            store_manifest_path=resolved.store_manifest_path,
+            replicas=inp.replicas,
+            cache=inp.cache,
+            api_key=inp.api_key,
+            caching_timeout_seconds=inp.timeouts.caching,
+        )
+
+        # 2. prefetch: per-revision store PVC + Job that pulls and verifies the digest.
+        await self._enter(Phase.CACHING, "prefetch")
+        caching = timedelta(seconds=inp.timeouts.caching)
+        await self._activity(
+            PREFETCH,
+            objects,
+            PrefetchResult,
+            summary=f"prefetch {inp.revision.model} into {dm.name}-store-{record.hash}",
+            start_to_close=caching,
+            schedule_to_close=caching,
+            heartbeat=True,
+            timeout_reason=CACHE_TIMEOUT,
+        )
+        await self._record_status(
+            conditions=[
+                ConditionUpdate(
+                    type="Cached",
+                    status="True",
+                    reason="Prefetched",
+                    message=f"store {dm.name}-store-{record.hash} holds digest {record.digest}",
+                )
+            ],
+            event_reason="Cached",
+            event_message=f"weights of revision {record.hash} cached and verified",
+        )
+
+        # 3. start + warmup_inspect, both under the starting deadline.
+        await self._enter(Phase.STARTING, "start")
+        deadline = workflow.now() + timedelta(seconds=inp.timeouts.starting)
+        await self._activity(
+            START,
+            objects,
+            StartResult,
+            summary=f"start Deployment {dm.name}-{record.hash} "
+            f"({inp.replicas} replicas, no traffic)",
+            start_to_close=deadline - workflow.now(),
+            schedule_to_close=deadline - workflow.now(),
+            heartbeat=True,
+            timeout_reason=START_TIMEOUT,
+        )
+        self._step = "warmup_inspect"
+        warm: WarmupResult = await self._activity(
+            WARMUP_INSPECT,
+            WarmupInput(
+                dm=dm,
+                record=record,
+                model=inp.revision.model,
+                replicas=inp.replicas,
+                api_key=inp.api_key,
+                warmup_timeout_seconds=inp.tuning.warmup_timeout_seconds,
+            ),
+            WarmupResult,
+            summary=f"warm up and inspect Pods of {record.hash}: digest, device, pinned",
+            start_to_close=max(deadline - workflow.now(), timedelta(seconds=1)),
+            schedule_to_close=max(deadline - workflow.now(), timedelta(seconds=1)),
+            heartbeat=True,
+            timeout_reason=START_TIMEOUT,
+        )
+        if warm.precision:
+            record = record.model_copy(update={"precision": warm.precision})
+            self._record = record
+        await self._record_status(
+            candidate=record,
+            event_reason="ModelReady",
+            event_message=f"{warm.model_ready}/{inp.replicas} Pods of {record.hash} model-ready",
+        )
+
+        # 4. evaluate (optional): golden set against the candidate, baseline against the stable.
+        if inp.evaluation is not None:
+            await self._enter(Phase.EVALUATING, "evaluate")
+            evaluating = timedelta(seconds=inp.timeouts.evaluating)
+            outcome: EvaluationOutcome = await self._activity(
+                EVALUATE,
+                EvaluateInput(
+                    dm=dm,
+                    candidate=record,
+                    model=inp.revision.model,
+                    stable=inp.stable,
+                    policy=inp.evaluation,
+                    api_key=inp.api_key,
+                ),
+                EvaluationOutcome,
+                summary=f"evaluate {record.hash} on {inp.evaluation.dataset.kind} "
+                f"{inp.evaluation.dataset.name} (≤{inp.evaluation.max_cases} cases)",
+                start_to_close=evaluating,
+                schedule_to_close=evaluating,
+                heartbeat=True,
+                timeout_reason=EVALUATION_TIMEOUT,
+            )
+            self._evaluation = outcome
+            passed = outcome.result == "Passed"
+            await self._record_status(
+                evaluation=outcome,
+                evaluation_gates=self._gates(),
+                conditions=[
+                    ConditionUpdate(
+                        type="Evaluated",
+                        status="True" if passed else "False",
+                        reason=outcome.reason,
+                        message=outcome.message,
+                    )
+                ],
+                event_reason="Evaluated",
+                event_message=f"{outcome.result}: accuracy {outcome.accuracy}, "
+                f"ECE {outcome.ece} on {outcome.cases} cases",
+                event_type="Normal" if passed else "Warning",
+            )
+            if not passed:
+                raise RolloutFailure(EVALUATION_FAILED, outcome.message)
+
+        # 5. manual promotion: the first revision of a DecisionModel is never held.
+        if inp.promotion == "Manual" and inp.stable is not None:
+            self._expected_approval = approval_token(
+                record.hash,
+                inp.evaluation,
+                self._evaluation.dataset_digest if self._evaluation else None,
+            )
+            await self._enter(
+                Phase.AWAITING_PROMOTION,
+                "awaiting promotion",
+                event_reason="AwaitingPromotion",
+                event_message=f"candidate {record.hash} awaits approval {self._expected_approval}",
+            )
+            # No timeout (reference): a rollout may wait for a human as long as it takes.
+            await workflow.wait_condition(lambda: self._approved)
+
+        # 6. promote: persist stableRevision, PDB, switch the Service.
+        await self._enter(Phase.PROMOTING, "promote")
+        promoted: PromoteResult = await self._activity(
+            PROMOTE,
+            PromoteInput(dm=dm, candidate=record, replicas=inp.replicas, stable=inp.stable),
+            PromoteResult,
+            summary=f"promote {record.hash}: record stable, PDB, switch Service {dm.name}",
+            start_to_close=timedelta(seconds=60),
+            schedule_to_close=timedelta(minutes=10),
+        )
+        self._phase = Phase.READY
+        self._step = "promoted"
+        workflow.upsert_search_attributes([sa.DM_PHASE.value_set(Phase.READY.value)])
+        await self._record_status(
+            event_reason="Promoted",
+            event_message=f"Service {dm.name} now selects revision {record.hash}",
+        )
+
+        # 7. the previous revision keeps running for the grace, then goes (a durable timer).
+        if promoted.previous and promoted.previous != record.hash:
+            self._step = "grace"
+            await workflow.sleep(
+                timedelta(seconds=inp.tuning.promotion_grace_seconds),
+                summary=f"grace before deleting revision {promoted.previous}",
+            )
+            self._step = "delete previous"
+            await self._delete_revision(promoted.previous, "superseded by promotion")
+        return RolloutOutcome(result=RolloutResult.PROMOTED, revision=record.hash)
+
+    # -- failure, cancellation -------------------------------------------------------------
+    async def _fail(self, reason: str, message: str) -> RolloutOutcome:
+        """Record the failure first (status and Event), then delete the candidate's objects."""
+        inp = self._require_input()
+        has_stable = inp.stable is not None
+        phase = Phase.ROLLED_BACK if has_stable else Phase.FAILED
+        failed = self._record or RevisionRecord(
+            hash=inp.requested_revision,
+            engine=inp.revision.engine,
+            model=inp.revision.model,
+            digest=inp.revision.digest or "",
+            device=inp.revision.device,
+        )
+        self._phase = phase
+        self._step = "rollback"
+        self._reason, self._message = reason, message
+        workflow.upsert_search_attributes([sa.DM_PHASE.value_set(phase.value)])
+        await self._record_status(
+            phase=phase,
+            failed=failed,
+            failed_reason=reason,
+            failed_message=message,
+            clear_candidate=True,
+            conditions=[
+                ConditionUpdate(
+                    type="Promoted",
+                    status="False",
+                    reason=CANDIDATE_REJECTED if has_stable else reason,
+                    message=f"revision {failed.hash} {reason}: {message}",
+                )
+            ],
+            event_reason="RolledBack" if has_stable else "Failed",
+            event_message=f"revision {failed.hash} {reason}: {message}",
+            event_type="Warning",
+        )
+        if self._record is not None:
+            await self._delete_revision(self._record.hash, f"rollback: {reason}")
+        result = RolloutResult.ROLLED_BACK if has_stable else RolloutResult.FAILED
+        return RolloutOutcome(result=result, revision=failed.hash, reason=reason, message=message)
+
+    async def _superseded(self) -> RolloutOutcome:
+        """Cancelled by the controller for a newer revision: remove only our own objects.
+
+        Status is left to the newer rollout (it already owns candidateRevision); only an Event
+        records what happened here.
+        """
+        self._step = "superseded cleanup"
+        if self._record is not None:
+            await self._delete_revision(self._record.hash, "superseded by a newer revision")
+        inp = self._require_input()
+        revision = self._record.hash if self._record else inp.requested_revision
+        await self._record_status(
+            event_reason="Superseded",
+            event_message=f"rollout of {revision} cancelled: a newer revision supersedes it",
+            write_status=False,
+        )
+        return RolloutOutcome(
+            result=RolloutResult.SUPERSEDED,
+            revision=self._record.hash if self._record else None,
+            reason="Superseded",
+        )
+
+    def _finish(self, outcome: RolloutOutcome) -> None:
+        self._result = outcome.result
+        self._reason = outcome.reason
+        self._message = outcome.message
+        workflow.upsert_search_attributes([sa.DM_RESULT.value_set(outcome.result.value)])
+        workflow.set_current_details(f"**{outcome.result.value}** {outcome.reason or ''}")
+
+    # -- messages --------------------------------------------------------------------------
+    @workflow.signal
+    async def promote(self, approval: str) -> None:
+        """Manual promotion (Temporal UI, ``temporal workflow signal``, the annotation)."""
+        if self._approved and approval == self._expected_approval:
+            return  # idempotent: the same approval twice
+        why = self._approval_problem(approval)
+        if why is None:
+            self._approved = True
+            return
+        # Never applied; recorded where a user looks: the query, status and an Event.
+        self._rejected.append(RejectedApproval(approval=approval, why=why))
+        await self._record_status(
+            conditions=[
+                ConditionUpdate(
+                    type="Promoted", status="False", reason="ApprovalRejected", message=why
+                )
+            ],
+            event_reason="ApprovalRejected",
+            event_message=why,
+            event_type="Warning",
+        )
+
+    @workflow.update
+    async def approve(self, approval: str) -> str:
+        """The same operation for callers that want an answer (CLI, controller)."""
+        self._approved = True
+        return f"revision {self._record.hash if self._record else '?'} approved for promotion"
+
+    @approve.validator
+    def _validate_approve(self, approval: str) -> None:
+        if self._approved and approval == self._expected_approval:
+            return
+        why = self._approval_problem(approval)
+        if why is not None:
+            raise ValueError(why)
+
+    @workflow.signal
+    def abort(self, reason: str) -> None:
+        """Stop this rollout and roll back (the stable keeps serving)."""
+        if self._abort_reason is not None or self._result is not None:
+            return
+        self._abort_reason = reason or "no reason given"
+        if self._main is not None and not self._main.done():
+            self._main.cancel()
+
+    @workflow.query
+    def progress(self) -> RolloutProgress:
+        inp = self._inp
+        return RolloutProgress(
+            phase=self._phase,
+            step=self._step,
+            requested_revision=inp.requested_revision if inp else "",
+            revision=self._record.hash if self._record else None,
+            digest=self._record.digest if self._record else None,
+            expected_approval=self._expected_approval
+            if self._phase == Phase.AWAITING_PROMOTION
+            else None,
+            cases_total=inp.evaluation.max_cases if inp and inp.evaluation else 0,
+            cases_done=self._evaluation.cases if self._evaluation else 0,
+            evaluation=self._evaluation,
+            rejected_approvals=list(self._rejected),
+            result=self._result,
+            reason=self._reason,
+            message=self._message,
+        )
+
+    def _approval_problem(self, approval: str) -> str | None:
+        if self._phase != Phase.AWAITING_PROMOTION or self._expected_approval is None:
+            return (
+                f"approval {approval!r} refused: no candidate awaits promotion "
+                f"(phase {self._phase.value}); approve once the phase is AwaitingPromotion"
+            )
+        if approval != self._expected_approval:
+            return (
+                f"approval {approval!r} refused: it does not match the candidate awaiting "
+                f"promotion (expected {self._expected_approval!r}); a stale approval never "
+                "promotes a later candidate"
+            )
+        return None
+
+    # -- helpers ---------------------------------------------------------------------------
+    def _require_input(self) -> RolloutInput:
+        assert self._inp is not None
+        return self._inp
+
+    def _gates(self) -> dict[str, str]:
+        policy = self._require_input().evaluation
+        if policy is None:
+            return {}
+        gates = {
+            "minAccuracy": policy.min_accuracy,
+            "maxAccuracyDrop": policy.max_accuracy_drop,
+            "maxECE": policy.max_ece,
+            "maxECEIncrease": policy.max_ece_increase,
+        }
+        return {k: v for k, v in gates.items() if v is not None}
+
+    async def _enter(
+        self, phase: Phase, step: str, event_reason: str | None = None, event_message: str = ""
+    ) -> None:
+        self._phase = phase
+        self._step = step
+        workflow.upsert_search_attributes([sa.DM_PHASE.value_set(phase.value)])
+        workflow.set_current_details(f"**{phase.value}**: {step}")
+        await self._record_status(
+            phase=phase, event_reason=event_reason, event_message=event_message
+        )
+
+    async def _record_status(self, write_status: bool = True, **fields: Any) -> None:
+        inp = self._require_input()
+        update = StatusUpdate(dm=inp.dm, **fields)
+        if not write_status:
+            update = StatusUpdate(
+                dm=inp.dm,
+                event_reason=update.event_reason,
+                event_message=update.event_message,
+                event_type=update.event_type,
+            )
+        await workflow.execute_activity(
+            RECORD_STATUS,
+            update,
+            start_to_close_timeout=timedelta(seconds=30),
+            schedule_to_close_timeout=timedelta(minutes=10),
+            retry_policy=RETRY,
+            summary=f"status: {update.phase.value if update.phase else ''} "
+            f"{update.event_reason or ''}".strip(),
+        )
+
+    async def _delete_revision(self, revision: str, why: str) -> None:
+        inp = self._require_input()
+        await workflow.execute_activity(
+            DELETE_REVISION,
+            DeleteRevisionInput(dm=inp.dm, revision=revision, reason=why),
+            result_type=DeleteRevisionResult,
+            start_to_close_timeout=timedelta(seconds=60),
+            schedule_to_close_timeout=timedelta(minutes=10),
+            retry_policy=RETRY,
+            cancellation_type=workflow.ActivityCancellationType.WAIT_CANCELLATION_COMPLETED,
+            summary=f"delete revision {revision} ({why})",
+        )
+
+    async def _activity(
+        self,
+        name: str,
+        arg: Any,
+        result_type: type[Any],
+        *,
+        summary: str,
+        start_to_close: timedelta,
+        schedule_to_close: timedelta,
+        heartbeat: bool = False,
+        timeout_reason: str | None = None,
+    ) -> Any:
+        """Run one step; turn its final failure into a RolloutFailure with the reason."""
+        inp = self._require_input()
+        try:
+            return await workflow.execute_activity(
+                name,
+                arg,
+                result_type=result_type,
+                start_to_close_timeout=start_to_close,
+                schedule_to_close_timeout=schedule_to_close,
+                heartbeat_timeout=timedelta(seconds=inp.tuning.heartbeat_timeout_seconds)
+                if heartbeat
+                else None,
+                retry_policy=RETRY,
+                # Mutating steps: cleanup after a cancel must not race a step still running.
+                cancellation_type=workflow.ActivityCancellationType.WAIT_CANCELLATION_COMPLETED,
+                summary=summary,
+            )
+        except ActivityError as e:
+            if isinstance(e.cause, CancelledError):
+                # Cancelled on our request (supersede or abort): not a failure of the step.
+                raise asyncio.CancelledError() from e
+            raise _failure_of(e, name, timeout_reason) from None
+
+
+def _failure_of(error: ActivityError, step: str, timeout_reason: str | None) -> RolloutFailure:
+    cause = error.cause
+    if (
+        isinstance(cause, ApplicationError)
+        and not cause.non_retryable
+        and error.retry_state == RetryState.TIMEOUT
+        and timeout_reason is not None
+    ):
+        # Retried until the phase deadline (e.g. a dataset Secret not labelled yet "holds
+        # Evaluating until its timeout"): the deadline is the reason, the last error the why.
+        return RolloutFailure(timeout_reason, f"{step} did not succeed in time: {cause.message}")
+    if isinstance(cause, ApplicationError):
+        return RolloutFailure(cause.type or "ActivityFailed", cause.message)
+    if isinstance(cause, TimeoutError):
+        details = ""
+        if cause.last_heartbeat_details:
+            details = f"; last progress: {cause.last_heartbeat_details[0]}"
+        reason = timeout_reason or "ActivityTimeout"
+        return RolloutFailure(reason, f"{step} did not finish within its deadline{details}")
+    return RolloutFailure("ActivityFailed", f"{step} failed: {cause or error}")
