@@ -37,6 +37,11 @@ class DecisionModelGone(Exception):
     """The DecisionModel was deleted or re-created under the same name (another UID)."""
 
 
+class ObjectNotSettled(RuntimeError):
+    """An object of the wanted name is being deleted, or vanished while being adopted: wait
+    and create it again (a RuntimeError, so callers that retried on it still do)."""
+
+
 @dataclass(frozen=True)
 class KindOps:
     """How to reach one kind with the typed client (namespaced kinds only)."""
@@ -143,17 +148,26 @@ class Kube:
         return obj
 
     def apply_dm_status(
-        self, dm: DMRef, status: dict[str, Any], field_manager: str = ROLLOUT_FIELD_MANAGER
+        self,
+        dm: DMRef,
+        status: dict[str, Any],
+        field_manager: str = ROLLOUT_FIELD_MANAGER,
+        resource_version: str | None = None,
     ) -> dict[str, Any]:
         """Server-side apply of the status fields this manager owns (and only those).
 
         Distinct field managers (the rollout's activities, the controller) each own their
         fields; conditions are a map keyed by type, so neither can clobber the other's.
+        ``resource_version`` makes the apply conditional (409 when the object changed since
+        it was read), for writers that build the applied set from what they read.
         """
+        metadata: dict[str, Any] = {"name": dm.name, "namespace": dm.namespace, "uid": dm.uid}
+        if resource_version is not None:
+            metadata["resourceVersion"] = resource_version
         body = {
             "apiVersion": f"{GROUP}/{VERSION}",
             "kind": "DecisionModel",
-            "metadata": {"name": dm.name, "namespace": dm.namespace, "uid": dm.uid},
+            "metadata": metadata,
             "status": status,
         }
         result: dict[str, Any] = self.custom.patch_namespaced_custom_object_status(
@@ -231,11 +245,29 @@ class Kube:
                 raise
         existing = self.get(kind, meta["namespace"], meta["name"])
         if existing is None:  # deleted in between; the retry of the activity creates it
-            raise RuntimeError(f"{kind} {meta['name']} vanished while being adopted")
+            raise ObjectNotSettled(f"{kind} {meta['name']} vanished while being adopted")
         if existing["metadata"].get("deletionTimestamp"):
-            raise RuntimeError(f"{kind} {meta['name']} is being deleted; retrying")
+            raise ObjectNotSettled(f"{kind} {meta['name']} is being deleted; retrying")
         self.check_owned(existing, owner_uid)
         return existing
+
+    async def ensure_owned(
+        self,
+        obj: dict[str, Any],
+        owner_uid: str,
+        poll_interval: float,
+        on_wait: Callable[[str], None] | None = None,
+    ) -> dict[str, Any]:
+        """create_or_adopt that waits out a namesake being deleted (e.g. the store PVC of a
+        revision deleted a moment ago and rolled out again), calling ``on_wait`` (a heartbeat)
+        each round. ResourceConflict for a foreign object is raised at once."""
+        while True:
+            try:
+                return await self.run(self.create_or_adopt, obj, owner_uid)
+            except ObjectNotSettled as e:
+                if on_wait is not None:
+                    on_wait(str(e))
+                await asyncio.sleep(poll_interval)
 
     @staticmethod
     def controller_uid(obj: dict[str, Any]) -> str | None:

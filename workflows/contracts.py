@@ -43,6 +43,7 @@ class Phase(StrEnum):
     AWAITING_PROMOTION = "AwaitingPromotion"
     PROMOTING = "Promoting"
     READY = "Ready"
+    DEGRADED = "Degraded"
     FAILED = "Failed"
     ROLLED_BACK = "RolledBack"
 
@@ -173,13 +174,20 @@ class RolloutInput(Contract):
     promotion: Literal["Automatic", "EvaluationGated", "Manual"] = "Automatic"
     timeouts: PhaseTimeouts = Field(default_factory=PhaseTimeouts)
     stable: RevisionRecord | None = None
-    retry_generation: int = 0
+    retry_token: str | None = None  # the decisionmodel.io/retry value this run consumes
     tuning: RolloutTuning = Field(default_factory=RolloutTuning)
 
 
-def workflow_id(dm: DMRef, revision: str, retry_generation: int = 0) -> str:
+def retry_key(token: str) -> str:
+    """The retry generation in a workflow ID: 8 hex of the retry token (any string a user set)."""
+    return hashlib.sha256(token.encode()).hexdigest()[:8]
+
+
+def workflow_id(dm: DMRef, revision: str, retry_token: str | None = None) -> str:
+    """``rollout/<ns>/<name>/<revision>[/<retry generation>]``: one workflow per revision, and
+    one more per retry token a user sets on purpose."""
     base = f"{WORKFLOW_ID_PREFIX}/{dm.namespace}/{dm.name}/{revision}"
-    return f"{base}/{retry_generation}" if retry_generation else base
+    return f"{base}/{retry_key(retry_token)}" if retry_token else base
 
 
 # --- activity inputs and results --------------------------------------------------------------

@@ -1,0 +1,101 @@
+"""delete_revision: remove one revision's objects — rollback, superseded cleanup, and the
+previous revision after a promotion's grace.
+
+Deletes the Deployment and PDB ``<dm>-<rev>``, the prefetch Job ``<dm>-pf-<rev>`` (Background
+propagation, so its Pods go too) and the store PVC ``<dm>-store-<rev>``, each only when its
+controller owner is this DecisionModel's UID. Nothing is deleted when the live Service ``<dm>``
+selects the revision, or when status records it as the stable revision (promote persists the
+stable before it switches the Service, so between the two the stable is known from status
+only): "never delete what the live Service selects" (REFERENCE), whatever the caller asked.
+Deleting what is already gone is success, so a retry is harmless.
+"""
+
+from __future__ import annotations
+
+import logging
+
+from kubernetes.client.rest import ApiException
+from temporalio import activity
+
+from activities.errors import typed_errors
+from activities.kube import DecisionModelGone, Kube
+from activities.promote import selected_revision
+from activities.settings import RolloutSettings
+from decisionmodel.render.labels import (
+    deployment_name,
+    pdb_name,
+    prefetch_job_name,
+    service_name,
+    store_pvc_name,
+)
+from workflows.contracts import DELETE_REVISION, DeleteRevisionInput, DeleteRevisionResult
+
+log = logging.getLogger(__name__)
+
+
+def revision_objects(dm: str, revision: str) -> list[tuple[str, str]]:
+    """(kind, name) of a revision's objects, in deletion order: the serving Pods first, the
+    store they mount last."""
+    return [
+        ("Deployment", deployment_name(dm, revision)),
+        ("PodDisruptionBudget", pdb_name(dm, revision)),
+        ("Job", prefetch_job_name(dm, revision)),
+        ("PersistentVolumeClaim", store_pvc_name(dm, revision)),
+    ]
+
+
+class DeleteRevisionActivities:
+    def __init__(self, kube: Kube, settings: RolloutSettings) -> None:
+        self.kube = kube
+        self.settings = settings
+
+    def _delete(self, kind: str, namespace: str, name: str, uid: str) -> bool:
+        """True when a delete was issued now; False when absent or not ours."""
+        existing = self.kube.get(kind, namespace, name)
+        if existing is None:
+            return False
+        if Kube.controller_uid(existing) != uid:
+            log.warning(
+                "not deleting %s %s/%s: not owned by this DecisionModel", kind, namespace, name
+            )
+            return False
+        if existing["metadata"].get("deletionTimestamp"):
+            return False
+        try:
+            self.kube.kinds[kind].delete(
+                name,
+                namespace,
+                # With a body the API server ignores the query parameters, so the policy goes
+                # in the body: Background, as a Job's default (orphan) would leave its Pods.
+                body={
+                    "propagationPolicy": "Background",
+                    # Only the object that was checked: a namesake created since stays.
+                    "preconditions": {"uid": existing["metadata"]["uid"]},
+                },
+            )
+        except ApiException as e:
+            if e.status in (404, 409):
+                return False
+            raise
+        return True
+
+    @activity.defn(name=DELETE_REVISION)
+    async def delete_revision(self, inp: DeleteRevisionInput) -> DeleteRevisionResult:
+        async with typed_errors():
+            dm = inp.dm
+            service = await Kube.run(self.kube.get, "Service", dm.namespace, service_name(dm.name))
+            try:
+                status = (await Kube.run(self.kube.get_dm, dm)).get("status") or {}
+            except DecisionModelGone:
+                # Its objects go with it (owner references); the UID check below still keeps a
+                # re-created namesake's objects safe.
+                status = {}
+            stable = (status.get("stableRevision") or {}).get("hash")
+            if inp.revision in (selected_revision(service), stable):
+                log.info("revision %s of %s is live; kept (%s)", inp.revision, dm.name, inp.reason)
+                return DeleteRevisionResult(deleted=[], kept_selected=True)
+            deleted: list[str] = []
+            for kind, name in revision_objects(dm.name, inp.revision):
+                if await Kube.run(self._delete, kind, dm.namespace, name, dm.uid):
+                    deleted.append(f"{kind}/{name}")
+            return DeleteRevisionResult(deleted=deleted)

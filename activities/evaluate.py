@@ -1,0 +1,288 @@
+"""The evaluate activity: run the golden dataset against one candidate Pod (and the stable).
+
+Steps (REFERENCE.md "Evaluation"):
+
+1. Read the dataset (ConfigMap key, or a Secret key labelled ``decisionmodel.io/eval-dataset``).
+   A missing object or key, or an unlabelled Secret, is *transient* (DatasetNotFound,
+   SecretNotAllowed): the rollout holds in Evaluating until the user fixes it or the
+   evaluating timeout (the activity's schedule-to-close) ends it. A malformed dataset is
+   DatasetInvalid, permanent, naming the line.
+2. Resume: the previous attempt's heartbeat (:class:`EvaluationHeartbeat`) is reused when its
+   dataset digest and revisions match, so a retried attempt (worker crash, Pod lost) continues
+   at ``next_case_index`` instead of case 1.
+3. Candidate: each case → ``POST /v1/systemone`` on one model-ready Pod of the candidate
+   (QUEUE_FULL retried inside the client); a case the runtime rejects permanently (4xx) counts
+   as failed, every other failure fails the attempt (retried, resumed).
+4. Baseline: only when a relative gate is set and a stable exists, the same cases against a
+   model-ready stable Pod, with its own resumable progress.
+5. ``evaluate_gates`` → :class:`EvaluationOutcome`. A failed gate is a *result*, not an error:
+   the workflow decides what it means.
+
+Only numbers leave this activity: heartbeats carry counts and sums, the outcome carries
+4-place figures; errors name line numbers, objects and HTTP statuses, never a case.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, ValidationError
+from temporalio import activity
+
+from activities.errors import typed_errors
+from activities.kube import Kube
+from activities.pod_gate import gate_true, pod_ip, probe_eligible
+from activities.secrets import SecretReader
+from activities.settings import RolloutSettings
+from activities.warmup_inspect import HeartbeatTicker, RuntimeClientFactory
+from decisionmodel.errors import DmrolloutError, ProbeError, RuntimeRequestRejected
+from decisionmodel.evaluation import (
+    EvaluationFigures,
+    EvaluationGates,
+    EvaluationProgress,
+    GoldenCase,
+    dataset_digest,
+    evaluate_gates,
+    finalize,
+    parse_dataset,
+)
+from decisionmodel.render.labels import selector_labels
+from decisionmodel.runtime_client import RuntimeClient
+from workflows.contracts import (
+    EVALUATE,
+    EvaluateInput,
+    EvaluationOutcome,
+    EvaluationPolicy,
+    RevisionRecord,
+)
+
+Phase = Literal["dataset", "candidate", "baseline"]
+
+
+class InvalidEvaluationPolicy(DmrolloutError):
+    """A gate threshold is not a decimal string in [0, 1] (the CRD refuses it; a hand-made
+    workflow input may not)."""
+
+    reason = "InvalidEvaluationPolicy"
+    permanent = True
+
+
+class NoModelReadyPod(ProbeError):
+    """No Pod of the revision has its gate True right now; transient (retried, resumed)."""
+
+
+class EvaluationHeartbeat(BaseModel):
+    """What evaluate heartbeats after every case, and reads back on a retried attempt.
+
+    Counts and sums only (EvaluationProgress); ``waiting_*`` say why an attempt is held
+    (dataset missing, Secret unlabelled, no ready Pod) for the workflow's timeout message.
+    """
+
+    model_config = ConfigDict(extra="ignore")
+
+    phase: Phase = "dataset"
+    dataset_digest: str | None = None
+    cases_total: int = 0
+    candidate_revision: str
+    candidate: EvaluationProgress | None = None
+    baseline_revision: str | None = None
+    baseline: EvaluationProgress | None = None
+    waiting_reason: str | None = None
+    waiting_message: str | None = None
+
+    def details(self) -> dict[str, Any]:
+        return self.model_dump(mode="json")
+
+
+def gates_of(policy: EvaluationPolicy) -> EvaluationGates:
+    try:
+        return EvaluationGates.model_validate(
+            {
+                "minAccuracy": policy.min_accuracy,
+                "maxAccuracyDrop": policy.max_accuracy_drop,
+                "maxECE": policy.max_ece,
+                "maxECEIncrease": policy.max_ece_increase,
+            }
+        )
+    except ValidationError as err:
+        fields = ", ".join(".".join(map(str, e["loc"])) for e in err.errors())
+        raise InvalidEvaluationPolicy(
+            f"spec.rollout.evaluation: {fields} must be a decimal string in [0, 1]"
+        ) from None
+
+
+def previous_heartbeat(
+    details: Sequence[Any], candidate_revision: str
+) -> EvaluationHeartbeat | None:
+    """The last attempt's heartbeat, when it is one of ours for this candidate."""
+    if not details:
+        return None
+    try:
+        found = EvaluationHeartbeat.model_validate(details[-1])
+    except ValidationError:
+        return None  # not ours, or counts that one pass could not have produced: start over
+    return found if found.candidate_revision == candidate_revision else None
+
+
+def resumed_progress(
+    previous: EvaluationProgress | None, digest: str, cases: int
+) -> EvaluationProgress:
+    """``previous`` when it belongs to this dataset and fits it, else a fresh progress."""
+    if (
+        previous is not None
+        and previous.dataset_digest == digest
+        and previous.next_case_index <= cases
+    ):
+        return previous
+    return EvaluationProgress(dataset_digest=digest)
+
+
+class EvaluateActivities:
+    def __init__(
+        self,
+        kube: Kube,
+        settings: RolloutSettings,
+        runtime_client_factory: RuntimeClientFactory = RuntimeClient.for_pod,
+    ) -> None:
+        self.kube = kube
+        self.settings = settings
+        self.runtime_client_factory = runtime_client_factory
+        self.secrets = SecretReader(kube)
+
+    @activity.defn(name=EVALUATE)
+    async def evaluate(self, inp: EvaluateInput) -> EvaluationOutcome:
+        async with typed_errors():
+            gates = gates_of(inp.policy)
+            baseline = inp.stable if gates.needs_baseline else None
+            previous = previous_heartbeat(activity.info().heartbeat_details, inp.candidate.hash)
+            state = previous or EvaluationHeartbeat(candidate_revision=inp.candidate.hash)
+            async with HeartbeatTicker(self.settings.poll_interval_seconds) as ticker:
+                try:
+                    raw = await self.secrets.dataset(inp.dm.namespace, inp.policy.dataset, inp.dm)
+                    digest = dataset_digest(raw)
+                    cases = parse_dataset(raw, inp.policy.max_cases)
+                    del raw
+                    api_key = await self.secrets.api_key(inp.dm.namespace, inp.api_key)
+                    state = self._resumed(state, inp.candidate, baseline, digest, len(cases))
+                    await self._run_phase(inp, "candidate", cases, state, api_key, ticker)
+                    if baseline is not None:
+                        await self._run_phase(inp, "baseline", cases, state, api_key, ticker)
+                except DmrolloutError as err:
+                    if not err.permanent:
+                        # Held, not failed: keep the progress, say why, let Temporal retry.
+                        ticker.update(self._waiting(state, err).details())
+                    raise
+            assert state.candidate is not None
+            return self._outcome(
+                gates,
+                finalize(state.candidate),
+                finalize(state.baseline) if state.baseline is not None else None,
+                digest,
+            )
+
+    @staticmethod
+    def _resumed(
+        previous: EvaluationHeartbeat,
+        candidate: RevisionRecord,
+        baseline: RevisionRecord | None,
+        digest: str,
+        cases: int,
+    ) -> EvaluationHeartbeat:
+        """This attempt's state: the previous attempt's counts where they still apply."""
+        base_hash = baseline.hash if baseline is not None else None
+        prev_base = previous.baseline if previous.baseline_revision == base_hash else None
+        return EvaluationHeartbeat(
+            phase="candidate",
+            dataset_digest=digest,
+            cases_total=cases,
+            candidate_revision=candidate.hash,
+            candidate=resumed_progress(previous.candidate, digest, cases),
+            baseline_revision=base_hash,
+            baseline=resumed_progress(prev_base, digest, cases) if baseline else None,
+        )
+
+    @staticmethod
+    def _waiting(state: EvaluationHeartbeat, err: DmrolloutError) -> EvaluationHeartbeat:
+        return state.model_copy(
+            update={"waiting_reason": err.reason, "waiting_message": str(err)[:300]}
+        )
+
+    async def _run_phase(
+        self,
+        inp: EvaluateInput,
+        phase: Literal["candidate", "baseline"],
+        cases: list[GoldenCase],
+        state: EvaluationHeartbeat,
+        api_key: str | None,
+        ticker: HeartbeatTicker,
+    ) -> None:
+        """Run the cases not done yet against one model-ready Pod of the phase's revision."""
+        if phase == "candidate":
+            record, model, progress = inp.candidate, inp.model, state.candidate
+        else:
+            assert inp.stable is not None
+            record, model, progress = inp.stable, inp.stable.model, state.baseline
+        assert progress is not None
+        state.phase = phase
+        state.waiting_reason = state.waiting_message = None
+        ticker.update(state.details())
+        if progress.next_case_index >= len(cases):
+            return
+        pod = await self._pick_pod(inp.dm.namespace, inp.dm.name, record.hash)
+        ip = pod_ip(pod)
+        assert ip is not None  # probe_eligible checked it
+        client = self.runtime_client_factory(
+            ip,
+            api_key=api_key,
+            default_registry=self.settings.ollaya_registry,
+            queue_full_attempts=self.settings.queue_full_attempts,
+        )
+        async with client:
+            for case in cases[progress.next_case_index :]:
+                try:
+                    answer = await client.decide(model, case.state, case.questions)
+                except RuntimeRequestRejected:
+                    progress.add_failed_case(case)
+                else:
+                    progress.add_case(case, answer.get("answers"))
+                ticker.update(state.details())
+
+    async def _pick_pod(self, namespace: str, dm_name: str, revision: str) -> dict[str, Any]:
+        """One model-ready Pod of ``revision``, the same one each attempt while it lasts."""
+        pods = await Kube.run(self.kube.list_pods, namespace, selector_labels(dm_name, revision))
+        ready = sorted(
+            (p for p in pods if probe_eligible(p) and gate_true(p)),
+            key=lambda p: str(p["metadata"]["name"]),
+        )
+        if not ready:
+            raise NoModelReadyPod(
+                f"no Pod of revision {revision} has the decisionmodel.io/model-ready gate True; "
+                "the evaluation waits for one"
+            )
+        return ready[0]
+
+    @staticmethod
+    def _outcome(
+        gates: EvaluationGates,
+        candidate: EvaluationFigures,
+        baseline: EvaluationFigures | None,
+        digest: str,
+    ) -> EvaluationOutcome:
+        found = evaluate_gates(candidate, gates, baseline)
+        figures = candidate.rendered()
+        base = baseline.rendered() if baseline is not None else None
+        counts = f"{candidate.cases} cases, {candidate.failed_cases} failed"
+        return EvaluationOutcome(
+            result=found.result,
+            reason=found.reason,
+            message=f"{found.message} ({counts})",
+            accuracy=figures["accuracy"],
+            ece=figures["ece"],
+            brier=figures["brier"],
+            cases=candidate.cases,
+            failed_cases=candidate.failed_cases,
+            baseline_accuracy=base["accuracy"] if base else None,
+            baseline_ece=base["ece"] if base else None,
+            dataset_digest=digest,
+        )

@@ -1,0 +1,155 @@
+"""promote: make the candidate the stable revision and move the traffic to it.
+
+The order is the reference's (REFERENCE "Failure, retry, promotion") and is what makes a crash
+at any point safe, since the activity is simply run again:
+
+1. Refuse a foreign Service ``<dm>`` (ResourceConflict): nothing has changed yet.
+2. Persist the promotion in status first: stableRevision = candidate, previousRevision = the
+   old stable, lastPromotionTime, Promoted=True, candidateRevision cleared, phase Ready. From
+   here on the candidate is the stable, so the controller keeps its objects and renders them
+   from status, and nothing deletes what is about to receive traffic.
+3. Ensure the PDB ``<dm>-<rev>`` when replicas > 1, before any traffic depends on the Pods.
+4. Create the Service, or switch its selector to the candidate.
+
+Running it twice leaves the same state: the status write keeps its times when nothing changed,
+the PDB is adopted, and a Service that already selects the candidate is left alone. The
+previous revision is deleted by the workflow after the grace (delete_revision), never here.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kubernetes.client.rest import ApiException
+from temporalio import activity
+
+from activities import params
+from activities.errors import typed_errors
+from activities.kube import Kube
+from activities.settings import RolloutSettings
+from activities.status import write_status
+from decisionmodel.conditions import ConditionType, Reason
+from decisionmodel.errors import ResourceConflict
+from decisionmodel.render import render_pdb, render_service
+from decisionmodel.render.labels import LABEL_REVISION, selector_labels, service_name
+from workflows.contracts import (
+    PROMOTE,
+    ConditionUpdate,
+    Phase,
+    PromoteInput,
+    PromoteResult,
+    StatusUpdate,
+)
+
+
+def selected_revision(service: dict[str, Any] | None) -> str | None:
+    if service is None:
+        return None
+    selector = (service.get("spec") or {}).get("selector") or {}
+    revision = selector.get(LABEL_REVISION)
+    return str(revision) if revision else None
+
+
+class PromoteActivities:
+    def __init__(self, kube: Kube, settings: RolloutSettings) -> None:
+        self.kube = kube
+        self.settings = settings
+
+    @activity.defn(name=PROMOTE)
+    async def promote(self, inp: PromoteInput) -> PromoteResult:
+        """Record → PDB → Service (see the module docstring for why in this order). Returns
+        the revision the Service selected before (else the old stable), for the workflow to
+        delete after the grace; None when there is nothing to delete."""
+        async with typed_errors():
+            dm, candidate = inp.dm, inp.candidate.hash
+            name = service_name(dm.name)
+            service = await Kube.run(self.kube.get, "Service", dm.namespace, name)
+            if service is not None:
+                self._refuse_foreign(service, dm.uid)
+            before = selected_revision(service)
+            old_stable = inp.stable.hash if inp.stable else None
+            previous = next((r for r in (before, old_stable) if r and r != candidate), None)
+
+            await write_status(
+                self.kube,
+                StatusUpdate(
+                    dm=dm,
+                    phase=Phase.READY,
+                    stable=inp.candidate,
+                    previous_revision=old_stable if old_stable != candidate else None,
+                    clear_candidate=True,
+                    promoted=True,
+                    conditions=[
+                        ConditionUpdate(
+                            type=ConditionType.PROMOTED.value,
+                            status="True",
+                            reason=Reason.PROMOTED.value,
+                            message=f"revision {candidate} is the stable revision",
+                        )
+                    ],
+                ),
+            )
+            activity.heartbeat("status recorded")
+
+            if inp.replicas > 1:
+                pdb = render_pdb(params.revision_params(dm, candidate))
+                await self.kube.ensure_owned(
+                    pdb, dm.uid, self.settings.poll_interval_seconds, activity.heartbeat
+                )
+
+            await self._switch_service(inp, service)
+            return PromoteResult(previous=previous)
+
+    @staticmethod
+    def _refuse_foreign(service: dict[str, Any], uid: str) -> None:
+        if Kube.controller_uid(service) != uid:
+            meta = service["metadata"]
+            # Permanent for this rollout: promoting would mean taking over a Service someone
+            # else runs; the user renames or removes it and retries the revision.
+            raise ResourceConflict(
+                f"Service {meta['namespace']}/{meta['name']} exists and is not owned by this "
+                "DecisionModel; dmrollout never modifies a foreign object: rename or remove "
+                "it, then retry the rollout (annotation decisionmodel.io/retry)",
+                permanent=True,
+            )
+
+    async def _switch_service(self, inp: PromoteInput, service: dict[str, Any] | None) -> None:
+        dm, candidate = inp.dm, inp.candidate.hash
+        if service is None:
+            rendered = render_service(params.service_params(dm, candidate))
+            # Adopts one created in between (a concurrent retry); a foreign one is refused.
+            service = await self.kube.ensure_owned(
+                rendered, dm.uid, self.settings.poll_interval_seconds, activity.heartbeat
+            )
+            self._refuse_foreign(service, dm.uid)
+        wanted = selector_labels(dm.name, candidate)
+        selector = (service.get("spec") or {}).get("selector") or {}
+        if selector == wanted:
+            return
+        meta = service["metadata"]
+        # Replace the whole selector (a merge patch would keep stray keys). The resourceVersion
+        # the ownership check saw goes into the patched object: the API server answers 409
+        # if the Service changed since.
+        patch = [
+            {
+                "op": "replace",
+                "path": "/metadata/resourceVersion",
+                "value": meta["resourceVersion"],
+            },
+            {"op": "replace", "path": "/spec/selector", "value": wanted},
+        ]
+        try:
+            await Kube.run(
+                self.kube.core.patch_namespaced_service,
+                meta["name"],
+                meta["namespace"],
+                patch,
+                _content_type="application/json-patch+json",
+            )
+        except ApiException as e:
+            if e.status == 409:
+                # Changed since it was read: the retry re-reads and re-checks ownership.
+                raise RuntimeError(
+                    f"Service {meta['name']} changed while switching it; retrying"
+                ) from None
+            raise

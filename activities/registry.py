@@ -1,0 +1,30 @@
+"""Every rollout activity, bound to its dependencies: what a worker registers."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from activities.delete_revision import DeleteRevisionActivities
+from activities.evaluate import EvaluateActivities
+from activities.kube import Kube
+from activities.prefetch import PrefetchActivities
+from activities.promote import PromoteActivities
+from activities.resolve import ResolveActivities
+from activities.settings import RolloutSettings
+from activities.start import StartActivities
+from activities.status import StatusActivities
+from activities.warmup_inspect import WarmupActivities
+
+
+def build_activities(kube: Kube, settings: RolloutSettings) -> list[Callable[..., Any]]:
+    return [
+        ResolveActivities(settings).resolve,
+        PrefetchActivities(kube, settings).prefetch,
+        StartActivities(kube, settings).start,
+        WarmupActivities(kube, settings).warmup_inspect,
+        EvaluateActivities(kube, settings).evaluate,
+        PromoteActivities(kube, settings).promote,
+        DeleteRevisionActivities(kube, settings).delete_revision,
+        StatusActivities(kube, settings).record_status,
+    ]

@@ -1,0 +1,200 @@
+"""Reads of referenced Secrets and dataset ConfigMaps, with the capability-label guard.
+
+A DecisionModel editor must not be able to point dmrollout at an arbitrary Secret of the
+namespace (seed 001, "Secrets"): a Secret is read only when it carries the label of the
+capability it is used for, else SecretNotAllowed (transient: labelling it is the fix, picked up
+by the next attempt without a spec change).
+
+| capability | label | missing Secret or key |
+| --- | --- | --- |
+| engine API key | ``decisionmodel.io/api-key: "true"`` | APIKeyInvalid |
+| evaluation dataset | ``decisionmodel.io/eval-dataset: "true"`` | DatasetNotFound |
+| weight download token | ``decisionmodel.io/download-token: "true"`` | SecretNotFound |
+
+All of them are transient: REFERENCE.md holds a rollout in its phase until the user fixes the
+object or the phase times out. A dataset Secret labelled only with the older api-key label is
+still accepted, with a ``DeprecatedSecretLabel`` Warning Event (seed 001 "Transition").
+
+Values never leave this module's callers: errors name the object, the key and the label only,
+never a value (they end up in workflow history, status and Events).
+"""
+
+from __future__ import annotations
+
+import base64
+import logging
+from enum import StrEnum
+from typing import Any, Final
+
+from kubernetes.client.rest import ApiException
+
+from activities.kube import Kube
+from decisionmodel.errors import APIKeyInvalid, DmrolloutError, SecretNotAllowed
+from workflows.contracts import DMRef, KeyRef
+
+log = logging.getLogger(__name__)
+
+LABEL_TRUE: Final = "true"
+DEPRECATED_SECRET_LABEL: Final = "DeprecatedSecretLabel"
+
+
+class SecretCapability(StrEnum):
+    """What a Secret is read for; the value is the label it must carry (``"true"``)."""
+
+    API_KEY = "decisionmodel.io/api-key"
+    EVAL_DATASET = "decisionmodel.io/eval-dataset"
+    DOWNLOAD_TOKEN = "decisionmodel.io/download-token"
+
+
+_FIELD: Final = {
+    SecretCapability.API_KEY: "spec.auth.apiKeySecretRef",
+    SecretCapability.EVAL_DATASET: "spec.rollout.evaluation.datasetRef.secretRef",
+    SecretCapability.DOWNLOAD_TOKEN: "spec.cache.downloadTokenSecretRef",
+}
+
+
+class DatasetNotFound(DmrolloutError):
+    """The dataset ConfigMap or Secret, or its key, does not exist (yet). Transient: the
+    rollout stays in Evaluating until the user creates it or the phase times out."""
+
+    reason = "DatasetNotFound"
+    permanent = False
+
+
+class SecretNotFound(DmrolloutError):
+    """A referenced Secret (other than the API key's or a dataset's) or its key is missing."""
+
+    reason = "SecretNotFound"
+    permanent = False
+
+
+class SecretReadFailed(DmrolloutError):
+    """The API server refused or failed the read (RBAC, overload); retried."""
+
+    reason = "SecretReadFailed"
+    permanent = False
+
+
+def _missing(capability: SecretCapability, message: str) -> DmrolloutError:
+    if capability is SecretCapability.API_KEY:
+        return APIKeyInvalid(message)
+    if capability is SecretCapability.EVAL_DATASET:
+        return DatasetNotFound(message)
+    return SecretNotFound(message)
+
+
+class SecretReader:
+    """Labelled-Secret and dataset reads through the Kube door (blocking calls off the loop)."""
+
+    def __init__(self, kube: Kube) -> None:
+        self.kube = kube
+
+    async def read(
+        self,
+        namespace: str,
+        ref: KeyRef,
+        capability: SecretCapability,
+        dm: DMRef | None = None,
+    ) -> bytes:
+        """The value of ``ref`` (a Secret key) once the capability label is checked."""
+        where = f"Secret {namespace}/{ref.name}"
+        field = _FIELD[capability]
+        try:
+            body: dict[str, Any] = await Kube.run(
+                self.kube.raw, self.kube.core.read_namespaced_secret, ref.name, namespace
+            )
+        except ApiException as e:
+            if e.status == 404:
+                raise _missing(
+                    capability,
+                    f"{where} referenced by {field} does not exist; create it with key "
+                    f'{ref.key!r} and the label {capability.value}: "true"',
+                ) from None
+            raise SecretReadFailed(
+                f"reading {where} failed: the API server answered {e.status} {e.reason}",
+                status=e.status,
+            ) from None
+        labels: dict[str, str] = (body.get("metadata") or {}).get("labels") or {}
+        if labels.get(capability.value) != LABEL_TRUE:
+            legacy = (
+                capability is SecretCapability.EVAL_DATASET
+                and labels.get(SecretCapability.API_KEY.value) == LABEL_TRUE
+            )
+            if not legacy:
+                raise SecretNotAllowed(
+                    f"{where} referenced by {field} lacks the label {capability.value}: "
+                    f'"true"; label it (kubectl label secret -n {namespace} {ref.name} '
+                    f"{capability.value}=true) and the rollout picks it up on its next attempt"
+                )
+            await self._warn_deprecated_label(dm, where)
+        data = body.get("data") or {}
+        if ref.key not in data:
+            raise _missing(
+                capability,
+                f"{where} referenced by {field} has no key {ref.key!r}; add the key or fix "
+                "the reference",
+            )
+        return base64.b64decode(data[ref.key])
+
+    async def api_key(self, namespace: str, ref: KeyRef | None) -> str | None:
+        """The engine API key the runtime expects (None without ``spec.auth``)."""
+        if ref is None:
+            return None
+        raw = await self.read(namespace, ref, SecretCapability.API_KEY)
+        try:
+            # The key travels in an HTTP header: surrounding whitespace (a trailing newline
+            # from `kubectl create secret --from-file`) cannot be part of a valid header value.
+            key = raw.decode("utf-8").strip()
+        except UnicodeDecodeError:
+            key = ""
+        if not key or any(ord(c) < 0x20 or ord(c) == 0x7F for c in key):
+            raise APIKeyInvalid(
+                f"Secret {namespace}/{ref.name} key {ref.key!r} (spec.auth.apiKeySecretRef) is "
+                "empty or not a printable UTF-8 token"
+            )
+        return key
+
+    async def download_token(self, namespace: str, ref: KeyRef | None) -> str | None:
+        if ref is None:
+            return None
+        raw = await self.read(namespace, ref, SecretCapability.DOWNLOAD_TOKEN)
+        return raw.decode("utf-8", errors="replace").strip()
+
+    async def dataset(self, namespace: str, ref: KeyRef, dm: DMRef | None = None) -> bytes:
+        """The golden dataset bytes from a ConfigMap key or a labelled Secret key."""
+        if ref.kind == "Secret":
+            return await self.read(namespace, ref, SecretCapability.EVAL_DATASET, dm)
+        where = f"ConfigMap {namespace}/{ref.name}"
+        field = "spec.rollout.evaluation.datasetRef.configMapRef"
+        try:
+            value: bytes = await Kube.run(
+                self.kube.read_config_map_value, namespace, ref.name, ref.key
+            )
+        except ApiException as e:
+            if e.status == 404:
+                raise DatasetNotFound(
+                    f"{where} referenced by {field} does not exist; create it with key {ref.key!r}"
+                ) from None
+            raise SecretReadFailed(
+                f"reading {where} failed: the API server answered {e.status} {e.reason}",
+                status=e.status,
+            ) from None
+        except KeyError:
+            raise DatasetNotFound(
+                f"{where} referenced by {field} has no key {ref.key!r} (in data or binaryData)"
+            ) from None
+        return value
+
+    async def _warn_deprecated_label(self, dm: DMRef | None, where: str) -> None:
+        if dm is None:
+            return
+        note = (
+            f"{where} is used as an evaluation dataset with only the label "
+            f'{SecretCapability.API_KEY.value}: "true"; label it '
+            f'{SecretCapability.EVAL_DATASET.value}: "true" (the old label stops working in a '
+            "later release)"
+        )
+        try:
+            await Kube.run(self.kube.emit_event, dm, DEPRECATED_SECRET_LABEL, note, "Warning")
+        except ApiException as e:  # an Event is advice; never fail the read for it
+            log.warning("could not emit %s: %s", DEPRECATED_SECRET_LABEL, e.status)

@@ -1,0 +1,93 @@
+"""start: the candidate's Deployment ``<dm>-<rev>``, without traffic, and wait for its Pods.
+
+The Deployment's Pods carry the readiness gate ``decisionmodel.io/model-ready``, so they join
+no Service until warmup_inspect has proven the model; this step only waits until the desired
+number of Pods runs with a Pod IP and ContainersReady (what warmup_inspect needs to probe them,
+REFERENCE "Readiness gate"). Scheduling or image problems keep it waiting, heartbeating what it
+sees, until the workflow's starting deadline ends it (StartTimeout).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from temporalio import activity
+
+from activities import params
+from activities.errors import typed_errors
+from activities.kube import Kube
+from activities.secrets import SecretCapability, SecretReader
+from activities.settings import RolloutSettings
+from decisionmodel.errors import APIKeyInvalid
+from decisionmodel.render import render_serving_deployment
+from decisionmodel.render.labels import selector_labels
+from workflows.contracts import START, RevisionObjectsInput, StartResult
+
+
+def _condition_true(pod: dict[str, Any], type_: str) -> bool:
+    return any(
+        c.get("type") == type_ and c.get("status") == "True"
+        for c in (pod.get("status") or {}).get("conditions") or []
+    )
+
+
+def pod_started(pod: dict[str, Any]) -> bool:
+    """Running, with a Pod IP, ContainersReady, not being deleted."""
+    status = pod.get("status") or {}
+    return (
+        not pod["metadata"].get("deletionTimestamp")
+        and status.get("phase") == "Running"
+        and bool(status.get("podIP"))
+        and _condition_true(pod, "ContainersReady")
+    )
+
+
+def pods_summary(pods: list[dict[str, Any]]) -> dict[str, int]:
+    live = [p for p in pods if not p["metadata"].get("deletionTimestamp")]
+    return {
+        "pods": len(live),
+        "running": sum(1 for p in live if (p.get("status") or {}).get("phase") == "Running"),
+        "started": sum(1 for p in live if pod_started(p)),
+    }
+
+
+class StartActivities:
+    def __init__(self, kube: Kube, settings: RolloutSettings) -> None:
+        self.kube = kube
+        self.settings = settings
+        self.secrets = SecretReader(kube)
+
+    async def _apikey_checksum(self, inp: RevisionObjectsInput) -> str | None:
+        if inp.api_key is None:
+            return None
+        value = await self.secrets.read(inp.dm.namespace, inp.api_key, SecretCapability.API_KEY)
+        if not value.strip():
+            raise APIKeyInvalid(
+                f"Secret {inp.dm.namespace}/{inp.api_key.name} key {inp.api_key.key!r} "
+                "(spec.auth.apiKeySecretRef) is empty"
+            )
+        # Only the checksum leaves this function: it rolls the Pods when the key changes.
+        return params.apikey_checksum(value)
+
+    @activity.defn(name=START)
+    async def start(self, inp: RevisionObjectsInput) -> StartResult:
+        """Create or adopt the Deployment, then wait until ``inp.replicas`` of its Pods run
+        with an IP and ContainersReady."""
+        async with typed_errors():
+            checksum = await self._apikey_checksum(inp)
+            deployment = render_serving_deployment(
+                params.serving_params(inp, self.settings, checksum)
+            )
+            name = deployment["metadata"]["name"]
+            await self.kube.ensure_owned(
+                deployment, inp.dm.uid, self.settings.poll_interval_seconds, activity.heartbeat
+            )
+            selector = selector_labels(inp.dm.name, inp.record.hash)
+            while True:
+                pods = await Kube.run(self.kube.list_pods, inp.dm.namespace, selector)
+                summary = pods_summary(pods)
+                if summary["started"] >= inp.replicas:
+                    return StartResult(deployment=name)
+                activity.heartbeat({"deployment": name, "replicas": inp.replicas, **summary})
+                await asyncio.sleep(self.settings.poll_interval_seconds)

@@ -1,0 +1,225 @@
+"""The warmup_inspect activity: make the candidate's Pods model-ready, one readiness gate each.
+
+Loop until ``inp.replicas`` Pods of the revision are model-ready (gate True and PodReady True):
+for every probe-eligible Pod (Pod IP, ContainersReady) whose gate is not True yet, warm the
+model up (``POST /api/decide keep_alive -1``, bounded by ``warmup_timeout_seconds``), inspect
+it (``GET /api/ps``), judge it with ``runtime_client.verdict`` and write the gate (only when it
+changes). Pods are probed concurrently, so one slow load does not hold the others back.
+
+The activity never gives up on its own: DigestMismatch, DeviceMismatch and NotPinned keep the
+gate False and the next round probes again (NotPinned is usually transient; a re-warm pins).
+The deadline is the workflow's starting timeout, set as the activity's schedule-to-close
+timeout. To let the workflow say *why* the Pods never became ready, every round heartbeats a
+:class:`WarmupHeartbeat` (counts and gate reasons, never a secret)::
+
+    {"ready": 0, "desired": 2, "pods": 2, "reasons": {"DeviceMismatch": 2},
+     "message": "loaded on device 'cpu' but spec.device is 'cuda'; ..."}
+
+Temporal attaches the last heartbeat details to the timeout: the workflow catches
+``ActivityError`` whose ``cause`` is a ``temporalio.exceptions.TimeoutError`` and reads
+``cause.last_heartbeat_details[0]`` (a dict of this shape) to write StartTimeout's message,
+e.g. "0/2 Pods model-ready; gate reasons: DeviceMismatch=2".
+
+Heartbeats keep flowing while a warmup call blocks (a large model loads for minutes) through
+:class:`HeartbeatTicker`, which the evaluate activity uses too.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections import Counter
+from collections.abc import Callable
+from types import TracebackType
+from typing import Any, Final
+
+from pydantic import BaseModel, ConfigDict, Field
+from temporalio import activity
+
+from activities.errors import typed_errors
+from activities.kube import Kube
+from activities.pod_gate import (
+    gate_reason,
+    gate_true,
+    is_model_ready,
+    is_terminating,
+    pod_ip,
+    probe_eligible,
+    set_gate,
+    state_from_verdict,
+)
+from activities.secrets import SecretReader
+from activities.settings import RolloutSettings
+from decisionmodel.errors import ProbeError
+from decisionmodel.render.labels import selector_labels
+from decisionmodel.runtime_client import GateVerdict, RuntimeClient, RuntimeTimeouts, verdict
+from workflows.contracts import WARMUP_INSPECT, WarmupInput, WarmupResult
+
+RuntimeClientFactory = Callable[..., RuntimeClient]
+
+# Heartbeat-detail keys for Pods without a verdict: not probe-eligible yet (no IP or
+# containers not ready), or eligible but never judged (no gate condition yet).
+STARTING: Final = "Starting"
+UNPROBED: Final = "Unprobed"
+_MESSAGE_CHARS: Final = 300
+
+
+class WarmupHeartbeat(BaseModel):
+    """What warmup_inspect heartbeats each round (and what a StartTimeout can report)."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    ready: int = 0
+    desired: int = 0
+    pods: int = 0
+    reasons: dict[str, int] = Field(default_factory=dict)
+    message: str = ""
+
+
+class HeartbeatTicker:
+    """Heartbeats the latest details now and every ``interval`` seconds in the background.
+
+    Activities heartbeat after each step; a single step may block far longer than the
+    heartbeat timeout (a model load, a decision behind a full queue), and the ticker keeps the
+    heartbeat alive meanwhile. Heartbeats are also how an activity learns it was cancelled.
+    """
+
+    def __init__(self, interval: float, details: Any = None) -> None:
+        self._interval = max(interval, 0.05)
+        self._details = details
+        self._task: asyncio.Task[None] | None = None
+
+    def update(self, details: Any) -> None:
+        self._details = details
+        activity.heartbeat(details)
+
+    async def _tick(self) -> None:
+        while True:
+            await asyncio.sleep(self._interval)
+            if self._details is not None:
+                activity.heartbeat(self._details)
+
+    async def __aenter__(self) -> HeartbeatTicker:
+        if self._details is not None:
+            activity.heartbeat(self._details)
+        self._task = asyncio.create_task(self._tick())
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        if self._task is not None:
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._task
+
+
+class WarmupActivities:
+    def __init__(
+        self,
+        kube: Kube,
+        settings: RolloutSettings,
+        runtime_client_factory: RuntimeClientFactory = RuntimeClient.for_pod,
+    ) -> None:
+        self.kube = kube
+        self.settings = settings
+        self.runtime_client_factory = runtime_client_factory
+        self.secrets = SecretReader(kube)
+
+    @activity.defn(name=WARMUP_INSPECT)
+    async def warmup_inspect(self, inp: WarmupInput) -> WarmupResult:
+        async with typed_errors():
+            api_key = await self.secrets.api_key(inp.dm.namespace, inp.api_key)
+            selector = selector_labels(inp.dm.name, inp.record.hash)
+            precision: str | None = None
+            beat = WarmupHeartbeat(desired=inp.replicas)
+            async with HeartbeatTicker(self.settings.poll_interval_seconds, beat.model_dump()) as t:
+                while True:
+                    pods = await Kube.run(self.kube.list_pods, inp.dm.namespace, selector)
+                    live = [p for p in pods if not is_terminating(p)]
+                    probe = [p for p in live if probe_eligible(p) and not gate_true(p)]
+                    verdicts = await asyncio.gather(
+                        *(self._probe(pod, inp, api_key) for pod in probe)
+                    )
+                    judged: dict[str, GateVerdict] = {}
+                    for pod, found in zip(probe, verdicts, strict=True):
+                        await set_gate(self.kube, pod, state_from_verdict(found))
+                        judged[pod["metadata"]["name"]] = found
+                        if found.ready and precision is None:
+                            precision = found.precision
+                    ready = [p for p in live if is_model_ready(p)]
+                    beat = self._heartbeat(inp.replicas, live, ready, judged)
+                    t.update(beat.model_dump())
+                    if len(ready) >= inp.replicas:
+                        if precision is None:
+                            precision = await self._precision(ready[0], inp, api_key)
+                        return WarmupResult(model_ready=len(ready), precision=precision)
+                    await asyncio.sleep(self.settings.poll_interval_seconds)
+
+    async def _probe(
+        self, pod: dict[str, Any], inp: WarmupInput, api_key: str | None
+    ) -> GateVerdict:
+        ip = pod_ip(pod)
+        assert ip is not None  # probe_eligible checked it
+        client = self._client(ip, api_key, inp.warmup_timeout_seconds)
+        async with client:
+            try:
+                await client.warmup(inp.model, timeout=inp.warmup_timeout_seconds)
+                entry = await client.inspect(inp.model)
+            except ProbeError as err:
+                return verdict(inp.record.digest, inp.record.device, None, err)
+        return verdict(inp.record.digest, inp.record.device, entry, None)
+
+    async def _precision(
+        self, pod: dict[str, Any], inp: WarmupInput, api_key: str | None
+    ) -> str | None:
+        """The loaded precision of a Pod that was already ready (a re-run of the activity)."""
+        ip = pod_ip(pod)
+        if ip is None:
+            return None
+        async with self._client(ip, api_key, inp.warmup_timeout_seconds) as client:
+            try:
+                entry = await client.inspect(inp.model)
+            except ProbeError:
+                return None
+        return entry.details.quantization_level if entry is not None else None
+
+    def _client(self, ip: str, api_key: str | None, warmup_seconds: float) -> RuntimeClient:
+        return self.runtime_client_factory(
+            ip,
+            api_key=api_key,
+            default_registry=self.settings.ollaya_registry,
+            timeouts=RuntimeTimeouts(warmup=float(warmup_seconds)),
+        )
+
+    @staticmethod
+    def _heartbeat(
+        desired: int,
+        live: list[dict[str, Any]],
+        ready: list[dict[str, Any]],
+        judged: dict[str, GateVerdict],
+    ) -> WarmupHeartbeat:
+        reasons: Counter[str] = Counter()
+        message = ""
+        for pod in live:
+            found = judged.get(pod["metadata"]["name"])
+            if found is not None:
+                reasons[found.reason.value] += 1
+                if not found.ready and not message:
+                    message = found.message[:_MESSAGE_CHARS]
+            elif gate_true(pod):
+                reasons["ModelReady"] += 1
+            elif not probe_eligible(pod):
+                reasons[STARTING] += 1
+            else:
+                reasons[gate_reason(pod) or UNPROBED] += 1
+        return WarmupHeartbeat(
+            ready=len(ready),
+            desired=desired,
+            pods=len(live),
+            reasons=dict(sorted(reasons.items())),
+            message=message,
+        )

@@ -1,0 +1,689 @@
+"""The object activities (prefetch, start, promote, delete_revision, record_status) against the
+local control plane, the fake kubelet and the registry simulator, called directly through
+Temporal's ActivityEnvironment (which also records heartbeats)."""
+
+from __future__ import annotations
+
+import hashlib
+import ipaddress
+import json
+import uuid
+from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import httpx
+import pytest
+from helpers import assert_eventually
+from kubernetes.client.rest import ApiException
+from temporalio.exceptions import ApplicationError
+from temporalio.testing import ActivityEnvironment
+
+from activities.delete_revision import DeleteRevisionActivities
+from activities.kube import CONTROLLER_FIELD_MANAGER, ROLLOUT_FIELD_MANAGER, Kube
+from activities.params import (
+    prefetch_image,
+    prefetch_params,
+    registry_url,
+    serving_image,
+    serving_params,
+)
+from activities.prefetch import PrefetchActivities, classify_failure
+from activities.promote import PromoteActivities
+from activities.settings import RolloutSettings
+from activities.start import StartActivities
+from activities.status import StatusActivities, build_rollout_status
+from decisionmodel.errors import ImageOverrideNotAllowed
+from decisionmodel.render import render_prefetch_job
+from decisionmodel.render.labels import ANNOTATION_APIKEY_CHECKSUM
+from localenv.cluster import POD_NETWORK, LocalCluster
+from localenv.env import Simulators
+from workflows.contracts import (
+    CachePolicy,
+    ConditionUpdate,
+    DeleteRevisionInput,
+    DMRef,
+    EvaluationOutcome,
+    KeyRef,
+    Phase,
+    PromoteInput,
+    RevisionObjectsInput,
+    RevisionRecord,
+    RevisionSpec,
+    StatusUpdate,
+)
+
+pytestmark = [pytest.mark.cluster]
+
+REGISTRY = "http://127.0.0.1:5000"
+CRD_FILE = "deploy/crd/decisionmodels.decisionmodel.io.yaml"
+API_KEY_VALUE = "sk-test-7f3a9c1e5b"
+
+
+# --- fixtures -------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def crd(local_cluster: LocalCluster) -> None:
+    local_cluster.kubectl("apply", "-f", CRD_FILE)
+    local_cluster.kubectl(
+        "wait", "--for", "condition=established", "--timeout=60s",
+        "crd/decisionmodels.decisionmodel.io",
+    )  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def settings(local_cluster: LocalCluster) -> RolloutSettings:
+    return RolloutSettings(
+        kubeconfig=str(local_cluster.kubeconfig),
+        ollaya_registry=REGISTRY,
+        allowed_registries=["127.0.0.1:5000"],
+        allow_insecure_registries=True,
+        poll_interval_seconds=0.2,
+    )
+
+
+@pytest.fixture(scope="module")
+def kube(settings: RolloutSettings) -> Iterator[Kube]:
+    k = Kube.from_config(settings.kubeconfig)
+    yield k
+    k.api_client.close()
+
+
+@pytest.fixture(scope="module")
+def laya_digest(simulators: Simulators) -> str:
+    body = httpx.get(f"{REGISTRY}/v2/library/laya/manifests/en").raise_for_status().content
+    return hashlib.sha256(body).hexdigest()
+
+
+@pytest.fixture
+def dm(local_cluster: LocalCluster, crd: None) -> DMRef:
+    """A DecisionModel in a fresh namespace, owner of everything the test creates."""
+    ns = f"t-{uuid.uuid4().hex[:8]}"
+    local_cluster.kubectl("create", "namespace", ns)
+    local_cluster.apply(
+        {
+            "apiVersion": "decisionmodel.io/v1alpha1",
+            "kind": "DecisionModel",
+            "metadata": {"name": "router", "namespace": ns},
+            "spec": {"model": "laya:en"},
+        }
+    )
+    obj = local_cluster.kubectl_json("get", "dm", "router", "-n", ns)
+    return DMRef(
+        namespace=ns,
+        name="router",
+        uid=obj["metadata"]["uid"],
+        generation=obj["metadata"]["generation"],
+    )
+
+
+@pytest.fixture
+def heartbeats() -> list[Any]:
+    return []
+
+
+@pytest.fixture
+def env(heartbeats: list[Any]) -> ActivityEnvironment:
+    e = ActivityEnvironment()
+    e.on_heartbeat = lambda *details: heartbeats.append(details)
+    return e
+
+
+def _rev() -> str:
+    return uuid.uuid4().hex[:16]
+
+
+def objects_input(
+    dm: DMRef,
+    digest: str,
+    *,
+    model: str = "laya:en",
+    pinned: bool = False,
+    replicas: int = 1,
+    api_key: KeyRef | None = None,
+    revision: str | None = None,
+) -> RevisionObjectsInput:
+    rev = revision or _rev()
+    return RevisionObjectsInput(
+        dm=dm,
+        record=RevisionRecord(hash=rev, model=model, digest=digest),
+        revision=RevisionSpec(model=model, digest=digest if pinned else None, digest_pinned=pinned),
+        replicas=replicas,
+        cache=CachePolicy(size="1Gi"),
+        api_key=api_key,
+        caching_timeout_seconds=120,
+    )
+
+
+def _names(cluster: LocalCluster, kind: str, ns: str) -> list[str]:
+    items = cluster.kubectl_json("get", kind, "-n", ns)["items"]
+    return sorted(i["metadata"]["name"] for i in items)
+
+
+def _dm_obj(cluster: LocalCluster, dm: DMRef) -> dict[str, Any]:
+    obj: dict[str, Any] = cluster.kubectl_json("get", "dm", dm.name, "-n", dm.namespace)
+    return obj
+
+
+def _conditions(obj: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    return {c["type"]: c for c in obj.get("status", {}).get("conditions", [])}
+
+
+# --- prefetch -------------------------------------------------------------------------------
+
+
+async def test_prefetch_succeeds_once_and_is_idempotent(
+    local_cluster: LocalCluster,
+    kube: Kube,
+    settings: RolloutSettings,
+    dm: DMRef,
+    laya_digest: str,
+    env: ActivityEnvironment,
+    heartbeats: list[Any],
+) -> None:
+    acts = PrefetchActivities(kube, settings)
+    inp = objects_input(dm, laya_digest)
+    rev = inp.record.hash
+    result = await env.run(acts.prefetch, inp)
+    assert (result.job, result.pvc, result.attempts) == (
+        f"router-pf-{rev}",
+        f"router-store-{rev}",
+        1,
+    )
+    assert heartbeats and all(h[0]["job"] == result.job for h in heartbeats)
+
+    job = local_cluster.kubectl_json("get", "job", result.job, "-n", dm.namespace)
+    owner = job["metadata"]["ownerReferences"][0]
+    assert (owner["uid"], owner["controller"]) == (dm.uid, True)
+    container = job["spec"]["template"]["spec"]["containers"][0]
+    env_vars = {e["name"]: e.get("value") for e in container["env"]}
+    # Host-less name: the Job pulls from the operator's registry, where the digest came from.
+    assert env_vars["OLLAYA_REGISTRY"] == REGISTRY
+    assert env_vars["STORE_MANIFEST"] == "/models/manifests/127.0.0.1_5000/library/laya/en"
+    assert container["image"] == "ghcr.io/ollaya-dev/ollaya:0.10.0"
+
+    again = await env.run(acts.prefetch, inp)
+    assert again == result
+    assert _names(local_cluster, "jobs", dm.namespace) == [result.job]
+    assert _names(local_cluster, "pvc", dm.namespace) == [result.pvc]
+    job_again = local_cluster.kubectl_json("get", "job", result.job, "-n", dm.namespace)
+    assert job_again["metadata"]["uid"] == job["metadata"]["uid"]
+    assert job_again["status"]["succeeded"] == 1
+
+
+async def test_prefetch_unknown_tag_is_model_not_found_and_not_rerun(
+    local_cluster: LocalCluster,
+    kube: Kube,
+    settings: RolloutSettings,
+    dm: DMRef,
+    env: ActivityEnvironment,
+    simulators: Simulators,
+) -> None:
+    acts = PrefetchActivities(kube, settings)
+    inp = objects_input(dm, "0" * 64, model="laya:nope")
+    with pytest.raises(ApplicationError) as err:
+        await env.run(acts.prefetch, inp)
+    assert err.value.type == "ModelNotFound"
+    assert err.value.non_retryable
+    assert "laya:nope not found in registry" in err.value.message
+
+    # A retry reports the same classification from the failed Job; it does not pull again.
+    with pytest.raises(ApplicationError) as again:
+        await env.run(acts.prefetch, inp)
+    assert again.value.type == "ModelNotFound"
+    job = local_cluster.kubectl_json(
+        "get", "job", f"router-pf-{inp.record.hash}", "-n", dm.namespace
+    )
+    assert job["status"]["failed"] == 1
+    assert len(_names(local_cluster, "pods", dm.namespace)) == 1
+
+
+@pytest.mark.parametrize(
+    ("pinned", "expected_text"),
+    [(True, "DigestMismatch: expected " + "ab" * 32), (False, "tag moved: ")],
+)
+async def test_prefetch_wrong_digest_is_digest_mismatch(
+    kube: Kube,
+    settings: RolloutSettings,
+    dm: DMRef,
+    laya_digest: str,
+    env: ActivityEnvironment,
+    pinned: bool,
+    expected_text: str,
+) -> None:
+    acts = PrefetchActivities(kube, settings)
+    inp = objects_input(dm, "ab" * 32, pinned=pinned)
+    with pytest.raises(ApplicationError) as err:
+        await env.run(acts.prefetch, inp)
+    assert err.value.type == "DigestMismatch"
+    assert err.value.non_retryable
+    assert expected_text in err.value.message
+    assert laya_digest in err.value.message  # what the registry really serves
+
+
+def test_classify_backoff_limit_is_prefetch_failed() -> None:
+    """Exit 1 until backoffLimit: PrefetchFailed carrying the last termination message (the
+    real Job takes minutes of backoff to get there, so this one is fed the Job's state)."""
+    job = {"metadata": {"name": "router-pf-x"}, "status": {"failed": 5}}
+    failure = {"reason": "BackoffLimitExceeded", "message": "Job has reached the backoff limit"}
+    pods = [
+        {
+            "status": {
+                "containerStatuses": [
+                    {
+                        "name": "prefetch",
+                        "state": {
+                            "terminated": {
+                                "exitCode": 1,
+                                "message": f"REGISTRY_ERROR: attempt {i}\n",
+                                "finishedAt": f"2030-01-01T00:00:0{i}Z",
+                            }
+                        },
+                    }
+                ]
+            }
+        }
+        for i in (3, 5, 4)
+    ]
+    error = classify_failure(job, failure, pods)
+    assert error.reason == "PrefetchFailed" and error.permanent
+    assert "BackoffLimitExceeded" in str(error)
+    assert "after 5 attempt(s); last attempt: REGISTRY_ERROR: attempt 5" in str(error)
+    # The Pod already gone: the Job controller's FailJob message still names the exit code.
+    gone = classify_failure(
+        job,
+        {
+            "reason": "PodFailurePolicy",
+            "message": "Container prefetch for pod ns/p failed with exit code 3 matching FailJob "
+            "rule at index 0",
+        },
+        [],
+    )
+    assert gone.reason == "ModelNotFound"
+
+
+# --- start ----------------------------------------------------------------------------------
+
+
+async def test_start_runs_pods_with_ips_and_only_a_key_checksum(
+    local_cluster: LocalCluster,
+    kube: Kube,
+    settings: RolloutSettings,
+    dm: DMRef,
+    laya_digest: str,
+    env: ActivityEnvironment,
+    heartbeats: list[Any],
+) -> None:
+    local_cluster.apply(
+        {
+            "apiVersion": "v1",
+            "kind": "Secret",
+            "metadata": {
+                "name": "router-key",
+                "namespace": dm.namespace,
+                "labels": {"decisionmodel.io/api-key": "true"},
+            },
+            "stringData": {"key": API_KEY_VALUE},
+        }
+    )
+    inp = objects_input(dm, laya_digest, replicas=2, api_key=KeyRef(name="router-key", key="key"))
+    await env.run(PrefetchActivities(kube, settings).prefetch, inp)
+    result = await env.run(StartActivities(kube, settings).start, inp)
+    assert result.deployment == f"router-{inp.record.hash}"
+    assert any("started" in h[0] for h in heartbeats)
+
+    deployment = local_cluster.kubectl_json(
+        "get", "deployment", result.deployment, "-n", dm.namespace
+    )
+    annotations = deployment["spec"]["template"]["metadata"]["annotations"]
+    assert (
+        annotations[ANNOTATION_APIKEY_CHECKSUM]
+        == hashlib.sha256(API_KEY_VALUE.encode()).hexdigest()
+    )
+    assert API_KEY_VALUE not in json.dumps(deployment)
+    assert deployment["metadata"]["ownerReferences"][0]["uid"] == dm.uid
+
+    pods = local_cluster.kubectl_json(
+        "get", "pods", "-n", dm.namespace, "-l", f"decisionmodel.io/revision={inp.record.hash}"
+    )["items"]
+    assert len(pods) == 2
+    network = ipaddress.ip_network(POD_NETWORK)
+    for pod in pods:
+        assert pod["status"]["phase"] == "Running"
+        assert ipaddress.ip_address(pod["status"]["podIP"]) in network
+        ready = _conditions(pod)
+        assert ready["ContainersReady"]["status"] == "True"
+        assert ready["Ready"]["status"] == "False"  # the model-ready gate is not set yet
+
+    # Idempotent: adopts the Deployment, no second one.
+    assert (await env.run(StartActivities(kube, settings).start, inp)) == result
+    assert _names(local_cluster, "deployments", dm.namespace) == [result.deployment]
+
+
+# --- promote and delete_revision ------------------------------------------------------------
+
+
+async def test_promote_refuses_a_foreign_service(
+    local_cluster: LocalCluster,
+    kube: Kube,
+    settings: RolloutSettings,
+    dm: DMRef,
+    laya_digest: str,
+    env: ActivityEnvironment,
+) -> None:
+    local_cluster.apply(
+        {
+            "apiVersion": "v1",
+            "kind": "Service",
+            "metadata": {"name": dm.name, "namespace": dm.namespace},
+            "spec": {"selector": {"app": "theirs"}, "ports": [{"port": 80}]},
+        }
+    )
+    candidate = RevisionRecord(hash=_rev(), model="laya:en", digest=laya_digest)
+    with pytest.raises(ApplicationError) as err:
+        await env.run(
+            PromoteActivities(kube, settings).promote,
+            PromoteInput(dm=dm, candidate=candidate, replicas=1),
+        )
+    assert err.value.type == "ResourceConflict"
+    assert err.value.non_retryable
+    service = local_cluster.kubectl_json("get", "service", dm.name, "-n", dm.namespace)
+    assert service["spec"]["selector"] == {"app": "theirs"}
+    assert "stableRevision" not in _dm_obj(local_cluster, dm).get("status", {})
+
+
+async def test_promote_switches_the_service_and_delete_keeps_the_selected(
+    local_cluster: LocalCluster,
+    kube: Kube,
+    settings: RolloutSettings,
+    dm: DMRef,
+    laya_digest: str,
+    env: ActivityEnvironment,
+) -> None:
+    ns = dm.namespace
+    first = objects_input(dm, laya_digest)
+    second = objects_input(dm, laya_digest, replicas=2)
+    a, b = first.record, second.record
+    for inp in (first, second):
+        await env.run(PrefetchActivities(kube, settings).prefetch, inp)
+    await env.run(StartActivities(kube, settings).start, first)
+    promote = PromoteActivities(kube, settings).promote
+
+    # First rollout: no Service yet, no stable, nothing to delete afterwards.
+    done = await env.run(promote, PromoteInput(dm=dm, candidate=a, replicas=1))
+    assert done.previous is None
+    service = local_cluster.kubectl_json("get", "service", dm.name, "-n", ns)
+    assert service["spec"]["selector"] == {
+        "decisionmodel.io/name": "router",
+        "decisionmodel.io/revision": a.hash,
+    }
+    assert service["metadata"]["ownerReferences"][0]["uid"] == dm.uid
+    assert "router-" + a.hash not in _names(local_cluster, "pdb", ns)  # one replica: no PDB
+
+    # Second: record, PDB (2 replicas), switch; the previous is what the Service selected.
+    inp = PromoteInput(dm=dm, candidate=b, replicas=2, stable=a)
+    done = await env.run(promote, inp)
+    assert done.previous == a.hash
+    service = local_cluster.kubectl_json("get", "service", dm.name, "-n", ns)
+    assert service["spec"]["selector"]["decisionmodel.io/revision"] == b.hash
+    assert _names(local_cluster, "pdb", ns) == [f"router-{b.hash}"]
+    status = _dm_obj(local_cluster, dm)["status"]
+    assert status["phase"] == "Ready"
+    assert status["stableRevision"]["hash"] == b.hash
+    assert status["previousRevision"] == {
+        "hash": a.hash,
+        "engine": "ollaya",
+        "model": "laya:en",
+        "digest": laya_digest,
+        "device": "cpu",
+    }
+    assert "candidateRevision" not in status
+    promoted = _conditions(_dm_obj(local_cluster, dm))["Promoted"]
+    assert (promoted["status"], promoted["reason"]) == ("True", "Promoted")
+
+    # Twice: the same state, the same answer, the promotion time kept.
+    again = await env.run(promote, inp)
+    assert again == done
+    status_again = _dm_obj(local_cluster, dm)["status"]
+    assert status_again["lastPromotionTime"] == status["lastPromotionTime"]
+    assert status_again["previousRevision"] == status["previousRevision"]
+
+    delete = DeleteRevisionActivities(kube, settings).delete_revision
+    kept = await env.run(delete, DeleteRevisionInput(dm=dm, revision=b.hash, reason="test"))
+    assert (kept.deleted, kept.kept_selected) == ([], True)
+    assert f"router-store-{b.hash}" in _names(local_cluster, "pvc", ns)
+
+    gone = await env.run(delete, DeleteRevisionInput(dm=dm, revision=a.hash, reason="test"))
+    assert not gone.kept_selected
+    assert gone.deleted == [
+        f"Deployment/router-{a.hash}",
+        f"Job/router-pf-{a.hash}",
+        f"PersistentVolumeClaim/router-store-{a.hash}",
+    ]
+
+    def only_b_left() -> bool:
+        assert _names(local_cluster, "deployments", ns) == []
+        assert _names(local_cluster, "jobs", ns) == [f"router-pf-{b.hash}"]
+        assert _names(local_cluster, "pvc", ns) == [f"router-store-{b.hash}"]
+        pods = local_cluster.kubectl_json("get", "pods", "-n", ns)["items"]
+        assert all(
+            p["metadata"]["labels"].get("decisionmodel.io/prefetch-revision") == b.hash
+            for p in pods
+        )
+        return True
+
+    assert_eventually(only_b_left, 30, what="revision A's objects gone")
+    # Deleting again is a no-op.
+    assert (await env.run(delete, DeleteRevisionInput(dm=dm, revision=a.hash))).deleted == []
+
+
+# --- record_status --------------------------------------------------------------------------
+
+
+async def test_record_status_coexists_with_the_controller(
+    local_cluster: LocalCluster,
+    kube: Kube,
+    settings: RolloutSettings,
+    dm: DMRef,
+    laya_digest: str,
+    env: ActivityEnvironment,
+) -> None:
+    controller_status = {
+        "observedGeneration": dm.generation,
+        "endpoint": f"http://router.{dm.namespace}.svc:11435/v1/systemone",
+        "replicas": {"desired": 1, "modelReady": 0},
+        "conditions": [
+            {
+                "type": "Ready",
+                "status": "False",
+                "reason": "NoStableRevision",
+                "message": "",
+                "lastTransitionTime": "2030-01-01T00:00:00Z",
+                "observedGeneration": dm.generation,
+            }
+        ],
+    }
+    await Kube.run(kube.apply_dm_status, dm, controller_status, CONTROLLER_FIELD_MANAGER)
+
+    record = RevisionRecord(hash=_rev(), model="laya:en", digest=laya_digest)
+    acts = StatusActivities(kube, settings)
+    await env.run(
+        acts.record_status,
+        StatusUpdate(
+            dm=dm,
+            phase=Phase.CACHING,
+            candidate=record,
+            conditions=[ConditionUpdate(type="Resolved", status="True", reason="DigestResolved")],
+            event_reason="Resolved",
+            event_message=f"laya:en → {record.hash}",
+        ),
+    )
+    obj = _dm_obj(local_cluster, dm)
+    status = obj["status"]
+    assert status["observedGeneration"] == dm.generation
+    assert status["endpoint"] == controller_status["endpoint"]
+    assert status["replicas"] == {"desired": 1, "modelReady": 0}
+    assert (status["phase"], status["candidateRevision"]["hash"]) == ("Caching", record.hash)
+    conditions = _conditions(obj)
+    assert conditions["Ready"]["reason"] == "NoStableRevision"
+    assert conditions["Resolved"]["observedGeneration"] == dm.generation
+    shown = local_cluster.kubectl_json(
+        "get", "dm", dm.name, "-n", dm.namespace, "--show-managed-fields"
+    )
+    managers = {
+        m["manager"]: json.dumps(m.get("fieldsV1", {}))
+        for m in shown["metadata"]["managedFields"]
+        if m.get("subresource") == "status"
+    }
+    assert '"f:phase"' in managers[ROLLOUT_FIELD_MANAGER]
+    assert '"f:phase"' not in managers[CONTROLLER_FIELD_MANAGER]
+    assert '"f:replicas"' not in managers[ROLLOUT_FIELD_MANAGER]
+
+    # The rollout's applies are conditional on what it read: a stale read is refused (409)
+    # and rebuilt, never written back over a newer value.
+    stale = obj["metadata"]["resourceVersion"]
+    # The controller's next apply (only its fields) leaves the rollout's alone…
+    controller_status["replicas"] = {"desired": 1, "modelReady": 1}
+    await Kube.run(kube.apply_dm_status, dm, controller_status, CONTROLLER_FIELD_MANAGER)
+    status = _dm_obj(local_cluster, dm)["status"]
+    assert (status["phase"], status["candidateRevision"]["hash"]) == ("Caching", record.hash)
+    assert status["replicas"]["modelReady"] == 1
+    with pytest.raises(ApiException) as refused:
+        await Kube.run(kube.apply_dm_status, dm, {"phase": "Ready"}, resource_version=stale)
+    assert refused.value.status == 409
+
+    # …and the rollout clearing its candidate and recording a failure leaves the controller's.
+    await env.run(
+        acts.record_status,
+        StatusUpdate(
+            dm=dm,
+            phase=Phase.FAILED,
+            clear_candidate=True,
+            failed=record,
+            failed_reason="ModelNotFound",
+            failed_message="laya:en not found",
+        ),
+    )
+    obj = _dm_obj(local_cluster, dm)
+    status = obj["status"]
+    assert "candidateRevision" not in status
+    assert status["failedRevision"]["reason"] == "ModelNotFound"
+    assert status["replicas"] == {"desired": 1, "modelReady": 1}
+    assert status["endpoint"] == controller_status["endpoint"]
+    conditions = _conditions(obj)
+    assert conditions["Ready"]["lastTransitionTime"] == "2030-01-01T00:00:00Z"
+    assert conditions["Resolved"]["status"] == "True"  # an earlier rollout write persists
+
+    events = local_cluster.kubectl_json("get", "events.v1.events.k8s.io", "-n", dm.namespace)[
+        "items"
+    ]
+    resolved = [e for e in events if e.get("reason") == "Resolved"]
+    assert len(resolved) == 1
+    assert resolved[0]["regarding"]["uid"] == dm.uid
+
+
+def test_build_rollout_status_keeps_times_of_repeated_writes() -> None:
+    t0 = datetime(2030, 1, 1, 12, 0, 0, tzinfo=UTC)
+    t1 = t0 + timedelta(minutes=5)
+    old = RevisionRecord(hash="aaaa", model="laya:en", digest="a" * 64)
+    new = RevisionRecord(hash="bbbb", model="laya:en", digest="b" * 64)
+    dm = DMRef(namespace="ns", name="router", uid="u", generation=3)
+    current = {
+        "phase": "Evaluating",
+        "phaseTransitionTime": "2030-01-01T11:00:00Z",
+        "stableRevision": old.to_status(),
+        "candidateRevision": new.to_status(),
+        "observedGeneration": 3,  # the controller's: never in the rollout's applied set
+        "conditions": [
+            {"type": "Ready", "status": "True", "reason": "Serving"},
+            {"type": "Resolved", "status": "True", "reason": "DigestResolved",
+             "lastTransitionTime": "2030-01-01T10:00:00Z", "observedGeneration": 2},
+        ],
+    }  # fmt: skip
+    outcome = EvaluationOutcome(
+        result="Passed", reason="GatesPassed", message="ok", accuracy="0.9200",
+        ece="0.0500", brier="0.0700", cases=10, failed_cases=1, dataset_digest="d" * 64,
+    )  # fmt: skip
+    same_phase = build_rollout_status(
+        current,
+        StatusUpdate(dm=dm, phase=Phase.EVALUATING, evaluation=outcome,
+                     evaluation_gates={"minAccuracy": "0.9", "maxCases": "10"}),
+        3, t1,
+    )  # fmt: skip
+    assert same_phase["phaseTransitionTime"] == "2030-01-01T11:00:00Z"
+    assert "observedGeneration" not in same_phase
+    assert [c["type"] for c in same_phase["conditions"]] == ["Resolved"]
+    assert same_phase["evaluation"] == {
+        "revision": "bbbb", "accuracy": "0.9200", "cases": 10, "failedCases": 1,
+        "ece": "0.0500", "brier": "0.0700", "result": "Passed", "reason": "GatesPassed",
+        "gates": {"minAccuracy": "0.9", "maxCases": 10}, "completedAt": "2030-01-01T12:05:00Z",
+    }  # fmt: skip
+    # The same evaluation again later keeps completedAt.
+    repeat = build_rollout_status(
+        {**current, "evaluation": same_phase["evaluation"]},
+        StatusUpdate(dm=dm, evaluation=outcome),
+        3, t1 + timedelta(minutes=1),
+    )  # fmt: skip
+    assert repeat["evaluation"]["completedAt"] == "2030-01-01T12:05:00Z"
+
+    promoted = build_rollout_status(
+        current,
+        StatusUpdate(
+            dm=dm, phase=Phase.READY, stable=new, previous_revision="aaaa", clear_candidate=True,
+            promoted=True,
+            conditions=[
+                ConditionUpdate(type="Promoted", status="True", reason="Promoted"),
+                ConditionUpdate(
+                    type="Resolved", status="True", reason="DigestResolved", message="m"
+                ),
+                ConditionUpdate(type="Ready", status="True", reason="Serving"),  # not ours
+            ],
+        ),
+        4, t1,
+    )  # fmt: skip
+    assert promoted["phaseTransitionTime"] == "2030-01-01T12:05:00Z"
+    assert promoted["previousRevision"] == old.to_status()
+    assert promoted["stableRevision"]["hash"] == "bbbb"
+    assert "candidateRevision" not in promoted
+    assert promoted["lastPromotionTime"] == "2030-01-01T12:05:00Z"
+    conds = {c["type"]: c for c in promoted["conditions"]}
+    assert set(conds) == {"Resolved", "Promoted"}
+    # Status unchanged: the transition time stays, the generation and message move on.
+    assert conds["Resolved"]["lastTransitionTime"] == "2030-01-01T10:00:00Z"
+    assert (conds["Resolved"]["observedGeneration"], conds["Resolved"]["message"]) == (4, "m")
+    assert conds["Promoted"]["lastTransitionTime"] == "2030-01-01T12:05:00Z"
+
+
+# --- params (pure) ----------------------------------------------------------------------------
+
+
+def test_params_image_and_registry_choice(settings: RolloutSettings) -> None:
+    dm = DMRef(namespace="ns", name="router", uid="u")
+    cuda = RevisionSpec(model="laya:en", device="cuda", runtime_version="0.11.2")
+    assert serving_image(cuda, settings) == "ghcr.io/ollaya-dev/ollaya:0.11.2-cuda"
+    assert prefetch_image(cuda, settings) == "ghcr.io/ollaya-dev/ollaya:0.11.2"
+    custom = RevisionSpec(model="laya:en", image="registry.corp/ollaya:patched")
+    with pytest.raises(ImageOverrideNotAllowed):
+        serving_image(custom, settings)
+    allowed = settings.model_copy(update={"allow_image_override": True})
+    assert serving_image(custom, allowed) == prefetch_image(custom, allowed)
+    assert serving_image(custom, allowed) == "registry.corp/ollaya:patched"
+
+    # OLLAYA_REGISTRY only for host-less names; a named host pulls from itself.
+    assert registry_url("acme/triage:v3", settings) == REGISTRY
+    assert registry_url("mirror.corp:8080/acme/triage:v3", settings) is None
+    assert registry_url("localhost/triage:v3", settings) is None
+    inp = objects_input(dm, "c" * 64, model="registry.example.com/acme/triage:v3")
+    job_params = prefetch_params(inp, settings)
+    assert job_params.registry_url is None
+    assert job_params.store_manifest_path == "manifests/registry.example.com/acme/triage/v3"
+    assert serving_params(inp, settings).registry_url is None
+    # Credentialed proxies never reach a Job (the renderer filters); no_proxy always does.
+    proxied = settings.model_copy(
+        update={"https_proxy": "http://user:pw@proxy:3128", "no_proxy": ".svc"}
+    )
+    job = render_prefetch_job(prefetch_params(objects_input(dm, "c" * 64), proxied))
+    names = {e["name"] for e in job["spec"]["template"]["spec"]["containers"][0]["env"]}
+    assert {"NO_PROXY", "no_proxy"} <= names
+    assert not {"HTTPS_PROXY", "https_proxy"} & names
