@@ -20,6 +20,36 @@ def _cmd_dev_up(args: argparse.Namespace) -> int:
     return run_dev_up(args.state_dir)
 
 
+def _cmd_worker(args: argparse.Namespace) -> int:
+    import asyncio
+    import logging
+
+    from activities.settings import RolloutSettings
+    from controller.temporal_client import NamespaceNotReady, TemporalSettings
+    from controller.worker import run_worker
+
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s %(message)s")
+    try:
+        return asyncio.run(run_worker(TemporalSettings(), RolloutSettings()))
+    except NamespaceNotReady as e:
+        print(f"dmrollout worker: {e}", file=sys.stderr)
+        return 3
+
+
+def _cmd_temporal_setup(args: argparse.Namespace) -> int:
+    import asyncio
+
+    from controller.temporal_client import TemporalSettings, connect, setup_namespace
+
+    async def run() -> list[str]:
+        settings = TemporalSettings()
+        return await setup_namespace(await connect(settings), settings)
+
+    for line in asyncio.run(run()):
+        print(line)
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="dmrollout",
@@ -30,6 +60,20 @@ def build_parser() -> argparse.ArgumentParser:
 
     crd = sub.add_parser("crd", help="print the DecisionModel CRD generated from the API types")
     crd.set_defaults(func=_cmd_crd)
+
+    worker = sub.add_parser(
+        "worker",
+        help="run RolloutWorkflow and its activities (settings from DMROLLOUT_* and "
+        "DMROLLOUT_TEMPORAL_* environment variables)",
+    )
+    worker.set_defaults(func=_cmd_worker)
+
+    temporal = sub.add_parser("temporal", help="Temporal namespace administration")
+    temporal_sub = temporal.add_subparsers(dest="temporal_command", required=True)
+    setup = temporal_sub.add_parser(
+        "setup", help="register the rollout search attributes and check retention"
+    )
+    setup.set_defaults(func=_cmd_temporal_setup)
 
     dev = sub.add_parser("dev", help="the local environment")
     dev_sub = dev.add_subparsers(dest="dev_command", required=True)

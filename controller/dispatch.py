@@ -111,7 +111,7 @@ def rollout_input(
     dm: DecisionModel,
     settings: DispatchSettings,
     tuning: RolloutTuning | None = None,
-    retry_generation: int = 0,
+    retry_token: str | None = None,
 ) -> RolloutInput:
     """The workflow's argument: references only (Secret/ConfigMap names), never values."""
     desired = desired_revision(dm, settings)
@@ -164,7 +164,7 @@ def rollout_input(
             evaluating=int(timeouts.evaluating_duration.total_seconds()),
         ),
         stable=_record_of(stable),
-        retry_generation=retry_generation,
+        retry_token=retry_token,
         tuning=tuning or RolloutTuning(),
     )
 
