@@ -8,7 +8,7 @@
   ``ollaya pull``: it pulls ``$MODEL`` from the registry (``$OLLAYA_REGISTRY``, else the model's
   host, else ollaya.dev — unreachable here, so a transient failure) into the PVC mounted at the
   store path, then compares the sha256 of the stored manifest with ``$EXPECTED_DIGEST``. Exit
-  codes are the Job's contract: 0 ok, 1 transient (registry error: the Job controller retries
+  codes are the Job's contract: 0 ok, 1 PullFailed (registry error: the Job controller retries
   under backoffLimit), 3 ModelNotFound, 4 DigestMismatch (digest pinned by the user), 5 the tag
   moved (digest resolved from the tag by dmrollout). The reason line goes into the container's
   termination message, as ``/dev/termination-log`` would. Any other Job Pod exits with the code
@@ -31,6 +31,7 @@ import signal
 import threading
 import time
 import urllib.error
+import urllib.parse
 import urllib.request
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
@@ -260,7 +261,12 @@ class FakeKubelet:
             log.exception("job pod %s/%s", ns, name)
 
     def run_prefetch(self, pod: dict[str, Any]) -> JobOutcome:
-        """What the prefetch container's script does, against the registry simulator."""
+        """What the prefetch container's script does, against the registry simulator.
+
+        Messages are the script's termination-log lines (``decisionmodel.render.prefetch_job``):
+        every failure of ``ollaya pull`` other than "not found in registry" is ``PullFailed``
+        with ollaya's last output line, exit 1, so the Job controller retries it.
+        """
         container = next(c for c in pod["spec"]["containers"] if c["name"] == PREFETCH_CONTAINER)
         env = {e["name"]: e["value"] for e in container.get("env", []) if "value" in e}
         model = env.get("MODEL", "")
@@ -268,34 +274,35 @@ class FakeKubelet:
         store_manifest = env.get("STORE_MANIFEST", "")
         store_dir, relative = self._store_for(pod, container, store_manifest)
         if store_dir is None:
-            return JobOutcome(1, f"STORAGE_ERROR: no volume mounted for {store_manifest}")
+            # Nothing mounted there: the container's root filesystem is read-only.
+            return _pull_failed(f"write {store_manifest}: read-only file system")
         registry = env.get("OLLAYA_REGISTRY") or DEFAULT_REGISTRY
         try:
             ref = parse_model_name(model, default_registry=registry)
         except InvalidModelName as e:
-            return JobOutcome(1, f"InvalidModelName: {e}")
+            return _pull_failed(str(e))
         # ``ollaya pull``: manifest, then every blob, each verified, then written to the store.
         try:
             manifest = _http_get(ref.manifest_url, MANIFEST_CAP)
         except urllib.error.HTTPError as e:
             if e.code == 404:
                 return JobOutcome(3, f"ModelNotFound: {model} not found in registry")
-            return JobOutcome(1, f"REGISTRY_ERROR: {ref.manifest_url} answered {e.code}")
+            return _pull_failed(f"pull model manifest: registry answered {e.code}")
         except (urllib.error.URLError, OSError) as e:
-            return JobOutcome(1, f"REGISTRY_ERROR: {ref.registry_base} unreachable: {e}")
+            return _pull_failed(f"pull model manifest: {ref.registry_base} unreachable: {e}")
         try:
             doc = json.loads(manifest)
             descriptors = [doc["config"], *doc.get("layers", [])]
+            digests = [str(desc["digest"]) for desc in descriptors]
         except (ValueError, KeyError, TypeError):
-            return JobOutcome(1, "REGISTRY_ERROR: the manifest is not a schema-2 manifest")
-        for desc in descriptors:
-            digest = str(desc.get("digest", ""))
+            return _pull_failed("pull model manifest: not a schema-2 manifest")
+        for desc, digest in zip(descriptors, digests, strict=True):
             try:
-                blob = _http_get(ref.blob_url(digest), 64 * 1024 * 1024)
-            except (urllib.error.URLError, OSError) as e:
-                return JobOutcome(1, f"REGISTRY_ERROR: blob {digest[:19]}: {e}")
+                blob = _http_get(_blob_url(ref.blob_url(digest), desc, env), 64 * 1024 * 1024)
+            except (urllib.error.URLError, OSError, ValueError) as e:
+                return _pull_failed(f"pull blob {digest[:19]}: {e}")
             if "sha256:" + hashlib.sha256(blob).hexdigest() != digest:
-                return JobOutcome(1, f"DIGEST_MISMATCH: blob {digest[:19]} failed verification")
+                return _pull_failed(f"digest mismatch for blob {digest}")
             blob_path = store_dir / "blobs" / digest.replace(":", "-")
             blob_path.parent.mkdir(parents=True, exist_ok=True)
             blob_path.write_bytes(blob)
@@ -407,6 +414,26 @@ class FakeKubelet:
             path = Path(pv["spec"].get("hostPath", {}).get("path", ""))
             if path.is_relative_to(self.state_dir / "volumes"):
                 shutil.rmtree(path, ignore_errors=True)
+
+
+def _pull_failed(detail: str) -> JobOutcome:
+    # The script's fallback: `PullFailed: ollaya pull exited <rc>: <last line of its output>`.
+    return JobOutcome(1, f"PullFailed: ollaya pull exited 1: Error: {detail}")
+
+
+def _blob_url(registry_url: str, descriptor: dict[str, Any], env: dict[str, str]) -> str:
+    """Where ``ollaya pull`` fetches a blob: the descriptor's ``urls[0]`` when present (weights
+    on a Hugging Face endpoint), its origin replaced by OLLAYA_HF_ENDPOINT when set; else the
+    registry (RUNTIME_API "Registry", same rule as simulators.pull)."""
+    urls = descriptor.get("urls")
+    if not (isinstance(urls, list) and urls and isinstance(urls[0], str)):
+        return registry_url
+    url: str = urls[0]
+    endpoint = env.get("OLLAYA_HF_ENDPOINT", "").strip().rstrip("/")
+    if endpoint:
+        parts = urllib.parse.urlsplit(url)
+        url = endpoint + parts.path + (f"?{parts.query}" if parts.query else "")
+    return url
 
 
 def _http_get(url: str, cap: int) -> bytes:
