@@ -1,0 +1,115 @@
+"""`/metrics`, `/healthz` and `/readyz` on a stdlib HTTP server in a daemon thread.
+
+The stdlib server keeps the controller free of another web framework for three plain GET
+endpoints, and a thread keeps a scrape answering while the event loop is busy (a stuck loop is
+what `healthy` should detect, not something that should also stall the probe's transport).
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Final
+
+from prometheus_client.exposition import CONTENT_TYPE_PLAIN_0_0_4
+
+from controller.metrics import ControllerMetrics
+
+log = logging.getLogger("dmrollout.controller.health")
+
+METRICS_PATH: Final = "/metrics"
+HEALTHZ_PATH: Final = "/healthz"
+READYZ_PATH: Final = "/readyz"
+_TEXT: Final = "text/plain; charset=utf-8"
+
+
+class HealthServer:
+    """Serves the controller's metrics and probes; `port=0` binds an ephemeral port."""
+
+    def __init__(
+        self,
+        bind: str,
+        port: int,
+        metrics: ControllerMetrics,
+        ready: Callable[[], bool],
+        healthy: Callable[[], bool],
+    ) -> None:
+        self._bind = bind
+        self._requested_port = port
+        self._metrics = metrics
+        self._ready = ready
+        self._healthy = healthy
+        self._server: ThreadingHTTPServer | None = None
+        self._thread: threading.Thread | None = None
+
+    @property
+    def port(self) -> int:
+        """The bound port (the ephemeral one when 0 was requested) once started."""
+        if self._server is None:
+            return self._requested_port
+        return int(self._server.server_address[1])
+
+    def start(self) -> None:
+        if self._server is not None:
+            raise RuntimeError("HealthServer already started")
+        server = ThreadingHTTPServer((self._bind, self._requested_port), self._handler_class())
+        # Handler threads must not keep the process alive at exit.
+        server.daemon_threads = True
+        self._server = server
+        self._thread = threading.Thread(
+            target=server.serve_forever, name="dmrollout-health", daemon=True
+        )
+        self._thread.start()
+        log.info("health server listening on %s:%d", self._bind, self.port)
+
+    def stop(self) -> None:
+        server, thread = self._server, self._thread
+        if server is None:
+            return
+        server.shutdown()
+        server.server_close()
+        if thread is not None:
+            thread.join(timeout=5)
+        self._server = None
+        self._thread = None
+
+    def _handler_class(self) -> type[BaseHTTPRequestHandler]:
+        owner = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_GET(self) -> None:
+                path = self.path.split("?", 1)[0]
+                if path == METRICS_PATH:
+                    self._reply(200, owner._metrics.render(), CONTENT_TYPE_PLAIN_0_0_4)
+                elif path == HEALTHZ_PATH:
+                    ok = _call(owner._healthy)
+                    self._reply(200 if ok else 500, b"ok\n" if ok else b"unhealthy\n", _TEXT)
+                elif path == READYZ_PATH:
+                    ok = _call(owner._ready)
+                    self._reply(200 if ok else 503, b"ok\n" if ok else b"not ready\n", _TEXT)
+                else:
+                    self._reply(404, b"not found\n", _TEXT)
+
+            def _reply(self, code: int, body: bytes, content_type: str) -> None:
+                self.send_response(code)
+                self.send_header("Content-Type", content_type)
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+            def log_message(self, format: str, *args: object) -> None:
+                # Probes hit these every few seconds; access lines would drown the log.
+                log.debug("%s " + format, self.address_string(), *args)
+
+        return Handler
+
+
+def _call(check: Callable[[], bool]) -> bool:
+    """A check that raises counts as failing (and is logged) instead of breaking the probe."""
+    try:
+        return bool(check())
+    except Exception:
+        log.exception("health check %r raised", check)
+        return False
