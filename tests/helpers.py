@@ -48,3 +48,23 @@ async def async_assert_eventually(
         if time.monotonic() > deadline:
             raise AssertionError(f"not true within {timeout}s: {what}\n{last}") from last
         await asyncio.sleep(interval)
+
+
+async def eventually(
+    check: Callable[[], T], timeout: float = 30.0, interval: float = 0.2, what: str = ""
+) -> T:
+    """``assert_eventually`` for async tests: waits with ``asyncio.sleep``, so an in-process
+    Temporal worker on the same event loop keeps running while the test waits."""
+    deadline = time.monotonic() + timeout
+    last: BaseException | None = None
+    while True:
+        try:
+            value = check()
+            if value:
+                return value
+            last = AssertionError(f"{what or 'condition'} was {value!r}")
+        except AssertionError as e:
+            last = e
+        if time.monotonic() > deadline:
+            raise AssertionError(f"not true within {timeout}s: {what}\n{last}") from last
+        await asyncio.sleep(interval)

@@ -114,7 +114,8 @@ class RevisionRecord(Contract):
             "precision": self.precision,
             "placement": self.placement,
         }
-        return {k: v for k, v in wire.items() if v is not None}
+        # An unresolved revision (failed before resolve) has no digest: leave it out.
+        return {k: v for k, v in wire.items() if v not in (None, "")}
 
 
 class CachePolicy(Contract):

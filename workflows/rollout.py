@@ -580,7 +580,7 @@ class RolloutWorkflow:
         """Run one step; turn its final failure into a RolloutFailure with the reason."""
         inp = self._require_input()
         try:
-            return await workflow.execute_activity(
+            result = await workflow.execute_activity(
                 name,
                 arg,
                 result_type=result_type,
@@ -599,6 +599,22 @@ class RolloutWorkflow:
                 # Cancelled on our request (supersede or abort): not a failure of the step.
                 raise asyncio.CancelledError() from e
             raise _failure_of(e, name, timeout_reason) from None
+        _raise_if_cancel_requested()
+        return result
+
+
+def _raise_if_cancel_requested() -> None:
+    """Honour a cancellation that arrived while a step finished anyway.
+
+    With WAIT_CANCELLATION_COMPLETED the SDK waits for the activity; when it completes instead of
+    acknowledging the cancel, execute_activity returns its result and the CancelledError is not
+    re-raised, though the task still counts the request (Task.cancelling(), Python 3.11). Seen
+    here: a supersede during `start` went on to promote. The request is part of history, so
+    this check replays identically.
+    """
+    task = asyncio.current_task()
+    if task is not None and task.cancelling():
+        raise asyncio.CancelledError()
 
 
 def _failure_of(error: ActivityError, step: str, timeout_reason: str | None) -> RolloutFailure:

@@ -1,0 +1,311 @@
+"""One reconcile of one DecisionModel: which rollout should run, and the stable's steady state.
+
+Decision (pure, ``decide``): from the object and the rollouts running for it:
+
+- desired revision = stable → cancel any candidate; clear failedRevision (the spec came back);
+- desired = failed revision and no new retry token → nothing (a failed revision is not retried
+  until the spec yields a new hash or ``decisionmodel.io/retry`` changes);
+- desired already running → nothing (maybe forward an approval);
+- else cancel the other running rollout(s) of this DecisionModel, then start the desired one
+  (within the fleet budget; queued otherwise: Pending / RolloutQueued, FIFO).
+
+Effects follow the decision in crash-safe order: lastRetryToken is recorded before the retry's
+workflow starts, so a crash in between cannot make one token start two runs.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections import OrderedDict
+from dataclasses import dataclass, field
+from typing import Any
+
+from kubernetes.client.rest import ApiException
+
+from activities.kube import DecisionModelGone, Kube
+from activities.status import emit_event, write_status
+from controller.dispatch import DesiredRevision, DispatchSettings, desired_revision, rollout_input
+from controller.rollouts import Rollouts, RunningRollout
+from controller.settings import ControllerSettings
+from controller.status_writer import Cond, ControllerStatus, apply_controller_status
+from controller.steady import SteadyState
+from decisionmodel.api import GROUP, PLURAL, VERSION, DecisionModel, DecisionModelInvalid
+from decisionmodel.render.labels import ANNOTATION_PROMOTE, ANNOTATION_RETRY
+from workflows.contracts import (
+    DMRef,
+    Phase,
+    RevisionRecord,
+    RolloutTuning,
+    StatusUpdate,
+    workflow_id,
+)
+
+log = logging.getLogger("dmrollout.controller.reconcile")
+
+
+def get_dm_raw(kube: Kube, namespace: str, name: str) -> dict[str, Any] | None:
+    try:
+        obj: dict[str, Any] = kube.custom.get_namespaced_custom_object(
+            GROUP, VERSION, namespace, PLURAL, name
+        )
+    except ApiException as e:
+        if e.status == 404:
+            return None
+        raise
+    return obj
+
+
+def remove_dm_annotation(kube: Kube, ref: DMRef, annotation: str) -> None:
+    """A JSON merge patch deleting one annotation, guarded by the UID (a re-created namesake
+    keeps its annotations)."""
+    kube.custom.patch_namespaced_custom_object(
+        GROUP,
+        VERSION,
+        ref.namespace,
+        PLURAL,
+        ref.name,
+        {"metadata": {"uid": ref.uid, "annotations": {annotation: None}}},
+        _content_type="application/merge-patch+json",
+    )
+
+
+@dataclass(frozen=True)
+class Decision:
+    start: bool = False
+    cancel: tuple[str, ...] = ()
+    clear_failed: bool = False
+    consume_retry: str | None = None
+    target_id: str | None = None
+    why: str = ""
+
+
+def decide(dm: DecisionModel, desired: DesiredRevision, running: list[RunningRollout]) -> Decision:
+    status = dm.status
+    stable = status.stable_revision if status else None
+    failed = status.failed_revision if status else None
+    annotations = dm.metadata.annotations or {}
+    token = annotations.get(ANNOTATION_RETRY)
+    consumed = status.last_retry_token if status else None
+    ref = _ref(dm)
+
+    if stable is not None and desired.requested_hash == stable.hash:
+        return Decision(
+            cancel=tuple(r.workflow_id for r in running),
+            clear_failed=failed is not None,
+            why="the spec asks for the stable revision",
+        )
+    retry = None
+    if failed is not None and failed.hash == desired.requested_hash:
+        if not token or token == consumed:
+            return Decision(
+                cancel=tuple(r.workflow_id for r in running),
+                why=f"revision {failed.hash} failed ({failed.reason}); set a new "
+                f"{ANNOTATION_RETRY} value to retry",
+            )
+        retry = token
+    target = workflow_id(ref, desired.requested_hash, retry)
+    others = tuple(r.workflow_id for r in running if r.workflow_id != target)
+    already = any(r.workflow_id == target for r in running)
+    return Decision(
+        start=not already,
+        cancel=others,
+        consume_retry=retry,
+        target_id=target,
+        why="running" if already else "new revision",
+    )
+
+
+def _ref(dm: DecisionModel) -> DMRef:
+    meta = dm.metadata
+    return DMRef(
+        namespace=meta.namespace or "default",
+        name=meta.name,
+        uid=meta.uid or "",
+        generation=meta.generation or 0,
+    )
+
+
+@dataclass
+class Reconciler:
+    kube: Kube
+    rollouts: Rollouts
+    steady: SteadyState
+    settings: ControllerSettings
+    dispatch: DispatchSettings
+    metrics: Any  # controller.metrics.ControllerMetrics
+    queue_order: OrderedDict[str, None] = field(default_factory=OrderedDict)
+    # Rollouts this process started and believes running: covers visibility's short lag.
+    started: dict[str, str] = field(default_factory=dict)
+
+    def tuning(self) -> RolloutTuning:
+        return RolloutTuning(
+            heartbeat_timeout_seconds=self.settings.heartbeat_timeout_seconds,
+            promotion_grace_seconds=self.settings.promotion_grace_seconds,
+        )
+
+    async def reconcile(self, namespace: str, name: str) -> float | None:
+        """Returns seconds until the next re-check (None = only on events)."""
+        key = f"{namespace}/{name}"
+        if not self.settings.watches(namespace):
+            log.warning("refusing %s: namespace %s is not watched", key, namespace)
+            return None
+        obj = await Kube.run(get_dm_raw, self.kube, namespace, name)
+        if obj is None:
+            self.metrics.forget(namespace, name)
+            self.queue_order.pop(key, None)
+            self.started.pop(key, None)
+            return None
+        try:
+            dm = DecisionModel.from_k8s(obj)
+        except DecisionModelInvalid as e:
+            log.error("%s is invalid: %s", key, e)
+            return None
+        ref = _ref(dm)
+        try:
+            return await self._reconcile(ref, dm, obj)
+        except DecisionModelGone:
+            return None
+
+    async def _reconcile(self, ref: DMRef, dm: DecisionModel, obj: dict[str, Any]) -> float | None:
+        key = f"{ref.namespace}/{ref.name}"
+        desired = desired_revision(dm, self.dispatch)
+        running = await self.rollouts.running(ref.namespace, ref.name)
+        known = self.started.get(key)
+        if known and all(r.workflow_id != known for r in running):
+            if await self.rollouts.is_running(known):
+                running.append(RunningRollout(known, None, None))
+            else:
+                self.started.pop(key, None)
+        decision = decide(dm, desired, running)
+        for wid in decision.cancel:
+            await self.rollouts.cancel(wid)
+            if self.started.get(key) == wid:
+                self.started.pop(key, None)
+        if decision.clear_failed:
+            await write_status(self.kube, StatusUpdate(dm=ref, clear_failed=True))
+        requeue: float | None = self.settings.reinspect_seconds
+        queued = False
+        if decision.start and decision.target_id:
+            if await self._budget_allows(key):
+                if decision.consume_retry is not None:
+                    await apply_controller_status(
+                        self.kube, ref, ControllerStatus(last_retry_token=decision.consume_retry)
+                    )
+                inp = rollout_input(dm, self.dispatch, self.tuning(), decision.consume_retry)
+                await self.rollouts.start(inp)
+                self.started[key] = decision.target_id
+                self.queue_order.pop(key, None)
+            else:
+                queued = True
+                requeue = self.settings.queued_recheck_seconds
+        elif decision.target_id:
+            self.queue_order.pop(key, None)
+            await self._forward_approval(ref, dm, decision.target_id)
+        else:
+            self.queue_order.pop(key, None)
+
+        in_flight = bool(decision.target_id) and not queued
+        await self._steady(ref, dm, obj, in_flight, queued)
+        return requeue
+
+    async def _budget_allows(self, key: str) -> bool:
+        limit = self.settings.max_concurrent_rollouts
+        if limit <= 0:
+            return True
+        self.queue_order.setdefault(key, None)
+        running = await self.rollouts.running_total()
+        free = limit - running
+        if free <= 0:
+            return False
+        # FIFO: only the first `free` DecisionModels in arrival order may start now.
+        return key in list(self.queue_order)[:free]
+
+    async def _forward_approval(self, ref: DMRef, dm: DecisionModel, wid: str) -> None:
+        approval = (dm.metadata.annotations or {}).get(ANNOTATION_PROMOTE)
+        if not approval:
+            return
+        progress = await self.rollouts.progress(wid)
+        if progress is None or progress.phase != Phase.AWAITING_PROMOTION:
+            return  # early: keep the annotation, forward once the candidate waits
+        refusal = await self.rollouts.approve(wid, approval)
+        if refusal is not None:
+            await emit_event(
+                self.kube,
+                StatusUpdate(
+                    dm=ref,
+                    event_reason="ApprovalRejected",
+                    event_message=refusal,
+                    event_type="Warning",
+                ),
+            )
+        # Applied or refused: the annotation has been consumed either way.
+        await Kube.run(remove_dm_annotation, self.kube, ref, ANNOTATION_PROMOTE)
+
+    async def _steady(
+        self, ref: DMRef, dm: DecisionModel, obj: dict[str, Any], in_flight: bool, queued: bool
+    ) -> None:
+        status = dm.status
+        stable = status.stable_revision if status else None
+        want = ControllerStatus(
+            observed_generation=ref.generation,
+            endpoint=f"http://{ref.name}.{ref.namespace}.svc:11435/v1/systemone",
+        )
+        phase_now = status.phase.value if status and status.phase else None
+        new_phase: Phase | None = None
+        if stable is not None and stable.digest and stable.model:
+            record = RevisionRecord(
+                hash=stable.hash,
+                engine=stable.engine.value if stable.engine else "ollaya",
+                model=stable.model,
+                digest=stable.digest,
+                device=stable.device.value if stable.device else "cpu",
+                image=stable.image,
+                runtime_version=stable.runtime_version,
+                resources=stable.resources or {},
+                precision=stable.precision,
+                placement=stable.placement,
+            )
+            health = await self.steady.reconcile(ref, obj, record)
+            for result in health.probe_transitions:
+                self.metrics.record_probe_transition(ref.namespace, ref.name, result)
+            want.replicas = {"desired": health.desired, "modelReady": health.model_ready}
+            want.conditions = list(health.conditions)
+            if phase_now == "RolledBack":
+                want.conditions = [c for c in want.conditions if c.type != "Ready"]
+                want.conditions.append(
+                    Cond(
+                        "Ready",
+                        "True" if health.model_ready else "False",
+                        "CandidateRejected",
+                        "the candidate was rejected; the stable revision keeps serving",
+                    )
+                )
+            if not in_flight and phase_now in ("Ready", "Degraded", "Pending", None):
+                degraded = health.degraded_reason or health.model_ready < health.desired
+                new_phase = Phase.DEGRADED if degraded else Phase.READY
+        else:
+            want.replicas = {"desired": dm.spec.replicas, "modelReady": 0}
+        if queued:
+            new_phase = Phase.PENDING
+            want.conditions.append(
+                Cond(
+                    "Ready",
+                    "True" if stable else "False",
+                    "RolloutQueued",
+                    f"waiting for a rollout slot (--max-concurrent-rollouts "
+                    f"{self.settings.max_concurrent_rollouts})",
+                )
+            )
+        before_status = dict(obj.get("status") or {})
+        if new_phase is not None and new_phase.value != phase_now:
+            await write_status(self.kube, StatusUpdate(dm=ref, phase=new_phase))
+        accepted = await apply_controller_status(self.kube, ref, want)
+        if accepted is not None or (new_phase is not None and new_phase.value != phase_now):
+            fresh = await Kube.run(get_dm_raw, self.kube, ref.namespace, ref.name)
+            if fresh is not None:
+                self.metrics.record_accepted_status(
+                    ref.namespace, ref.name, before_status, fresh.get("status") or {}
+                )
+
+
+__all__ = ["Decision", "Reconciler", "decide"]

@@ -1,0 +1,134 @@
+"""The controller's side of Temporal: start, cancel, approve and find rollouts.
+
+Starting is idempotent: a workflow ID names the revision (and retry generation), and starting an
+ID that is already running answers "already started" instead of a second run, so a controller
+restart never duplicates a rollout. Search attributes are set at start, so visibility finds a
+rollout from its first moment.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+
+from temporalio.client import (
+    Client,
+    WorkflowExecutionStatus,
+    WorkflowUpdateFailedError,
+)
+from temporalio.common import SearchAttributePair, TypedSearchAttributes, WorkflowIDReusePolicy
+from temporalio.exceptions import WorkflowAlreadyStartedError
+from temporalio.service import RPCError
+
+from workflows import search_attributes as sa
+from workflows.contracts import RolloutInput, RolloutProgress, workflow_id
+from workflows.rollout import RolloutWorkflow
+
+log = logging.getLogger("dmrollout.controller.rollouts")
+
+
+@dataclass(frozen=True)
+class RunningRollout:
+    workflow_id: str
+    run_id: str | None
+    revision: str | None
+
+
+def _quote(value: str) -> str:
+    return "'" + value.replace("\\", "\\\\").replace("'", "\\'") + "'"
+
+
+def dm_query(dm_namespace: str, dm_name: str) -> str:
+    return f"DmNamespace = {_quote(dm_namespace)} AND DmName = {_quote(dm_name)}"
+
+
+class Rollouts:
+    def __init__(self, client: Client, task_queue: str, ui_url: str = "") -> None:
+        self.client = client
+        self.task_queue = task_queue
+        self.ui_url = ui_url.rstrip("/")
+
+    async def start(self, inp: RolloutInput) -> bool:
+        """Start the rollout of ``inp``; False when that workflow was already running."""
+        wid = workflow_id(inp.dm, inp.requested_revision, inp.retry_token)
+        try:
+            await self.client.start_workflow(
+                RolloutWorkflow.run,
+                inp,
+                id=wid,
+                task_queue=self.task_queue,
+                # A closed run of the same revision may run again (the spec came back to it
+                # after a supersede); a running one is never started twice.
+                id_reuse_policy=WorkflowIDReusePolicy.ALLOW_DUPLICATE,
+                search_attributes=TypedSearchAttributes(
+                    [
+                        SearchAttributePair(sa.DM_NAMESPACE, inp.dm.namespace),
+                        SearchAttributePair(sa.DM_NAME, inp.dm.name),
+                        SearchAttributePair(sa.DM_REVISION, inp.requested_revision),
+                        SearchAttributePair(sa.DM_MODEL, inp.revision.model),
+                        SearchAttributePair(sa.DM_PHASE, "Pending"),
+                    ]
+                ),
+                static_summary=f"Rollout of {inp.revision.model} to DecisionModel "
+                f"{inp.dm.namespace}/{inp.dm.name}",
+                static_details=f"requested revision `{inp.requested_revision}`, "
+                f"{inp.replicas} replica(s), device {inp.revision.device}, promotion "
+                f"{inp.promotion}" + (f", retry {inp.retry_token!r}" if inp.retry_token else ""),
+                execution_timeout=None,
+            )
+        except WorkflowAlreadyStartedError:
+            return False
+        log.info("started %s", wid)
+        return True
+
+    async def running(self, dm_namespace: str, dm_name: str) -> list[RunningRollout]:
+        query = f"{dm_query(dm_namespace, dm_name)} AND ExecutionStatus = 'Running'"
+        found: list[RunningRollout] = []
+        async for wf in self.client.list_workflows(query):
+            revision = wf.typed_search_attributes.get(sa.DM_REVISION)
+            found.append(RunningRollout(wf.id, wf.run_id, revision))
+        return found
+
+    async def running_total(self) -> int:
+        query = "WorkflowType = 'RolloutWorkflow' AND ExecutionStatus = 'Running'"
+        count = await self.client.count_workflows(query)
+        return count.count
+
+    async def is_running(self, wid: str) -> bool:
+        try:
+            desc = await self.client.get_workflow_handle(wid).describe()
+        except RPCError:
+            return False
+        return desc.status == WorkflowExecutionStatus.RUNNING
+
+    async def cancel(self, wid: str) -> None:
+        """Cancel (never terminate): the workflow cleans up its own candidate objects."""
+        try:
+            await self.client.get_workflow_handle(wid).cancel()
+            log.info("cancelled %s", wid)
+        except RPCError as e:
+            log.info("cancel %s: %s", wid, e.message)
+
+    async def progress(self, wid: str) -> RolloutProgress | None:
+        try:
+            answer: RolloutProgress = await self.client.get_workflow_handle(wid).query(
+                RolloutWorkflow.progress
+            )
+        except RPCError:
+            return None
+        return answer
+
+    async def approve(self, wid: str, approval: str) -> str | None:
+        """Send the approval as an update; None when applied, else the refusal."""
+        try:
+            await self.client.get_workflow_handle(wid).execute_update(
+                RolloutWorkflow.approve, approval
+            )
+        except WorkflowUpdateFailedError as e:
+            return str(e.cause) if e.cause else str(e)
+        return None
+
+    def ui_link(self, wid: str, namespace: str = "default") -> str:
+        from urllib.parse import quote
+
+        return f"{self.ui_url}/namespaces/{namespace}/workflows/{quote(wid, safe='')}"

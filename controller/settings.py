@@ -1,0 +1,73 @@
+"""Settings of ``dmrollout controller``: each field with its default and why.
+
+Environment ``DMROLLOUT_CONTROLLER_*``; the CLI flags of the reference operator
+(``--watch-namespaces``, ``--max-concurrent-rollouts``, …) override them.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+
+from pydantic import Field
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+
+class ControllerSettings(BaseSettings):
+    model_config = SettingsConfigDict(env_prefix="DMROLLOUT_CONTROLLER_", extra="ignore")
+
+    watch_namespaces: list[str] = Field(
+        default_factory=list,
+        description="Namespaces to watch; empty = all. Objects elsewhere are refused.",
+    )
+    max_concurrent_rollouts: int = Field(
+        default=0,
+        ge=0,
+        description="Rollouts in flight at once across the watched scope; 0 = unlimited. "
+        "Others wait in Pending (RolloutQueued), FIFO.",
+    )
+    workers: int = Field(
+        default=4, ge=1, description="DecisionModels reconciled at once (reference default 4)."
+    )
+    reinspect_seconds: float = Field(
+        default=60.0,
+        description="Re-inspection of the stable revision's Pods (reference: every 60 s).",
+    )
+    probe_error_tolerance: int = Field(
+        default=3,
+        description="Consecutive transport/401 errors tolerated before a gate flips False "
+        "(covers an API-key rotation's roll: ~3 min at 60 s).",
+    )
+    queued_recheck_seconds: float = Field(
+        default=5.0, description="How often a queued DecisionModel re-checks the budget."
+    )
+    health_bind: str = Field(default="0.0.0.0", description="Address of /metrics, /healthz.")
+    health_port: int = Field(default=8080, description="Port of /metrics, /healthz, /readyz.")
+    leader_election: bool = Field(
+        default=True, description="Hold a Lease so two replicas never both dispatch."
+    )
+    lease_namespace: str = Field(
+        default_factory=lambda: os.environ.get("POD_NAMESPACE", "default"),
+        description="Namespace of the leader-election Lease.",
+    )
+    lease_name: str = Field(default="dmrollout-controller", description="The Lease's name.")
+    identity: str = Field(
+        default_factory=lambda: (
+            os.environ.get("POD_NAME") or f"{socket.gethostname()}-{os.getpid()}"
+        ),
+        description="This replica's identity in the Lease.",
+    )
+    lease_duration_seconds: float = Field(default=15.0, description="client-go default.")
+    renew_deadline_seconds: float = Field(default=10.0, description="client-go default.")
+    retry_period_seconds: float = Field(default=2.0, description="client-go default.")
+    heartbeat_timeout_seconds: int = Field(
+        default=30,
+        description="Heartbeat timeout of rollout activities (a crashed worker's "
+        "activity is retried after it).",
+    )
+    promotion_grace_seconds: int = Field(
+        default=30, description="The previous revision keeps running this long after a switch."
+    )
+
+    def watches(self, namespace: str) -> bool:
+        return not self.watch_namespaces or namespace in self.watch_namespaces

@@ -1,0 +1,405 @@
+"""Steady state of the stable revision: level-triggered, cheap, never in workflow history.
+
+On every reconcile of a DecisionModel with a stable revision (Pod events, and every
+``reinspect_seconds``) the controller:
+
+- keeps the stable's objects as recorded: restores a deleted Deployment, Service or PDB from
+  ``status.stableRevision`` (never from the live spec), refuses foreign objects
+  (ResourceConflict);
+- applies in-place changes: replicas (scale; PDB only when > 1; CacheNotShareable on a store
+  that is not ReadWriteMany), cache size grow (CacheSpecImmutable otherwise), API-key Secret
+  change or value rotation (checksum annotation on the Pod template rolls the Pods);
+- re-inspects every stable Pod (``/api/ps``; warmup first when the gate is not True), sets the
+  readiness gate, tolerates ``probe_error_tolerance`` consecutive transport/401 errors and
+  flips at once on a lost or wrong model;
+- derives replicas {desired, modelReady} and Ready / ModelReady / Degraded.
+"""
+
+from __future__ import annotations
+
+import copy
+import logging
+from dataclasses import dataclass, field
+from typing import Any
+
+from kubernetes.client.rest import ApiException
+
+from activities import params
+from activities.kube import Kube
+from activities.pod_gate import (
+    DIGEST_MISMATCH,
+    gate_true,
+    is_model_ready,
+    is_terminating,
+    pod_ip,
+    probe_eligible,
+    set_gate,
+    state_from_verdict,
+)
+from activities.secrets import SecretCapability, SecretReader
+from activities.settings import RolloutSettings
+from controller.settings import ControllerSettings
+from controller.status_writer import Cond
+from decisionmodel.errors import APIKeyInvalid, DmrolloutError, ProbeError, SecretNotAllowed
+from decisionmodel.render import (
+    render_pdb,
+    render_service,
+    render_serving_deployment,
+)
+from decisionmodel.render.labels import (
+    ANNOTATION_APIKEY_CHECKSUM,
+    deployment_name,
+    pdb_name,
+    selector_labels,
+    service_name,
+    store_pvc_name,
+)
+from decisionmodel.revision import placement_hash
+from decisionmodel.runtime_client import RuntimeClient, RuntimeTimeouts, verdict
+from workflows.contracts import (
+    CachePolicy,
+    DMRef,
+    KeyRef,
+    RevisionObjectsInput,
+    RevisionRecord,
+    RevisionSpec,
+)
+
+log = logging.getLogger("dmrollout.controller.steady")
+
+PROBE_RESULT = {
+    "ModelReady": "ready",
+    "DigestMismatch": "digest_mismatch",
+    "DeviceMismatch": "device_mismatch",
+    "NotPinned": "not_pinned",
+    "ProbeError": "error",
+}
+
+
+@dataclass
+class StableHealth:
+    desired: int
+    model_ready: int
+    conditions: list[Cond] = field(default_factory=list)
+    degraded_reason: str | None = None  # Degraded phase forced (SecretNotAllowed, …)
+    probe_transitions: list[str] = field(default_factory=list)
+
+
+def _quantity_bytes(q: str) -> float:
+    units = {
+        "Ki": 2**10,
+        "Mi": 2**20,
+        "Gi": 2**30,
+        "Ti": 2**40,
+        "k": 1e3,
+        "M": 1e6,
+        "G": 1e9,
+        "T": 1e12,
+    }
+    for suffix, factor in units.items():
+        if q.endswith(suffix):
+            return float(q[: -len(suffix)]) * factor
+    return float(q)
+
+
+class SteadyState:
+    def __init__(self, kube: Kube, rollout: RolloutSettings, settings: ControllerSettings) -> None:
+        self.kube = kube
+        self.rollout = rollout
+        self.settings = settings
+        self.secrets = SecretReader(kube)
+        # Consecutive probe errors per Pod UID (in memory: a restart forgives, harmlessly).
+        self.probe_errors: dict[str, int] = {}
+
+    def objects_input(
+        self, dm: DMRef, obj: dict[str, Any], stable: RevisionRecord
+    ) -> RevisionObjectsInput:
+        """The stable revision as recorded, with today's in-place settings (replicas, cache,
+        auth) from the spec: never the live identity fields."""
+        spec = obj["spec"]
+        scheduling = spec.get("scheduling") or {}
+        if placement_hash(scheduling) != stable.placement:
+            scheduling = {}  # the spec moved on; the recorded placement hash cannot be inverted
+        cache = spec.get("cache") or {}
+        auth = (spec.get("auth") or {}).get("apiKeySecretRef")
+        image = stable.image
+        default = params.serving_image(
+            RevisionSpec(
+                model=stable.model, device=stable.device, runtime_version=stable.runtime_version
+            ),
+            self.rollout,
+        )
+        revision = RevisionSpec(
+            engine=stable.engine,
+            model=stable.model,
+            digest=stable.digest,
+            device=stable.device,
+            image=image if image and image != default else None,
+            runtime_version=stable.runtime_version,
+            resources=stable.resources,
+            scheduling=scheduling,
+        )
+        return RevisionObjectsInput(
+            dm=dm,
+            record=stable,
+            revision=revision,
+            replicas=int(spec.get("replicas") or 1),
+            cache=CachePolicy(
+                size=str(cache.get("size") or "10Gi"),
+                storage_class_name=cache.get("storageClassName"),
+                access_modes=list(cache.get("accessModes") or ["ReadWriteOnce"]),
+            ),
+            api_key=KeyRef(name=auth["name"], key=auth["key"]) if auth else None,
+        )
+
+    async def reconcile(
+        self, dm: DMRef, obj: dict[str, Any], stable: RevisionRecord
+    ) -> StableHealth:
+        inp = self.objects_input(dm, obj, stable)
+        health = StableHealth(desired=inp.replicas, model_ready=0)
+        api_key: str | None = None
+        checksum: str | None = None
+        try:
+            if inp.api_key is not None:
+                raw = await self.secrets.read(dm.namespace, inp.api_key, SecretCapability.API_KEY)
+                api_key = await self.secrets.api_key(dm.namespace, inp.api_key)
+                checksum = params.apikey_checksum(raw)
+        except (SecretNotAllowed, APIKeyInvalid) as e:
+            health.degraded_reason = e.reason
+            health.conditions.append(Cond("Degraded", "True", e.reason, str(e)))
+            health.conditions.append(Cond("Ready", "False", e.reason, str(e)))
+            return health
+        except DmrolloutError as e:  # Secret missing: same treatment as unusable
+            health.degraded_reason = "APIKeyInvalid"
+            health.conditions.append(Cond("Degraded", "True", "APIKeyInvalid", str(e)))
+            health.conditions.append(Cond("Ready", "False", "APIKeyInvalid", str(e)))
+            return health
+
+        conflicts: list[str] = []
+        cache_problems: list[Cond] = []
+        await self._ensure_deployment(inp, checksum, conflicts)
+        await self._ensure_pdb(inp, conflicts)
+        await self._ensure_service(dm, stable.hash, conflicts)
+        await self._cache(inp, obj, cache_problems)
+
+        pods = await Kube.run(
+            self.kube.list_pods, dm.namespace, selector_labels(dm.name, stable.hash)
+        )
+        for pod in pods:
+            result = await self._probe(pod, stable, api_key)
+            if result is not None:
+                health.probe_transitions.append(result)
+        pods = await Kube.run(
+            self.kube.list_pods, dm.namespace, selector_labels(dm.name, stable.hash)
+        )
+        health.model_ready = sum(1 for p in pods if is_model_ready(p) and not is_terminating(p))
+
+        ready, desired = health.model_ready, health.desired
+        if ready >= desired:
+            health.conditions += [
+                Cond("Ready", "True", "Serving", f"{ready}/{desired} replicas model-ready"),
+                Cond("ModelReady", "True", "ModelReady", f"{ready}/{desired} replicas model-ready"),
+            ]
+        elif ready > 0:
+            msg = f"{ready}/{desired} replicas model-ready"
+            health.conditions += [
+                Cond("Ready", "True", "ReplicasNotModelReady", msg),
+                Cond("ModelReady", "False", "ReplicasNotModelReady", msg),
+            ]
+        else:
+            msg = f"0/{desired} replicas model-ready"
+            health.conditions += [
+                Cond("Ready", "False", "NoModelReadyPods", msg),
+                Cond("ModelReady", "False", "NoModelReadyPods", msg),
+            ]
+        degraded: Cond | None = None
+        if conflicts:
+            degraded = Cond("Degraded", "True", "ResourceConflict", "; ".join(conflicts))
+            health.conditions = [c for c in health.conditions if c.type != "Ready"]
+            health.conditions.append(
+                Cond("Ready", "False", "ResourceConflict", "; ".join(conflicts))
+            )
+        elif ready < desired:
+            reason = "ReplicasNotModelReady" if ready else "NoModelReadyPods"
+            degraded = Cond("Degraded", "True", reason, f"{ready}/{desired} replicas model-ready")
+        elif cache_problems:
+            degraded = cache_problems[0]
+        health.conditions.append(degraded or Cond("Degraded", "False", "AsExpected", ""))
+        return health
+
+    # -- objects ---------------------------------------------------------------------------
+    async def _ensure_deployment(
+        self, inp: RevisionObjectsInput, checksum: str | None, conflicts: list[str]
+    ) -> None:
+        desired = render_serving_deployment(
+            params.serving_params(inp, self._restore_settings(inp), checksum)
+        )
+        name = desired["metadata"]["name"]
+        current = await Kube.run(self.kube.get, "Deployment", inp.dm.namespace, name)
+        if current is None:
+            log.info("restoring deleted stable Deployment %s/%s", inp.dm.namespace, name)
+            await Kube.run(self.kube.create_or_adopt, desired, inp.dm.uid)
+            return
+        if Kube.controller_uid(current) != inp.dm.uid:
+            conflicts.append(f"Deployment {name} is not owned by this DecisionModel")
+            return
+        patch: dict[str, Any] = {}
+        if current["spec"].get("replicas") != inp.replicas:
+            patch.setdefault("spec", {})["replicas"] = inp.replicas
+        have = (current["spec"]["template"]["metadata"].get("annotations") or {}).get(
+            ANNOTATION_APIKEY_CHECKSUM
+        )
+        want = (desired["spec"]["template"]["metadata"].get("annotations") or {}).get(
+            ANNOTATION_APIKEY_CHECKSUM
+        )
+        have_env = _api_key_env(current)
+        want_env = _api_key_env(desired)
+        if have != want or have_env != want_env:
+            # Rotation or a new Secret reference: the new template rolls the Pods per strategy.
+            patch.setdefault("spec", {})["template"] = copy.deepcopy(desired["spec"]["template"])
+        if patch:
+            await Kube.run(self.kube.kinds["Deployment"].patch, name, inp.dm.namespace, patch)
+
+    def _restore_settings(self, inp: RevisionObjectsInput) -> RolloutSettings:
+        if inp.revision.image:
+            # A recorded override image was allowed when it was promoted: restoring it is not a
+            # new override.
+            return self.rollout.model_copy(update={"allow_image_override": True})
+        return self.rollout
+
+    async def _ensure_pdb(self, inp: RevisionObjectsInput, conflicts: list[str]) -> None:
+        name = pdb_name(inp.dm.name, inp.record.hash)
+        if inp.replicas > 1:
+            try:
+                await Kube.run(
+                    self.kube.create_or_adopt,
+                    render_pdb(params.revision_params(inp.dm, inp.record.hash)),
+                    inp.dm.uid,
+                )
+            except DmrolloutError:
+                conflicts.append(f"PodDisruptionBudget {name} is not owned by this DecisionModel")
+        else:
+            await Kube.run(
+                self.kube.delete_owned, "PodDisruptionBudget", inp.dm.namespace, name, inp.dm.uid
+            )
+
+    async def _ensure_service(self, dm: DMRef, stable: str, conflicts: list[str]) -> None:
+        name = service_name(dm.name)
+        current = await Kube.run(self.kube.get, "Service", dm.namespace, name)
+        desired = render_service(params.service_params(dm, stable))
+        if current is None:
+            log.info("restoring deleted Service %s/%s", dm.namespace, name)
+            await Kube.run(self.kube.create_or_adopt, desired, dm.uid)
+            return
+        if Kube.controller_uid(current) != dm.uid:
+            conflicts.append(f"Service {name} is not owned by this DecisionModel")
+
+    async def _cache(
+        self, inp: RevisionObjectsInput, obj: dict[str, Any], problems: list[Cond]
+    ) -> None:
+        modes = inp.cache.access_modes
+        if inp.replicas > 1 and "ReadWriteMany" not in modes:
+            problems.append(
+                Cond(
+                    "Degraded",
+                    "True",
+                    "CacheNotShareable",
+                    f"replicas {inp.replicas} with a {'/'.join(modes)} store: Pods on other nodes "
+                    "cannot attach it; set spec.cache.accessModes [ReadWriteMany] and an RWX class",
+                )
+            )
+        name = store_pvc_name(inp.dm.name, inp.record.hash)
+        pvc = await Kube.run(self.kube.get, "PersistentVolumeClaim", inp.dm.namespace, name)
+        if pvc is None or Kube.controller_uid(pvc) != inp.dm.uid:
+            return
+        spec = pvc["spec"]
+        current = spec["resources"]["requests"]["storage"]
+        immutable: list[str] = []
+        if sorted(spec.get("accessModes") or []) != sorted(modes):
+            immutable.append("accessModes changed (PVC access modes are immutable)")
+        if (
+            inp.cache.storage_class_name
+            and spec.get("storageClassName") != inp.cache.storage_class_name
+        ):
+            immutable.append("storageClassName changed")
+        if _quantity_bytes(inp.cache.size) < _quantity_bytes(current):
+            immutable.append(f"size {inp.cache.size} < {current} (PVCs cannot shrink)")
+        elif _quantity_bytes(inp.cache.size) > _quantity_bytes(current):
+            try:
+                await Kube.run(
+                    self.kube.kinds["PersistentVolumeClaim"].patch,
+                    name,
+                    inp.dm.namespace,
+                    {"spec": {"resources": {"requests": {"storage": inp.cache.size}}}},
+                )
+            except ApiException as e:
+                if e.status not in (403, 422):
+                    raise
+                immutable.append(
+                    f"size grow to {inp.cache.size} refused: the StorageClass does not allow "
+                    "volume expansion"
+                )
+        if immutable:
+            problems.append(
+                Cond(
+                    "Degraded",
+                    "True",
+                    "CacheSpecImmutable",
+                    "; ".join(immutable)
+                    + ": the store PVC is left as is; a new revision provisions from spec.cache",
+                )
+            )
+
+    # -- probing ---------------------------------------------------------------------------
+    async def _probe(
+        self, pod: dict[str, Any], stable: RevisionRecord, api_key: str | None
+    ) -> str | None:
+        """Inspect one Pod and set its gate; the probe-result label when the gate changed."""
+        if not probe_eligible(pod):
+            return None
+        uid = pod["metadata"]["uid"]
+        ip = pod_ip(pod)
+        assert ip is not None
+        client = RuntimeClient.for_pod(
+            ip,
+            api_key=api_key,
+            timeouts=RuntimeTimeouts(),
+            default_registry=self.rollout.ollaya_registry,
+        )
+        error: BaseException | None = None
+        entry = None
+        try:
+            async with client:
+                if not gate_true(pod):
+                    await client.warmup(stable.model)
+                entry = await client.inspect(stable.model)
+        except (DmrolloutError, OSError) as e:
+            error = e
+        found = verdict(stable.digest, stable.device, entry, error)
+        transport_error = (
+            error is not None and isinstance(error, ProbeError | OSError) and entry is None
+        )
+        if transport_error and gate_true(pod):
+            count = self.probe_errors.get(uid, 0) + 1
+            self.probe_errors[uid] = count
+            if count < self.settings.probe_error_tolerance:
+                return None  # tolerated (e.g. a 401 while an API-key rotation rolls the Pods)
+        else:
+            self.probe_errors.pop(uid, None)
+        state = state_from_verdict(found)
+        if found.reason == DIGEST_MISMATCH:
+            log.warning("stable Pod %s reports another digest", pod["metadata"]["name"])
+        written = await set_gate(self.kube, pod, state)
+        return PROBE_RESULT.get(str(found.reason), "error") if written else None
+
+
+def _api_key_env(deployment: dict[str, Any]) -> dict[str, Any] | None:
+    for container in deployment["spec"]["template"]["spec"].get("containers", []):
+        for env in container.get("env", []) or []:
+            if env.get("name") == "OLLAYA_API_KEY":
+                ref: dict[str, Any] = (env.get("valueFrom") or {}).get("secretKeyRef") or {}
+                return {"name": ref.get("name"), "key": ref.get("key")}
+    return None
+
+
+__all__ = ["StableHealth", "SteadyState", "deployment_name"]

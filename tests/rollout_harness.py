@@ -1,0 +1,258 @@
+"""Shared pieces of the rollout tests: the CRD, a DecisionModel per test, workers, the registry.
+
+Everything is real: the local control plane with kwok and the fake kubelet, the Temporal dev
+server, the runtime and registry simulators, the product's activities and workflow.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+import os
+import signal
+import subprocess
+import sys
+import uuid
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+import httpx
+from temporalio.client import Client, WorkflowHandle
+from temporalio.contrib.pydantic import pydantic_data_converter
+from temporalio.worker import Worker
+
+from activities.kube import Kube
+from activities.settings import RolloutSettings
+from controller.dispatch import DispatchSettings, rollout_input
+from controller.worker import build_worker
+from decisionmodel.api import DecisionModel
+from localenv.cluster import LocalCluster
+from localenv.env import REGISTRY_HOST, REGISTRY_URL
+from simulators.answers import make_golden_set
+from workflows.contracts import RolloutInput, RolloutOutcome, RolloutTuning, workflow_id
+from workflows.rollout import RolloutWorkflow
+
+CRD_FILE = (
+    Path(__file__).resolve().parent.parent / "deploy/crd/decisionmodels.decisionmodel.io.yaml"
+)
+SIM_PREFIX = "sim.dmrollout.dev/"
+
+
+def install_crd(cluster: LocalCluster) -> None:
+    cluster.kubectl("apply", "--server-side", "-f", str(CRD_FILE))
+    cluster.kubectl(
+        "wait", "--for", "condition=established", "--timeout=60s",
+        "crd/decisionmodels.decisionmodel.io",
+    )  # fmt: skip
+
+
+def rollout_settings(cluster: LocalCluster) -> RolloutSettings:
+    return RolloutSettings(
+        kubeconfig=str(cluster.kubeconfig),
+        ollaya_registry=REGISTRY_URL,
+        allowed_registries=[REGISTRY_HOST],
+        allow_insecure_registries=True,
+        poll_interval_seconds=0.2,
+    )
+
+
+def worker_env(cluster: LocalCluster, temporal_address: str, task_queue: str) -> dict[str, str]:
+    """Environment of a `dmrollout worker` subprocess equal to rollout_settings()."""
+    return {
+        "DMROLLOUT_KUBECONFIG": str(cluster.kubeconfig),
+        "DMROLLOUT_OLLAYA_REGISTRY": REGISTRY_URL,
+        "DMROLLOUT_ALLOWED_REGISTRIES": json.dumps([REGISTRY_HOST]),
+        "DMROLLOUT_ALLOW_INSECURE_REGISTRIES": "true",
+        "DMROLLOUT_POLL_INTERVAL_SECONDS": "0.2",
+        "DMROLLOUT_TEMPORAL_ADDRESS": temporal_address,
+        "DMROLLOUT_TEMPORAL_TASK_QUEUE": task_queue,
+    }
+
+
+def registry_digest(repo: str, tag: str) -> str:
+    with httpx.Client(trust_env=False) as c:
+        r = c.get(f"{REGISTRY_URL}/v2/library/{repo}/manifests/{tag}")
+        r.raise_for_status()
+        return hashlib.sha256(r.content).hexdigest()
+
+
+def put_model(repo: str, tag: str, **profile: Any) -> str:
+    with httpx.Client(trust_env=False) as c:
+        r = c.put(f"{REGISTRY_URL}/_sim/models/library/{repo}/{tag}", json=profile)
+        r.raise_for_status()
+        return str(r.json()["digest"])
+
+
+def golden_jsonl(n: int, seed: int = 7, marker: str = "") -> str:
+    cases = make_golden_set(n, seed=seed)
+    if marker:
+        for case in cases:
+            case["state"] = (
+                f"{marker} {case['state']}" if isinstance(case["state"], str) else case["state"]
+            )
+    return "".join(json.dumps(c) + "\n" for c in cases)
+
+
+class RolloutHarness:
+    """One per test: a fresh namespace, DecisionModels in it, and rollouts driven directly."""
+
+    def __init__(self, cluster: LocalCluster, client: Client, task_queue: str) -> None:
+        self.cluster = cluster
+        self.client = client
+        self.task_queue = task_queue
+        self.namespace = f"ro-{uuid.uuid4().hex[:8]}"
+        self.kube = Kube.from_config(str(cluster.kubeconfig))
+        cluster.kubectl("create", "namespace", self.namespace)
+
+    # -- objects ---------------------------------------------------------------------------
+    def kubectl(self, *args: str, input: str | None = None) -> str:
+        return self.cluster.kubectl("-n", self.namespace, *args, input=input).stdout
+
+    def get(self, kind: str, name: str) -> dict[str, Any] | None:
+        r = self.cluster.kubectl("-n", self.namespace, "get", kind, name, "-o", "json", check=False)
+        return json.loads(r.stdout) if r.returncode == 0 else None
+
+    def names(self, kind: str) -> list[str]:
+        out = self.kubectl("get", kind, "-o", "json")
+        return sorted(i["metadata"]["name"] for i in json.loads(out)["items"])
+
+    def create_dm(
+        self, name: str, spec: dict[str, Any], annotations: dict[str, str] | None = None
+    ) -> dict[str, Any]:
+        obj = {
+            "apiVersion": "decisionmodel.io/v1alpha1",
+            "kind": "DecisionModel",
+            "metadata": {
+                "name": name,
+                "namespace": self.namespace,
+                "annotations": annotations or {},
+            },
+            "spec": spec,
+        }
+        self.cluster.apply(obj)
+        return self.dm(name)
+
+    def update_spec(self, name: str, patch: dict[str, Any]) -> dict[str, Any]:
+        self.kubectl("patch", "dm", name, "--type=merge", "-p", json.dumps({"spec": patch}))
+        return self.dm(name)
+
+    def dm(self, name: str) -> dict[str, Any]:
+        obj = self.get("dm", name)
+        assert obj is not None
+        return obj
+
+    def status(self, name: str) -> dict[str, Any]:
+        status: dict[str, Any] = self.dm(name).get("status") or {}
+        return status
+
+    def golden_configmap(self, name: str, jsonl: str) -> None:
+        self.cluster.apply(
+            {
+                "apiVersion": "v1",
+                "kind": "ConfigMap",
+                "metadata": {"name": name, "namespace": self.namespace},
+                "data": {"cases.jsonl": jsonl},
+            }
+        )
+
+    def api_key_secret(self, name: str, value: str) -> None:
+        self.cluster.apply(
+            {
+                "apiVersion": "v1",
+                "kind": "Secret",
+                "metadata": {
+                    "name": name,
+                    "namespace": self.namespace,
+                    "labels": {"decisionmodel.io/api-key": "true"},
+                },
+                "stringData": {"token": value},
+            }
+        )
+
+    # -- rollouts --------------------------------------------------------------------------
+    def input_for(self, name: str, **changes: Any) -> RolloutInput:
+        dm = DecisionModel.from_k8s(self.dm(name))
+        tuning = RolloutTuning(
+            heartbeat_timeout_seconds=5, promotion_grace_seconds=2, warmup_timeout_seconds=30
+        )
+        inp = rollout_input(dm, DispatchSettings(), tuning)
+        return inp.model_copy(update=changes) if changes else inp
+
+    async def start(self, inp: RolloutInput) -> WorkflowHandle[Any, RolloutOutcome]:
+        return await self.client.start_workflow(
+            RolloutWorkflow.run,
+            inp,
+            id=workflow_id(inp.dm, inp.requested_revision, inp.retry_token),
+            task_queue=self.task_queue,
+            result_type=RolloutOutcome,
+        )
+
+    async def rollout(self, name: str, timeout: float = 120, **changes: Any) -> RolloutOutcome:
+        handle = await self.start(self.input_for(name, **changes))
+        return await asyncio.wait_for(handle.result(), timeout)
+
+    def pods(self, dm: str, revision: str) -> list[dict[str, Any]]:
+        out = self.kubectl(
+            "get",
+            "pods",
+            "-l",
+            f"decisionmodel.io/name={dm},decisionmodel.io/revision={revision}",
+            "-o",
+            "json",
+        )
+        items: list[dict[str, Any]] = json.loads(out)["items"]
+        return items
+
+
+async def connect(address: str) -> Client:
+    return await Client.connect(address, data_converter=pydantic_data_converter)
+
+
+@asynccontextmanager
+async def in_process_worker(
+    client: Client, cluster: LocalCluster, task_queue: str
+) -> AsyncIterator[Worker]:
+    settings = rollout_settings(cluster)
+    worker = build_worker(client, Kube.from_config(settings.kubeconfig), settings, task_queue)
+    async with worker:
+        yield worker
+
+
+class WorkerProcess:
+    """`dmrollout worker` as a real process, so a test can SIGKILL it like a crash."""
+
+    def __init__(
+        self, cluster: LocalCluster, temporal_address: str, task_queue: str, log_dir: Path
+    ) -> None:
+        self.env = {**os.environ, **worker_env(cluster, temporal_address, task_queue)}
+        self.log_dir = log_dir
+        self.proc: subprocess.Popen[bytes] | None = None
+        self.starts = 0
+
+    def start(self) -> None:
+        self.starts += 1
+        log = (self.log_dir / f"worker-{self.starts}.log").open("wb")
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "controller.cli", "worker"],
+            env=self.env,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+
+    def kill(self) -> None:
+        assert self.proc is not None
+        os.killpg(self.proc.pid, signal.SIGKILL)
+        self.proc.wait()
+
+    def stop(self) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            os.killpg(self.proc.pid, signal.SIGTERM)
+            try:
+                self.proc.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                os.killpg(self.proc.pid, signal.SIGKILL)
+                self.proc.wait()
