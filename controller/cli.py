@@ -75,6 +75,10 @@ def build_parser() -> argparse.ArgumentParser:
     )
     setup.set_defaults(func=_cmd_temporal_setup)
 
+    from controller.commands import add_commands
+
+    add_commands(sub)
+
     dev = sub.add_parser("dev", help="the local environment")
     dev_sub = dev.add_subparsers(dest="dev_command", required=True)
     up = dev_sub.add_parser(

@@ -90,7 +90,9 @@ def decide(dm: DecisionModel, desired: DesiredRevision, running: list[RunningRol
 
     if stable is not None and desired.requested_hash == stable.hash:
         return Decision(
-            cancel=tuple(r.workflow_id for r in running),
+            # A rollout that promoted this very revision is finishing (grace, then deleting the
+            # previous revision): leave it be.
+            cancel=tuple(r.workflow_id for r in running if r.revision != stable.hash),
             clear_failed=failed is not None,
             why="the spec asks for the stable revision",
         )
@@ -104,14 +106,31 @@ def decide(dm: DecisionModel, desired: DesiredRevision, running: list[RunningRol
             )
         retry = token
     target = workflow_id(ref, desired.requested_hash, retry)
+    # The rollout of this revision may run under the ID of the unresolved identity (``u…``):
+    # it reports the resolved hash in its DmRevision search attribute and in candidateRevision.
+    candidate = status.candidate_revision if status else None
+    mine = [
+        r
+        for r in running
+        if r.workflow_id == target or (retry is None and r.revision == desired.requested_hash)
+    ]
+    if (
+        not mine
+        and retry is None
+        and candidate is not None
+        and candidate.hash == desired.requested_hash
+        and len(running) == 1
+    ):
+        mine = list(running)  # visibility not yet showing the upserted revision
+    if mine:
+        target = mine[0].workflow_id
     others = tuple(r.workflow_id for r in running if r.workflow_id != target)
-    already = any(r.workflow_id == target for r in running)
     return Decision(
-        start=not already,
+        start=not mine,
         cancel=others,
         consume_retry=retry,
         target_id=target,
-        why="running" if already else "new revision",
+        why="running" if mine else "new revision",
     )
 
 

@@ -256,3 +256,73 @@ class WorkerProcess:
             except subprocess.TimeoutExpired:
                 os.killpg(self.proc.pid, signal.SIGKILL)
                 self.proc.wait()
+
+
+class ControllerProcess:
+    """`dmrollout controller` as a real process (restartable, killable)."""
+
+    def __init__(
+        self,
+        cluster: LocalCluster,
+        temporal_address: str,
+        task_queue: str,
+        log_dir: Path,
+        health_port: int,
+        identity: str = "ctl-a",
+        extra_args: tuple[str, ...] = (),
+        extra_env: dict[str, str] | None = None,
+    ) -> None:
+        self.env = {
+            **os.environ,
+            **worker_env(cluster, temporal_address, task_queue),
+            "DMROLLOUT_CONTROLLER_IDENTITY": identity,
+            "DMROLLOUT_CONTROLLER_LEASE_NAMESPACE": "default",
+            "DMROLLOUT_CONTROLLER_LEASE_DURATION_SECONDS": "4",
+            "DMROLLOUT_CONTROLLER_RENEW_DEADLINE_SECONDS": "3",
+            "DMROLLOUT_CONTROLLER_RETRY_PERIOD_SECONDS": "0.5",
+            "DMROLLOUT_CONTROLLER_HEARTBEAT_TIMEOUT_SECONDS": "5",
+            "DMROLLOUT_CONTROLLER_PROMOTION_GRACE_SECONDS": "2",
+            **(extra_env or {}),
+        }
+        self.args = [
+            sys.executable, "-m", "controller.cli", "controller",
+            "--health-port", str(health_port),
+            "--allowed-registries", REGISTRY_HOST,
+            "--allow-insecure-registries",
+            "--ollaya-registry", REGISTRY_URL,
+            *extra_args,
+        ]  # fmt: skip
+        self.health_port = health_port
+        self.identity = identity
+        self.log_dir = log_dir
+        self.proc: subprocess.Popen[bytes] | None = None
+        self.starts = 0
+
+    def start(self) -> None:
+        self.starts += 1
+        log = (self.log_dir / f"controller-{self.identity}-{self.starts}.log").open("wb")
+        self.proc = subprocess.Popen(
+            self.args, env=self.env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True
+        )
+
+    def metrics(self) -> str:
+        """The /metrics text, or "" while the process is not listening yet."""
+        try:
+            with httpx.Client(trust_env=False) as c:
+                return c.get(f"http://127.0.0.1:{self.health_port}/metrics").text
+        except httpx.TransportError:
+            return ""
+
+    def kill(self) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            os.killpg(self.proc.pid, signal.SIGKILL)
+            self.proc.wait()
+
+    def stop(self) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            os.killpg(self.proc.pid, signal.SIGTERM)
+            try:
+                self.proc.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                os.killpg(self.proc.pid, signal.SIGKILL)
+                self.proc.wait()

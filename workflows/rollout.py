@@ -346,10 +346,18 @@ class RolloutWorkflow:
         # 7. the previous revision keeps running for the grace, then goes (a durable timer).
         if promoted.previous and promoted.previous != record.hash:
             self._step = "grace"
-            await workflow.sleep(
-                timedelta(seconds=inp.tuning.promotion_grace_seconds),
-                summary=f"grace before deleting revision {promoted.previous}",
-            )
+            grace_ends = workflow.now() + timedelta(seconds=inp.tuning.promotion_grace_seconds)
+            try:
+                await workflow.sleep(
+                    timedelta(seconds=inp.tuning.promotion_grace_seconds),
+                    summary=f"grace before deleting revision {promoted.previous}",
+                )
+            except asyncio.CancelledError:
+                # Promoted already: a newer rollout must not orphan the previous revision. Let
+                # the grace run out (requests in flight drain), then delete it all the same.
+                remaining = grace_ends - workflow.now()
+                if remaining > timedelta(0):
+                    await workflow.sleep(remaining, summary="rest of the grace after a cancel")
             self._step = "delete previous"
             await self._delete_revision(promoted.previous, "superseded by promotion")
         return RolloutOutcome(result=RolloutResult.PROMOTED, revision=record.hash)

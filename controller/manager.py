@@ -1,0 +1,148 @@
+"""``dmrollout controller``: watches → work queue → reconcilers, under a leader Lease.
+
+Watches run in every replica (a standby is ready the moment it leads), but only the leader
+takes keys off the queue: two replicas never both dispatch. Losing the Lease ends the process
+(as controller-runtime does), so a replica that cannot prove leadership stops acting at once and
+its Deployment restarts it as a standby.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import signal
+
+from activities.kube import Kube
+from activities.settings import RolloutSettings
+from controller.dispatch import DispatchSettings
+from controller.health import HealthServer
+from controller.leader import LeaderElector
+from controller.metrics import ControllerMetrics
+from controller.reconcile import Reconciler
+from controller.rollouts import Rollouts
+from controller.settings import ControllerSettings
+from controller.steady import SteadyState
+from controller.temporal_client import TemporalSettings, check_namespace, connect
+from controller.watch import Watcher
+from controller.workqueue import QueueShutDown, WorkQueue
+
+log = logging.getLogger("dmrollout.controller")
+
+
+class LeadershipLost(RuntimeError):
+    pass
+
+
+class Manager:
+    def __init__(
+        self,
+        settings: ControllerSettings,
+        rollout: RolloutSettings,
+        temporal: TemporalSettings,
+    ) -> None:
+        self.settings = settings
+        self.rollout = rollout
+        self.temporal = temporal
+        self.metrics = ControllerMetrics()
+        self.queue: WorkQueue[str] = WorkQueue()
+        self.watcher: Watcher | None = None
+        self.leading = False
+        self.lost = False
+        self.health = HealthServer(
+            settings.health_bind,
+            settings.health_port,
+            self.metrics,
+            ready=self._ready,
+            healthy=lambda: not self.lost,
+        )
+
+    def _ready(self) -> bool:
+        synced = self.watcher is not None and self.watcher.synced
+        return synced and (self.leading or not self.settings.leader_election)
+
+    async def run(self) -> int:
+        client = await connect(self.temporal)
+        await check_namespace(client, self.temporal.namespace)
+        kube = Kube.from_config(self.rollout.kubeconfig)
+        rollouts = Rollouts(client, self.temporal.task_queue, self.temporal.ui_url)
+        reconciler = Reconciler(
+            kube=kube,
+            rollouts=rollouts,
+            steady=SteadyState(kube, self.rollout, self.settings),
+            settings=self.settings,
+            dispatch=DispatchSettings(runtime_version=self.rollout.runtime_version),
+            metrics=self.metrics,
+        )
+        loop = asyncio.get_running_loop()
+        self.watcher = Watcher(kube, loop, self.queue.add, self.settings.watch_namespaces)
+        self.watcher.start()
+        self.health.start()
+        stop = asyncio.Event()
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            loop.add_signal_handler(sig, stop.set)
+
+        async def lead() -> None:
+            self.leading = True
+            log.info("leading: dispatching with %d workers", self.settings.workers)
+            workers = [
+                asyncio.create_task(self._work(reconciler), name=f"reconcile-{i}")
+                for i in range(self.settings.workers)
+            ]
+            try:
+                await asyncio.gather(*workers)
+            finally:
+                for w in workers:
+                    w.cancel()
+
+        def stopped() -> None:
+            self.leading = False
+            if not stop.is_set():
+                self.lost = True
+                stop.set()
+
+        elector: LeaderElector | None = None
+        if self.settings.leader_election:
+            elector = LeaderElector(
+                kube.api_client,
+                self.settings.lease_namespace,
+                self.settings.lease_name,
+                self.settings.identity,
+                lease_duration=self.settings.lease_duration_seconds,
+                renew_deadline=self.settings.renew_deadline_seconds,
+                retry_period=self.settings.retry_period_seconds,
+            )
+            election = asyncio.create_task(elector.run(lead, stopped))
+        else:
+            election = asyncio.create_task(lead())
+        await stop.wait()
+        log.info("stopping")
+        self.queue.shutdown()
+        election.cancel()
+        if elector is not None and not self.lost:
+            await elector.release()
+        self.watcher.stop()
+        self.health.stop()
+        if self.lost:
+            log.error("leadership lost: exiting so a standby takes over")
+            return 1
+        return 0
+
+    async def _work(self, reconciler: Reconciler) -> None:
+        while True:
+            try:
+                key = await self.queue.get()
+            except QueueShutDown:
+                return
+            namespace, _, name = key.partition("/")
+            try:
+                again = await reconciler.reconcile(namespace, name)
+                self.queue.forget(key)
+                if again is not None:
+                    self.queue.add_after(key, again)
+            except asyncio.CancelledError:
+                raise
+            except Exception:
+                delay = self.queue.add_rate_limited(key)
+                log.exception("reconcile %s failed; retrying in %.1fs", key, delay)
+            finally:
+                self.queue.done(key)
