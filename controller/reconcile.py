@@ -99,8 +99,12 @@ def decide(dm: DecisionModel, desired: DesiredRevision, running: list[RunningRol
     retry = None
     if failed is not None and failed.hash == desired.requested_hash:
         if not token or token == consumed:
+            # A run of this revision may still be finishing its rollback (status is recorded
+            # before the candidate's objects go), or be the retry of the consumed token: let it.
             return Decision(
-                cancel=tuple(r.workflow_id for r in running),
+                cancel=tuple(
+                    r.workflow_id for r in running if r.revision not in (None, failed.hash)
+                ),
                 why=f"revision {failed.hash} failed ({failed.reason}); set a new "
                 f"{ANNOTATION_RETRY} value to retry",
             )
@@ -124,7 +128,13 @@ def decide(dm: DecisionModel, desired: DesiredRevision, running: list[RunningRol
         mine = list(running)  # visibility not yet showing the upserted revision
     if mine:
         target = mine[0].workflow_id
-    others = tuple(r.workflow_id for r in running if r.workflow_id != target)
+    # Runs of other revisions are superseded; earlier runs of this revision (a retry's
+    # predecessor finishing its rollback) end by themselves.
+    others = tuple(
+        r.workflow_id
+        for r in running
+        if r.workflow_id != target and (r.revision is None or r.revision != desired.requested_hash)
+    )
     return Decision(
         start=not mine,
         cancel=others,

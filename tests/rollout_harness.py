@@ -99,11 +99,13 @@ def golden_jsonl(n: int, seed: int = 7, marker: str = "") -> str:
 class RolloutHarness:
     """One per test: a fresh namespace, DecisionModels in it, and rollouts driven directly."""
 
-    def __init__(self, cluster: LocalCluster, client: Client, task_queue: str) -> None:
+    def __init__(
+        self, cluster: LocalCluster, client: Client, task_queue: str, namespace: str | None = None
+    ) -> None:
         self.cluster = cluster
         self.client = client
         self.task_queue = task_queue
-        self.namespace = f"ro-{uuid.uuid4().hex[:8]}"
+        self.namespace = namespace or f"ro-{uuid.uuid4().hex[:8]}"
         self.kube = Kube.from_config(str(cluster.kubeconfig))
         cluster.kubectl("create", "namespace", self.namespace)
 

@@ -1,7 +1,13 @@
-"""A `dmrollout worker` and a `dmrollout controller` process on their own task queue."""
+"""A `dmrollout worker` and a `dmrollout controller` process on their own task queue.
+
+The controller watches only the namespaces ``ctl-0`` … (``--watch-namespaces``): the other e2e
+tests drive rollouts directly in their own namespaces, and a controller watching everything
+would dispatch rollouts of their DecisionModels too.
+"""
 
 from __future__ import annotations
 
+import itertools
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -12,6 +18,9 @@ from temporalio.client import Client
 
 from localenv.cluster import LocalCluster
 from localenv.env import LocalEnv, Simulators
+
+CTL_NAMESPACES = [f"ctl-{i}" for i in range(16)]
+_next_namespace = itertools.count()
 
 
 @pytest.fixture(scope="session")
@@ -43,7 +52,16 @@ def controller(
     ctl_queue: str,
     ctl_logs: Path,
 ) -> Iterator[ControllerProcess]:
-    c = ControllerProcess(crd, local_env.temporal.address, ctl_queue, ctl_logs, health_port=18080)
+    c = ControllerProcess(
+        crd,
+        local_env.temporal.address,
+        ctl_queue,
+        ctl_logs,
+        health_port=18080,
+        extra_args=("--watch-namespaces", ",".join(CTL_NAMESPACES)),
+        # Re-inspection every 10 s instead of 60 s: the steady-state tests wait for it.
+        extra_env={"DMROLLOUT_CONTROLLER_REINSPECT_SECONDS": "10"},
+    )
     c.start()
     yield c
     c.stop()
@@ -53,4 +71,4 @@ def controller(
 def ctl(
     crd: LocalCluster, temporal_client: Client, ctl_queue: str, controller: ControllerProcess
 ) -> RolloutHarness:
-    return RolloutHarness(crd, temporal_client, ctl_queue)
+    return RolloutHarness(crd, temporal_client, ctl_queue, CTL_NAMESPACES[next(_next_namespace)])
