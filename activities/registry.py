@@ -17,9 +17,13 @@ from activities.status import StatusActivities
 from activities.warmup_inspect import WarmupActivities
 
 
-def build_activities(kube: Kube, settings: RolloutSettings) -> list[Callable[..., Any]]:
+def build_activities(
+    kube: Kube,
+    settings: RolloutSettings,
+    on_resolve_duration: Callable[[float], None] | None = None,
+) -> list[Callable[..., Any]]:
     return [
-        ResolveActivities(settings).resolve,
+        ResolveActivities(settings, on_resolve_duration=on_resolve_duration).resolve,
         PrefetchActivities(kube, settings).prefetch,
         StartActivities(kube, settings).start,
         WarmupActivities(kube, settings).warmup_inspect,

@@ -13,6 +13,7 @@ imports it to compute the hash it starts a workflow under, so both always agree.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 
 from temporalio import activity
@@ -119,8 +120,12 @@ class ResolveActivities:
         self,
         settings: RolloutSettings,
         resolver_factory: ResolverFactory = _default_resolver,
+        on_resolve_duration: Callable[[float], None] | None = None,
     ) -> None:
         self.settings = settings
+        # decisionmodel_registry_resolve_duration_seconds (seed 004): observed only on a real
+        # registry call, where the call happens — in the worker.
+        self.on_resolve_duration = on_resolve_duration
         # One resolver (one HTTP connection pool) per call: the activity may run on another
         # event loop than the one a long-lived client was created on (tests, worker restarts),
         # and a resolve is one request, so pooling across calls gains nothing.
@@ -141,8 +146,11 @@ class ResolveActivities:
                     )
                 from_registry = False
             else:
+                began = time.monotonic()
                 async with self.resolver_factory(self.settings) as resolver:
                     digest = (await resolver.resolve(ref)).digest
+                if self.on_resolve_duration is not None:
+                    self.on_resolve_duration(time.monotonic() - began)
                 from_registry = True
             record = record_for(
                 revision, digest, default_runtime_version=self.settings.runtime_version

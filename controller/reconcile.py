@@ -165,6 +165,8 @@ class Reconciler:
     queue_order: OrderedDict[str, None] = field(default_factory=OrderedDict)
     # Rollouts this process started and believes running: covers visibility's short lag.
     started: dict[str, str] = field(default_factory=dict)
+    # The last status seen per DecisionModel, for metrics transitions.
+    seen: dict[str, dict[str, Any]] = field(default_factory=dict)
 
     def tuning(self) -> RolloutTuning:
         return RolloutTuning(
@@ -181,6 +183,7 @@ class Reconciler:
         obj = await Kube.run(get_dm_raw, self.kube, namespace, name)
         if obj is None:
             self.metrics.forget(namespace, name)
+            self.seen.pop(key, None)
             self.queue_order.pop(key, None)
             self.started.pop(key, None)
             return None
@@ -325,16 +328,19 @@ class Reconciler:
                     f"{self.settings.max_concurrent_rollouts})",
                 )
             )
-        before_status = dict(obj.get("status") or {})
         if new_phase is not None and new_phase.value != phase_now:
             await write_status(self.kube, StatusUpdate(dm=ref, phase=new_phase))
         accepted = await apply_controller_status(self.kube, ref, want)
+        current = obj.get("status") or {}
         if accepted is not None or (new_phase is not None and new_phase.value != phase_now):
             fresh = await Kube.run(get_dm_raw, self.kube, ref.namespace, ref.name)
-            if fresh is not None:
-                self.metrics.record_accepted_status(
-                    ref.namespace, ref.name, before_status, fresh.get("status") or {}
-                )
+            current = (fresh or {}).get("status") or {}
+        # Metrics follow the status the API server holds (written by this controller or by a
+        # rollout's activities), transition by transition from what this process saw last; a
+        # write that was refused never reaches them.
+        key = f"{ref.namespace}/{ref.name}"
+        self.metrics.record_accepted_status(ref.namespace, ref.name, self.seen.get(key), current)
+        self.seen[key] = current
 
 
 __all__ = ["Decision", "Reconciler", "decide"]

@@ -11,14 +11,16 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import logging
+import os
 import signal
 from datetime import timedelta
 
-from activities.registry import build_activities
+from prometheus_client import CollectorRegistry, Histogram, start_http_server
 from temporalio.client import Client
 from temporalio.worker import Worker
 
 from activities.kube import Kube
+from activities.registry import build_activities
 from activities.settings import RolloutSettings
 from controller.temporal_client import TemporalSettings, check_namespace, connect, make_runtime
 from workflows.rollout import RolloutWorkflow
@@ -28,18 +30,40 @@ log = logging.getLogger("dmrollout.worker")
 MAX_CONCURRENT_ACTIVITIES = 32
 
 
+class WorkerMetrics:
+    """The seed-004 series measured where the work happens: registry resolves run here.
+
+    Served on ``DMROLLOUT_WORKER_METRICS_PORT`` (prometheus_client), next to the Temporal SDK's
+    own metrics (``DMROLLOUT_TEMPORAL_METRICS_BIND_ADDRESS``, e.g. workflow-task failures).
+    """
+
+    def __init__(self, registry: CollectorRegistry | None = None) -> None:
+        self.registry = registry or CollectorRegistry()
+        self.resolve_duration = Histogram(
+            "decisionmodel_registry_resolve_duration_seconds",
+            "Duration of a model registry tag→digest resolution.",
+            registry=self.registry,
+        )
+
+    def observe_resolve(self, seconds: float) -> None:
+        self.resolve_duration.observe(seconds)
+
+
 def build_worker(
     client: Client,
     kube: Kube,
     settings: RolloutSettings,
     task_queue: str,
     max_concurrent_activities: int = MAX_CONCURRENT_ACTIVITIES,
+    metrics: WorkerMetrics | None = None,
 ) -> Worker:
     return Worker(
         client,
         task_queue=task_queue,
         workflows=[RolloutWorkflow],
-        activities=build_activities(kube, settings),
+        activities=build_activities(
+            kube, settings, metrics.observe_resolve if metrics is not None else None
+        ),
         max_concurrent_activities=max_concurrent_activities,
         # Let activities in flight finish (or reach a heartbeat and see the cancel) on SIGTERM.
         graceful_shutdown_timeout=timedelta(seconds=20),
@@ -55,7 +79,11 @@ async def run_worker(temporal: TemporalSettings, settings: RolloutSettings) -> i
     loop.set_default_executor(
         concurrent.futures.ThreadPoolExecutor(max_workers=MAX_CONCURRENT_ACTIVITIES)
     )
-    worker = build_worker(client, kube, settings, temporal.task_queue)
+    metrics = WorkerMetrics()
+    port = os.environ.get("DMROLLOUT_WORKER_METRICS_PORT")
+    if port:
+        start_http_server(int(port), registry=metrics.registry)
+    worker = build_worker(client, kube, settings, temporal.task_queue, metrics=metrics)
     stop = asyncio.Event()
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, stop.set)

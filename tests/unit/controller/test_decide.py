@@ -1,0 +1,137 @@
+"""The controller's dispatch decision, as a pure function of the object and running rollouts."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from controller.dispatch import DispatchSettings, desired_revision
+from controller.reconcile import decide
+from controller.rollouts import RunningRollout
+from decisionmodel.api import DecisionModel
+from workflows.contracts import DMRef, retry_key, workflow_id
+
+DIGEST_A = "a" * 64
+DIGEST_B = "b" * 64
+
+
+def dm(
+    spec: dict[str, Any],
+    status: dict[str, Any] | None = None,
+    annotations: dict[str, str] | None = None,
+) -> DecisionModel:
+    return DecisionModel.from_k8s(
+        {
+            "apiVersion": "decisionmodel.io/v1alpha1",
+            "kind": "DecisionModel",
+            "metadata": {
+                "name": "m",
+                "namespace": "ns",
+                "uid": "u1",
+                "generation": 3,
+                "annotations": annotations or {},
+            },
+            "spec": spec,
+            "status": status or {},
+        }
+    )
+
+
+REF = DMRef(namespace="ns", name="m", uid="u1", generation=3)
+
+
+def rev(obj: DecisionModel) -> str:
+    return desired_revision(obj, DispatchSettings()).requested_hash
+
+
+def test_first_apply_starts_unresolved_rollout() -> None:
+    obj = dm({"model": "laya:en"})
+    d = decide(obj, desired_revision(obj, DispatchSettings()), [])
+    assert d.start and d.target_id == workflow_id(REF, rev(obj))
+    assert rev(obj).startswith("u")
+
+
+def test_running_under_unresolved_id_is_recognised_by_its_resolved_revision() -> None:
+    pinned = dm(
+        {"model": "laya:en"},
+        {"candidateRevision": {"hash": "x", "model": "laya:en", "digest": DIGEST_A}},
+    )
+    resolved = rev(pinned)
+    assert not resolved.startswith("u")  # digest reused from the candidate
+    running = [RunningRollout("rollout/ns/m/u123", None, resolved)]
+    d = decide(pinned, desired_revision(pinned, DispatchSettings()), running)
+    assert not d.start and d.cancel == () and d.target_id == "rollout/ns/m/u123"
+
+
+def test_new_revision_cancels_the_other_and_starts() -> None:
+    obj = dm(
+        {"model": "laya:multilingual"},
+        {"stableRevision": {"hash": "s", "model": "laya:en", "digest": DIGEST_A}},
+    )
+    running = [RunningRollout("rollout/ns/m/old", None, "oldrev")]
+    d = decide(obj, desired_revision(obj, DispatchSettings()), running)
+    assert d.start and d.cancel == ("rollout/ns/m/old",)
+
+
+def test_spec_back_to_stable_cancels_candidate_clears_failed_and_spares_the_promoter() -> None:
+    stable = {"hash": "PLACEHOLDER", "model": "laya:en", "digest": DIGEST_A}
+    obj = dm({"model": "laya:en"}, {"stableRevision": stable})
+    stable_hash = rev(obj)
+    obj = dm(
+        {"model": "laya:en"},
+        {
+            "stableRevision": {**stable, "hash": stable_hash},
+            "failedRevision": {"hash": "f", "model": "laya:x"},
+        },
+    )
+    running = [RunningRollout("cand", None, "other"), RunningRollout("promoter", None, stable_hash)]
+    d = decide(obj, desired_revision(obj, DispatchSettings()), running)
+    assert not d.start and d.clear_failed and d.cancel == ("cand",)
+
+
+def test_failed_revision_is_not_retried_without_a_new_token() -> None:
+    base = dm({"model": "laya:nope"})
+    failed = {"hash": rev(base), "model": "laya:nope", "reason": "ModelNotFound"}
+    obj = dm({"model": "laya:nope"}, {"failedRevision": failed})
+    assert not decide(obj, desired_revision(obj, DispatchSettings()), []).start
+    consumed = dm(
+        {"model": "laya:nope"},
+        {"failedRevision": failed, "lastRetryToken": "t1"},
+        {"decisionmodel.io/retry": "t1"},
+    )
+    assert not decide(consumed, desired_revision(consumed, DispatchSettings()), []).start
+    fresh = dm(
+        {"model": "laya:nope"},
+        {"failedRevision": failed, "lastRetryToken": "t1"},
+        {"decisionmodel.io/retry": "t2"},
+    )
+    d = decide(fresh, desired_revision(fresh, DispatchSettings()), [])
+    assert d.start and d.consume_retry == "t2"
+    assert d.target_id == f"rollout/ns/m/{rev(base)}/{retry_key('t2')}"
+
+
+def test_consumed_retry_run_is_left_running() -> None:
+    base = dm({"model": "laya:nope"})
+    failed = {"hash": rev(base), "model": "laya:nope", "reason": "ModelNotFound"}
+    obj = dm(
+        {"model": "laya:nope"},
+        {"failedRevision": failed, "lastRetryToken": "t1"},
+        {"decisionmodel.io/retry": "t1"},
+    )
+    running = [RunningRollout(f"rollout/ns/m/{rev(base)}/{retry_key('t1')}", None, rev(base))]
+    d = decide(obj, desired_revision(obj, DispatchSettings()), running)
+    assert not d.start and d.cancel == ()
+
+
+def test_replicas_cache_auth_rollout_do_not_change_the_revision() -> None:
+    a = dm({"model": "laya:en", "digest": DIGEST_B})
+    b = dm(
+        {
+            "model": "laya:en",
+            "digest": DIGEST_B,
+            "replicas": 3,
+            "cache": {"size": "20Gi", "accessModes": ["ReadWriteMany"]},
+            "auth": {"apiKeySecretRef": {"name": "k", "key": "token"}},
+        }
+    )
+    assert rev(a) == rev(b)
+    assert rev(a) != rev(dm({"model": "laya:en", "digest": DIGEST_B, "device": "cuda"}))
