@@ -1,0 +1,55 @@
+"""--max-concurrent-rollouts: queued DecisionModels start in arrival order as slots free up."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from controller.reconcile import Reconciler
+from controller.settings import ControllerSettings
+
+
+class FakeRollouts:
+    def __init__(self) -> None:
+        self.total = 0
+
+    async def running_total(self) -> int:
+        return self.total
+
+
+def reconciler(limit: int, rollouts: FakeRollouts) -> Reconciler:
+    r: Any = Reconciler.__new__(Reconciler)
+    Reconciler.__init__(
+        r,
+        kube=None,  # type: ignore[arg-type]
+        rollouts=rollouts,  # type: ignore[arg-type]
+        steady=None,  # type: ignore[arg-type]
+        settings=ControllerSettings(max_concurrent_rollouts=limit, leader_election=False),
+        dispatch=None,  # type: ignore[arg-type]
+        metrics=None,
+    )
+    return r  # type: ignore[no-any-return]
+
+
+async def test_unlimited_when_zero() -> None:
+    rollouts = FakeRollouts()
+    rollouts.total = 100
+    assert await reconciler(0, rollouts)._budget_allows("ns/a")
+
+
+async def test_fifo_order_when_full() -> None:
+    rollouts = FakeRollouts()
+    r = reconciler(2, rollouts)
+    rollouts.total = 2
+    assert not await r._budget_allows("ns/first")
+    assert not await r._budget_allows("ns/second")
+    assert not await r._budget_allows("ns/third")
+    rollouts.total = 1  # one slot frees up: only the first in line may start
+    assert not await r._budget_allows("ns/third")
+    assert not await r._budget_allows("ns/second")
+    assert await r._budget_allows("ns/first")
+    r.queue_order.pop("ns/first")  # started
+    rollouts.total = 2
+    assert not await r._budget_allows("ns/second")
+    rollouts.total = 0  # two slots: second and third both may go
+    assert await r._budget_allows("ns/third")
+    assert await r._budget_allows("ns/second")
