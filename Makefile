@@ -40,8 +40,8 @@ format: venv ## apply ruff's formatting and fixes
 manifests: venv ## regenerate deploy/crd from the pydantic API types
 	$(BIN)/dmrollout crd > deploy/crd/decisionmodels.decisionmodel.io.yaml
 
-demo: venv testenv ## the local environment (cluster, Temporal + UI, simulators); Ctrl-C stops it
-	hack/in-netns.sh $(BIN)/dmrollout dev up
+demo: venv testenv ## local cluster, Temporal (UI on host 127.0.0.1:8233), simulators, worker, controller, two sample rollouts; Ctrl-C stops
+	hack/demo.sh $(DEMO_ARGS)
 
 dev-up: venv testenv ## only the local environment: cluster, Temporal (UI), simulators
 	hack/in-netns.sh $(BIN)/dmrollout dev up

@@ -20,6 +20,12 @@ def _cmd_dev_up(args: argparse.Namespace) -> int:
     return run_dev_up(args.state_dir)
 
 
+def _cmd_demo(args: argparse.Namespace) -> int:
+    from localenv.devup import run_dev_up
+
+    return run_dev_up(args.state_dir, demo=True, once=args.once)
+
+
 def _cmd_worker(args: argparse.Namespace) -> int:
     import asyncio
     import logging
@@ -88,6 +94,15 @@ def build_parser() -> argparse.ArgumentParser:
         "--state-dir", default=None, help="where state and logs go (default: a temp dir)"
     )
     up.set_defaults(func=_cmd_dev_up)
+
+    demo = sub.add_parser(
+        "demo",
+        help="the local environment, worker and controller, and two sample rollouts "
+        "(the second with evaluation); Ctrl-C stops everything",
+    )
+    demo.add_argument("--state-dir", default=None)
+    demo.add_argument("--once", action="store_true", help="exit after the second promotion")
+    demo.set_defaults(func=_cmd_demo)
     return parser
 
 

@@ -79,6 +79,8 @@ class LocalEnv:
         self.temporal = TemporalDevServer(state_dir / "temporal", ui_ip=temporal_ui_ip)
         self.simulators = Simulators(state_dir / "sim", self.cluster.kubeconfig)
         self.timings: dict[str, float] = {}
+        # Processes a caller adds (the demo's worker and controller): stopped first.
+        self.extra_processes: list[ManagedProcess] = []
 
     def start_cluster(self) -> None:
         t0 = time.monotonic()
@@ -108,6 +110,8 @@ class LocalEnv:
         return self
 
     def stop(self) -> None:
+        for p in reversed(self.extra_processes):
+            p.stop()
         self.simulators.stop()
         self.temporal.stop()
         if self.kubelet is not None:
