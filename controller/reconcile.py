@@ -76,6 +76,7 @@ class Decision:
     clear_failed: bool = False
     consume_retry: str | None = None
     target_id: str | None = None
+    at_stable: bool = False  # the spec asks for the stable revision
     why: str = ""
 
 
@@ -94,6 +95,7 @@ def decide(dm: DecisionModel, desired: DesiredRevision, running: list[RunningRol
             # previous revision): leave it be.
             cancel=tuple(r.workflow_id for r in running if r.revision != stable.hash),
             clear_failed=failed is not None,
+            at_stable=True,
             why="the spec asks for the stable revision",
         )
     retry = None
@@ -237,7 +239,7 @@ class Reconciler:
             self.queue_order.pop(key, None)
 
         in_flight = bool(decision.target_id) and not queued
-        await self._steady(ref, dm, obj, in_flight, queued)
+        await self._steady(ref, dm, obj, in_flight, queued, decision.at_stable)
         return requeue
 
     async def _budget_allows(self, key: str) -> bool:
@@ -274,7 +276,13 @@ class Reconciler:
         await Kube.run(remove_dm_annotation, self.kube, ref, ANNOTATION_PROMOTE)
 
     async def _steady(
-        self, ref: DMRef, dm: DecisionModel, obj: dict[str, Any], in_flight: bool, queued: bool
+        self,
+        ref: DMRef,
+        dm: DecisionModel,
+        obj: dict[str, Any],
+        in_flight: bool,
+        queued: bool,
+        at_stable: bool = False,
     ) -> None:
         status = dm.status
         stable = status.stable_revision if status else None
@@ -312,7 +320,10 @@ class Reconciler:
                         "the candidate was rejected; the stable revision keeps serving",
                     )
                 )
-            if not in_flight and phase_now in ("Ready", "Degraded", "Pending", None):
+            # Steady phases follow the stable's health; a RolledBack/Failed phase stays until the
+            # spec changes — and returning the spec to the stable revision is such a change.
+            steady = phase_now in ("Ready", "Degraded", "Pending", None)
+            if not in_flight and (steady or (at_stable and phase_now in ("RolledBack", "Failed"))):
                 degraded = health.degraded_reason or health.model_ready < health.desired
                 new_phase = Phase.DEGRADED if degraded else Phase.READY
         else:

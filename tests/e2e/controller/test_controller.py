@@ -124,3 +124,14 @@ async def test_lost_model_degrades_then_recovers(ctl: RolloutHarness) -> None:
     await eventually(lambda: phase(ctl, "lost") == "Degraded", 60, what="Degraded")
     ctl.kubectl("annotate", "pod", pod, f"{SIM_PREFIX}lose-model-")
     await eventually(lambda: phase(ctl, "lost") == "Ready", 90, what="Ready again")
+
+
+async def test_spec_back_to_stable_clears_failed_revision(ctl: RolloutHarness) -> None:
+    ctl.create_dm("back", {"model": "laya:en"})
+    await eventually(lambda: phase(ctl, "back") == "Ready", 90, what="Ready")
+    ctl.update_spec("back", {"model": "laya:gone"})
+    await eventually(lambda: phase(ctl, "back") == "RolledBack", 90, what="RolledBack")
+    assert ctl.status("back")["failedRevision"]["reason"] == "ModelNotFound"
+    ctl.update_spec("back", {"model": "laya:en"})
+    await eventually(lambda: "failedRevision" not in ctl.status("back"), 60, what="failed cleared")
+    await eventually(lambda: phase(ctl, "back") == "Ready", 60, what="Ready again")
