@@ -7,6 +7,10 @@ allocatable `nvidia.com/gpu`, and which volume is mounted at OLLAYA_MODELS: a PV
 `<state-dir>/emptydir/<pod-uid>/<volume>/`. Answers are cached about a second, so annotations
 toggled by a test take effect within that time. The blocking `kubernetes` client runs in a
 thread.
+
+Fault annotations (`sim.dmrollout.dev/*`) may also sit on the Pod's Namespace: they apply to
+every Pod in it (a Pod's own annotation wins). A test sets them before a rollout starts, so a
+fault is in place from a Pod's first request — annotating a Pod races its warmup.
 """
 
 from __future__ import annotations
@@ -105,6 +109,15 @@ class KubePodDirectory:
         )
         return self._sim_pod(api, live[0], ip)
 
+    @staticmethod
+    def _namespace_faults(api: Any, namespace: str) -> dict[str, str]:
+        try:
+            ns = api.read_namespace(namespace)
+        except Exception:  # the Pod's namespace is going away: no namespace faults
+            return {}
+        annotations = ns.metadata.annotations or {}
+        return {k: v for k, v in annotations.items() if k.startswith("sim.dmrollout.dev/")}
+
     def _sim_pod(self, api: Any, pod: Any, ip: str) -> SimPod:
         meta, spec = pod.metadata, pod.spec
         containers = spec.containers or []
@@ -118,7 +131,7 @@ class KubePodDirectory:
             namespace=meta.namespace,
             name=meta.name,
             ip=ip,
-            annotations=dict(meta.annotations or {}),
+            annotations={**self._namespace_faults(api, meta.namespace), **(meta.annotations or {})},
             env=env,
             node_has_gpu=self._node_has_gpu(api, spec.node_name),
             store_dir=store_dir,

@@ -41,10 +41,27 @@ def harness(crd: LocalCluster, temporal_client: Client, rollout_queue: str) -> R
     return RolloutHarness(crd, temporal_client, rollout_queue)
 
 
+class NamespaceFaults(dict[str, str]):
+    """Setting a key annotates the test's Namespace at once (the runtime simulator applies
+    Namespace fault annotations to every Pod in it), so a fault is in place before the next
+    rollout's Pods make their first request."""
+
+    def __init__(self, harness: RolloutHarness) -> None:
+        super().__init__()
+        self.harness = harness
+
+    def __setitem__(self, key: str, value: str) -> None:
+        super().__setitem__(key, value)
+        self.harness.cluster.kubectl(
+            "annotate", "namespace", self.harness.namespace, "--overwrite", f"{key}={value}"
+        )
+
+
 @pytest.fixture
 def annotate_pods(harness: RolloutHarness) -> Iterator[dict[str, str]]:
-    """Fault annotations put on every Pod of the namespace as soon as it appears."""
-    wanted: dict[str, str] = {}
+    """Fault annotations for the namespace's Pods: on the Namespace (from the moment they are
+    set) and, as before, on every Pod as soon as it appears."""
+    wanted: dict[str, str] = NamespaceFaults(harness)
     stop = threading.Event()
 
     def loop() -> None:
