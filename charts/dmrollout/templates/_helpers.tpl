@@ -1,0 +1,264 @@
+{{/* Names ----------------------------------------------------------------------------------- */}}
+
+{{- define "dmrollout.name" -}}
+{{- default .Chart.Name .Values.nameOverride | trunc 63 | trimSuffix "-" -}}
+{{- end -}}
+
+{{/* Object names get suffixes (-controller-metrics, 19 characters): keep room for them. */}}
+{{- define "dmrollout.fullname" -}}
+{{- if .Values.fullnameOverride -}}
+{{- .Values.fullnameOverride | trunc 40 | trimSuffix "-" -}}
+{{- else -}}
+{{- $name := default .Chart.Name .Values.nameOverride -}}
+{{- if contains $name .Release.Name -}}
+{{- .Release.Name | trunc 40 | trimSuffix "-" -}}
+{{- else -}}
+{{- printf "%s-%s" .Release.Name $name | trunc 40 | trimSuffix "-" -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
+
+{{- define "dmrollout.controllerName" -}}{{ include "dmrollout.fullname" . }}-controller{{- end -}}
+{{- define "dmrollout.workerName" -}}{{ include "dmrollout.fullname" . }}-worker{{- end -}}
+{{- define "dmrollout.leaseName" -}}{{ include "dmrollout.fullname" . }}-controller{{- end -}}
+
+{{- define "dmrollout.labels" -}}
+helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" }}
+app.kubernetes.io/name: {{ include "dmrollout.name" . }}
+app.kubernetes.io/instance: {{ .Release.Name }}
+app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
+app.kubernetes.io/managed-by: {{ .Release.Service }}
+app.kubernetes.io/part-of: dmrollout
+{{- end -}}
+
+{{/* dict "ctx" $ "component" "controller" */}}
+{{- define "dmrollout.selectorLabels" -}}
+app.kubernetes.io/name: {{ include "dmrollout.name" .ctx }}
+app.kubernetes.io/instance: {{ .ctx.Release.Name }}
+app.kubernetes.io/component: {{ .component }}
+{{- end -}}
+
+{{- define "dmrollout.image" -}}
+{{- if .Values.image.digest -}}
+{{- printf "%s@%s" .Values.image.repository .Values.image.digest -}}
+{{- else -}}
+{{- printf "%s:%s" .Values.image.repository (default .Chart.AppVersion .Values.image.tag) -}}
+{{- end -}}
+{{- end -}}
+
+{{/* Settings as environment ---------------------------------------------------------------- */}}
+
+{{/* DMROLLOUT_TEMPORAL_*: controller/temporal_client.py TemporalSettings. */}}
+{{- define "dmrollout.temporalEnv" -}}
+{{- $t := .Values.temporal -}}
+- name: DMROLLOUT_TEMPORAL_ADDRESS
+  value: {{ $t.address | quote }}
+- name: DMROLLOUT_TEMPORAL_NAMESPACE
+  value: {{ $t.namespace | quote }}
+- name: DMROLLOUT_TEMPORAL_TASK_QUEUE
+  value: {{ $t.taskQueue | quote }}
+- name: DMROLLOUT_TEMPORAL_MIN_RETENTION_DAYS
+  value: {{ $t.minRetentionDays | quote }}
+{{- with $t.uiUrl }}
+- name: DMROLLOUT_TEMPORAL_UI_URL
+  value: {{ . | quote }}
+{{- end }}
+{{- if $t.tls.enabled }}
+- name: DMROLLOUT_TEMPORAL_TLS
+  value: "true"
+{{- end }}
+{{- with $t.tls.serverName }}
+- name: DMROLLOUT_TEMPORAL_SERVER_NAME
+  value: {{ . | quote }}
+{{- end }}
+{{- if $t.tls.caSecret.name }}
+- name: DMROLLOUT_TEMPORAL_SERVER_CA_FILE
+  value: /etc/dmrollout/temporal-ca/ca.crt
+{{- end }}
+{{- if $t.tls.clientCertSecret.name }}
+- name: DMROLLOUT_TEMPORAL_CLIENT_CERT_FILE
+  value: /etc/dmrollout/temporal-client/tls.crt
+- name: DMROLLOUT_TEMPORAL_CLIENT_KEY_FILE
+  value: /etc/dmrollout/temporal-client/tls.key
+{{- end }}
+{{- if $t.apiKey.existingSecret }}
+- name: DMROLLOUT_TEMPORAL_API_KEY
+  valueFrom:
+    secretKeyRef:
+      name: {{ $t.apiKey.existingSecret }}
+      key: {{ $t.apiKey.key }}
+{{- end }}
+{{- end -}}
+
+{{/* DMROLLOUT_*: activities/settings.py RolloutSettings (lists as JSON), and the proxy. */}}
+{{- define "dmrollout.rolloutEnv" -}}
+- name: DMROLLOUT_ALLOWED_REGISTRIES
+  value: {{ .Values.allowedRegistries | toJson | quote }}
+- name: DMROLLOUT_ALLOW_INSECURE_REGISTRIES
+  value: {{ .Values.allowInsecureRegistries | quote }}
+- name: DMROLLOUT_ALLOW_IMAGE_OVERRIDE
+  value: {{ .Values.allowImageOverride | quote }}
+- name: DMROLLOUT_OLLAYA_REGISTRY
+  value: {{ .Values.ollayaRegistry | quote }}
+{{- with .Values.ollayaHfEndpoint }}
+- name: DMROLLOUT_OLLAYA_HF_ENDPOINT
+  value: {{ . | quote }}
+{{- end }}
+{{- with .Values.runtimeVersion }}
+- name: DMROLLOUT_RUNTIME_VERSION
+  value: {{ . | quote }}
+{{- end }}
+- name: DMROLLOUT_PROMOTION_GRACE_SECONDS
+  value: {{ .Values.promotionGraceSeconds | quote }}
+{{- include "dmrollout.proxyEnv" . }}
+{{- end -}}
+
+{{/*
+The registry client honours HTTP(S)_PROXY/NO_PROXY (httpx reads them); DMROLLOUT_*_PROXY are
+what prefetch Jobs get. From a Secret, each key is optional, so a Secret with only HTTPS_PROXY
+works.
+*/}}
+{{- define "dmrollout.proxyEnv" -}}
+{{- $p := .Values.proxy -}}
+{{- $pairs := list (list "HTTP_PROXY" "httpProxy") (list "HTTPS_PROXY" "httpsProxy") (list "NO_PROXY" "noProxy") -}}
+{{- range $pairs }}
+{{- $var := index . 0 }}
+{{- $value := index $p (index . 1) }}
+{{- range $name := list $var (printf "DMROLLOUT_%s" $var) }}
+{{- if $p.existingSecret }}
+- name: {{ $name }}
+  valueFrom:
+    secretKeyRef:
+      name: {{ $p.existingSecret }}
+      key: {{ $var }}
+      optional: true
+{{- else if $value }}
+- name: {{ $name }}
+  value: {{ $value | quote }}
+{{- end }}
+{{- end }}
+{{- end }}
+{{- end -}}
+
+{{/* Pods ------------------------------------------------------------------------------------- */}}
+
+{{- define "dmrollout.podSecurityContext" -}}
+runAsNonRoot: true
+runAsUser: 65532
+runAsGroup: 65532
+fsGroup: 65532
+seccompProfile:
+  type: RuntimeDefault
+{{- end -}}
+
+{{- define "dmrollout.containerSecurityContext" -}}
+allowPrivilegeEscalation: false
+readOnlyRootFilesystem: true
+capabilities:
+  drop: ["ALL"]
+{{- end -}}
+
+{{/* The read-only root filesystem's writable /tmp, and the Temporal TLS material. */}}
+{{- define "dmrollout.volumes" -}}
+- name: tmp
+  emptyDir:
+    sizeLimit: 64Mi
+{{- with .Values.temporal.tls.caSecret }}
+{{- if .name }}
+- name: temporal-ca
+  secret:
+    secretName: {{ .name }}
+    items:
+      - key: {{ .key }}
+        path: ca.crt
+{{- end }}
+{{- end }}
+{{- with .Values.temporal.tls.clientCertSecret }}
+{{- if .name }}
+- name: temporal-client
+  secret:
+    secretName: {{ .name }}
+    defaultMode: 0440
+    items:
+      - key: {{ .certKey }}
+        path: tls.crt
+      - key: {{ .keyKey }}
+        path: tls.key
+{{- end }}
+{{- end }}
+{{- end -}}
+
+{{- define "dmrollout.volumeMounts" -}}
+- name: tmp
+  mountPath: /tmp
+{{- if .Values.temporal.tls.caSecret.name }}
+- name: temporal-ca
+  mountPath: /etc/dmrollout/temporal-ca
+  readOnly: true
+{{- end }}
+{{- if .Values.temporal.tls.clientCertSecret.name }}
+- name: temporal-client
+  mountPath: /etc/dmrollout/temporal-client
+  readOnly: true
+{{- end }}
+{{- end -}}
+
+{{- define "dmrollout.podPlacement" -}}
+{{- with .Values.imagePullSecrets }}
+imagePullSecrets:
+  {{- toYaml . | nindent 2 }}
+{{- end }}
+{{- with .Values.priorityClassName }}
+priorityClassName: {{ . }}
+{{- end }}
+{{- with .Values.nodeSelector }}
+nodeSelector:
+  {{- toYaml . | nindent 2 }}
+{{- end }}
+{{- with .Values.tolerations }}
+tolerations:
+  {{- toYaml . | nindent 2 }}
+{{- end }}
+{{- with .Values.affinity }}
+affinity:
+  {{- toYaml . | nindent 2 }}
+{{- end }}
+{{- end -}}
+
+{{/*
+What the controller and the workers may do where DecisionModels live: verb by verb from the calls
+in controller/ and activities/, no wildcards (the same rules as deploy/rbac/cluster_role.yaml).
+Secrets and ConfigMaps are get-only: read by the name a DecisionModel references, never listed.
+*/}}
+{{- define "dmrollout.managerRules" -}}
+- apiGroups: ["decisionmodel.io"]
+  resources: ["decisionmodels"]
+  verbs: ["get", "list", "watch", "patch"]
+- apiGroups: ["decisionmodel.io"]
+  resources: ["decisionmodels/status"]
+  verbs: ["patch"]
+- apiGroups: ["apps"]
+  resources: ["deployments"]
+  verbs: ["get", "list", "watch", "create", "patch", "delete"]
+- apiGroups: [""]
+  resources: ["services", "persistentvolumeclaims"]
+  verbs: ["get", "list", "watch", "create", "patch", "delete"]
+- apiGroups: ["policy"]
+  resources: ["poddisruptionbudgets"]
+  verbs: ["get", "list", "watch", "create", "patch", "delete"]
+- apiGroups: ["batch"]
+  resources: ["jobs"]
+  verbs: ["get", "list", "watch", "create", "patch", "delete"]
+- apiGroups: [""]
+  resources: ["pods"]
+  verbs: ["get", "list", "watch"]
+- apiGroups: [""]
+  resources: ["pods/status"]
+  verbs: ["patch"]
+- apiGroups: ["events.k8s.io"]
+  resources: ["events"]
+  verbs: ["create"]
+- apiGroups: [""]
+  resources: ["secrets", "configmaps"]
+  verbs: ["get"]
+{{- end -}}

@@ -1,0 +1,696 @@
+"""The Helm chart against the programs it configures.
+
+- values.yaml defaults equal the pydantic settings defaults, field by field (MAPPING), and every
+  settings field is either mapped or deliberately left out (UNMAPPED), so a new setting forces a
+  decision here;
+- the environment the chart renders, fed to the real settings classes, yields the values it was
+  given (defaults and ci/all-on-values.yaml), and names no DMROLLOUT_* variable that no field
+  reads (pydantic-settings ignores unknown variables silently, so a typo would go unnoticed);
+- the schema is strict; the chart's CRD is the generated one byte for byte; versions agree;
+- the PrometheusRule, ServiceMonitor and dashboard query series that exist, and every alert
+  links a runbook that exists.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import tomllib
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from pydantic_settings import BaseSettings
+
+from activities.settings import RolloutSettings
+from controller.metrics import ControllerMetrics
+from controller.settings import ControllerSettings
+from controller.temporal_client import TemporalSettings
+from localenv.paths import bin_dir, python_tool
+
+ROOT = Path(__file__).resolve().parents[3]
+CHART = ROOT / "charts" / "dmrollout"
+VALUES = yaml.safe_load((CHART / "values.yaml").read_text())
+ALL_ON_FILE = CHART / "ci" / "all-on-values.yaml"
+ALL_ON = yaml.safe_load(ALL_ON_FILE.read_text())
+RELEASE = "dmrollout"  # fullname == "dmrollout", as the program defaults assume
+NAMESPACE = "dmrollout-system"
+SETTINGS: dict[str, type[BaseSettings]] = {
+    "controller": ControllerSettings,
+    "rollout": RolloutSettings,
+    "temporal": TemporalSettings,
+}
+
+
+def _empty_is_default(cls: type[BaseSettings], field: str) -> Callable[[Any], Any]:
+    """ "" in values.yaml means: leave the variable unset, the program's default applies."""
+    return lambda v: (
+        v if v != "" else cls.model_fields[field].get_default(call_default_factory=True)
+    )
+
+
+def _empty_is_none(v: Any) -> Any:
+    return v if v != "" else None
+
+
+@dataclass(frozen=True)
+class Mapping:
+    path: str  # dotted path in values.yaml
+    settings: str  # key of SETTINGS
+    field: str
+    convert: Callable[[Any], Any] = lambda v: v
+
+
+MAPPING: tuple[Mapping, ...] = (
+    Mapping("watchNamespaces", "controller", "watch_namespaces"),
+    Mapping("maxConcurrentRollouts", "controller", "max_concurrent_rollouts"),
+    Mapping("promotionGraceSeconds", "controller", "promotion_grace_seconds"),
+    Mapping("controller.workers", "controller", "workers"),
+    Mapping("controller.healthPort", "controller", "health_port"),
+    Mapping("controller.reinspectSeconds", "controller", "reinspect_seconds"),
+    Mapping("controller.probeErrorTolerance", "controller", "probe_error_tolerance"),
+    Mapping("controller.leaderElection.enabled", "controller", "leader_election"),
+    Mapping(
+        "controller.leaderElection.leaseDurationSeconds", "controller", "lease_duration_seconds"
+    ),
+    Mapping(
+        "controller.leaderElection.renewDeadlineSeconds", "controller", "renew_deadline_seconds"
+    ),
+    Mapping("controller.leaderElection.retryPeriodSeconds", "controller", "retry_period_seconds"),
+    Mapping("allowedRegistries", "rollout", "allowed_registries"),
+    Mapping("allowInsecureRegistries", "rollout", "allow_insecure_registries"),
+    Mapping("allowImageOverride", "rollout", "allow_image_override"),
+    Mapping("ollayaRegistry", "rollout", "ollaya_registry"),
+    Mapping("ollayaHfEndpoint", "rollout", "ollaya_hf_endpoint", _empty_is_none),
+    Mapping(
+        "runtimeVersion",
+        "rollout",
+        "runtime_version",
+        _empty_is_default(RolloutSettings, "runtime_version"),
+    ),
+    Mapping("promotionGraceSeconds", "rollout", "promotion_grace_seconds"),
+    Mapping("proxy.httpProxy", "rollout", "http_proxy", _empty_is_none),
+    Mapping("proxy.httpsProxy", "rollout", "https_proxy", _empty_is_none),
+    Mapping("proxy.noProxy", "rollout", "no_proxy", _empty_is_none),
+    Mapping("temporal.namespace", "temporal", "namespace"),
+    Mapping("temporal.taskQueue", "temporal", "task_queue"),
+    Mapping("temporal.minRetentionDays", "temporal", "min_retention_days"),
+    Mapping("temporal.tls.enabled", "temporal", "tls"),
+    Mapping("temporal.uiUrl", "temporal", "ui_url", _empty_is_default(TemporalSettings, "ui_url")),
+)
+
+# Settings fields the chart does not take from values.yaml, and why.
+UNMAPPED: dict[str, dict[str, str]] = {
+    "controller": {
+        "health_bind": "all interfaces in a Pod; the default",
+        "lease_namespace": "POD_NAMESPACE through the downward API",
+        "identity": "POD_NAME through the downward API",
+        "lease_name": "<fullname>-controller, tied to the leader-election Role's resourceNames",
+        "queued_recheck_seconds": "internal tempo",
+        "heartbeat_timeout_seconds": "part of the workflow contract, not an install choice",
+    },
+    "rollout": {
+        "kubeconfig": "in-cluster ServiceAccount credentials",
+        "poll_interval_seconds": "internal tempo",
+        "queue_full_attempts": "internal retry budget",
+    },
+    "temporal": {
+        "address": "a cluster DNS name instead of the dev server's loopback default",
+        "server_ca_file": "temporal.tls.caSecret, mounted",
+        "client_cert_file": "temporal.tls.clientCertSecret, mounted",
+        "client_key_file": "temporal.tls.clientCertSecret, mounted",
+        "server_name": "temporal.tls.serverName (empty = unset)",
+        "api_key": "temporal.apiKey.existingSecret",
+        "metrics_bind_address": "worker.metricsPort",
+    },
+}
+
+
+def lookup(values: dict[str, Any], path: str) -> Any:
+    node: Any = values
+    for part in path.split("."):
+        node = node[part]
+    return node
+
+
+def merged(base: dict[str, Any], override: dict[str, Any]) -> dict[str, Any]:
+    out = dict(base)
+    for key, value in override.items():
+        if isinstance(value, dict) and isinstance(base.get(key), dict):
+            out[key] = merged(base[key], value)
+        else:
+            out[key] = value
+    return out
+
+
+# --- rendering ----------------------------------------------------------------------------------
+
+
+def helm(*args: str, tmp: Path, check: bool = True) -> subprocess.CompletedProcess[str]:
+    binary = bin_dir() / "helm"
+    assert binary.exists(), f"{binary} is missing: run hack/testenv.sh (make testenv) first"
+    env = {
+        **os.environ,
+        "HELM_CACHE_HOME": str(tmp / "cache"),
+        "HELM_CONFIG_HOME": str(tmp / "config"),
+        "HELM_DATA_HOME": str(tmp / "data"),
+    }
+    return subprocess.run(
+        [str(binary), *args], capture_output=True, text=True, check=check, timeout=60, env=env
+    )
+
+
+def template(*args: str, tmp: Path) -> list[dict[str, Any]]:
+    out = helm("template", RELEASE, str(CHART), "--namespace", NAMESPACE, *args, tmp=tmp)
+    return [d for d in yaml.safe_load_all(out.stdout) if d]
+
+
+@pytest.fixture(scope="module")
+def helm_tmp(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("helm")
+
+
+@pytest.fixture(scope="module")
+def default_objs(helm_tmp: Path) -> list[dict[str, Any]]:
+    return template(tmp=helm_tmp)
+
+
+@pytest.fixture(scope="module")
+def all_on_objs(helm_tmp: Path) -> list[dict[str, Any]]:
+    return template("-f", str(ALL_ON_FILE), tmp=helm_tmp)
+
+
+def find(objs: list[dict[str, Any]], kind: str, suffix: str = "") -> dict[str, Any]:
+    (obj,) = [o for o in objs if o["kind"] == kind and o["metadata"]["name"].endswith(suffix)]
+    return obj
+
+
+def container(objs: list[dict[str, Any]], kind: str, suffix: str) -> dict[str, Any]:
+    pod = find(objs, kind, suffix)["spec"]["template"]["spec"]
+    (c,) = pod["containers"]
+    return dict(c)
+
+
+def env_of(c: dict[str, Any]) -> dict[str, str]:
+    """The container's environment as the process would see it; Secret values become
+    placeholders naming their source."""
+    env: dict[str, str] = {}
+    for e in c.get("env", []):
+        if "value" in e:
+            env[e["name"]] = e["value"]
+            continue
+        source = e["valueFrom"]
+        if "fieldRef" in source:
+            env[e["name"]] = {"metadata.name": "pod-0", "metadata.namespace": NAMESPACE}[
+                source["fieldRef"]["fieldPath"]
+            ]
+        else:
+            ref = source["secretKeyRef"]
+            env[e["name"]] = f"<secret {ref['name']}/{ref['key']}>"
+    return env
+
+
+def settings_from(env: dict[str, str], monkeypatch: pytest.MonkeyPatch) -> dict[str, BaseSettings]:
+    for key in list(os.environ):
+        if key.startswith(("DMROLLOUT_", "POD_")) or key.upper().endswith("_PROXY"):
+            monkeypatch.delenv(key)
+    for key, value in env.items():
+        monkeypatch.setenv(key, value)
+    return {name: cls() for name, cls in SETTINGS.items()}
+
+
+def owning_settings(variable: str) -> tuple[str, str] | None:
+    if not variable.startswith("DMROLLOUT_"):
+        return None
+    for prefix, name in (
+        ("DMROLLOUT_CONTROLLER_", "controller"),
+        ("DMROLLOUT_TEMPORAL_", "temporal"),
+    ):
+        if variable.startswith(prefix):
+            return name, variable.removeprefix(prefix).lower()
+    return "rollout", variable.removeprefix("DMROLLOUT_").lower()
+
+
+# --- defaults -------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("m", MAPPING, ids=lambda m: f"{m.path}->{m.field}")
+def test_values_default_equals_settings_default(
+    m: Mapping, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    defaults = settings_from({}, monkeypatch)[m.settings]
+    assert m.convert(lookup(VALUES, m.path)) == getattr(defaults, m.field)
+
+
+def test_every_settings_field_is_mapped_or_deliberately_left_out() -> None:
+    for name, cls in SETTINGS.items():
+        mapped = {m.field for m in MAPPING if m.settings == name}
+        assert not mapped & set(UNMAPPED[name]), name
+        undecided = set(cls.model_fields) - mapped - set(UNMAPPED[name])
+        assert not undecided, f"{cls.__name__}: map or leave out {sorted(undecided)}"
+        assert mapped | set(UNMAPPED[name]) == set(cls.model_fields), cls.__name__
+
+
+def test_the_address_default_is_the_one_deliberate_difference(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    program = settings_from({}, monkeypatch)["temporal"]
+    assert isinstance(program, TemporalSettings)
+    assert program.address.startswith("127.0.0.1:")
+    assert VALUES["temporal"]["address"].endswith(".svc.cluster.local:7233")
+
+
+# --- rendered environment → settings ------------------------------------------------------------
+
+
+@pytest.mark.parametrize("case", ["default", "all-on"])
+def test_rendered_environment_yields_the_values(
+    case: str,
+    default_objs: list[dict[str, Any]],
+    all_on_objs: list[dict[str, Any]],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    objs, values = (
+        (default_objs, VALUES) if case == "default" else (all_on_objs, merged(VALUES, ALL_ON))
+    )
+    settings = settings_from(env_of(container(objs, "Deployment", "-controller")), monkeypatch)
+    for m in MAPPING:
+        if m.path.startswith("proxy.") and values["proxy"]["existingSecret"]:
+            continue  # from the Secret: test_proxy_from_secret
+        assert getattr(settings[m.settings], m.field) == m.convert(lookup(values, m.path)), m.path
+
+
+def test_defaults_render_exactly_the_program_defaults(
+    default_objs: list[dict[str, Any]], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Beyond MAPPING: nothing else the chart sets by default moves a setting off its default
+    (except the address, the lease namespace and the identity)."""
+    program = {k: v.model_dump() for k, v in settings_from({}, monkeypatch).items()}
+    rendered_env = env_of(container(default_objs, "Deployment", "-controller"))
+    chart = {k: v.model_dump() for k, v in settings_from(rendered_env, monkeypatch).items()}
+    for name in ("lease_namespace", "identity"):
+        del program["controller"][name], chart["controller"][name]
+    del program["temporal"]["address"], chart["temporal"]["address"]
+    assert chart == program
+
+
+def test_all_on_temporal_connection(
+    all_on_objs: list[dict[str, Any]], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    c = container(all_on_objs, "Deployment", "-controller")
+    temporal = settings_from(env_of(c), monkeypatch)["temporal"]
+    assert isinstance(temporal, TemporalSettings)
+    t = ALL_ON["temporal"]
+    assert temporal.address == t["address"]
+    assert temporal.server_name == t["tls"]["serverName"]
+    assert temporal.api_key == f"<secret {t['apiKey']['existingSecret']}/{t['apiKey']['key']}>"
+    pod = find(all_on_objs, "Deployment", "-controller")["spec"]["template"]["spec"]
+    volumes = {v["name"]: v for v in pod["volumes"]}
+    mounts = {m["mountPath"]: m["name"] for m in c["volumeMounts"]}
+    # Each file setting points at a file that a mounted Secret provides, from the configured key.
+    expected = {
+        temporal.server_ca_file: (t["tls"]["caSecret"]["name"], t["tls"]["caSecret"]["key"]),
+        temporal.client_cert_file: (
+            t["tls"]["clientCertSecret"]["name"],
+            t["tls"]["clientCertSecret"]["certKey"],
+        ),
+        temporal.client_key_file: (
+            t["tls"]["clientCertSecret"]["name"],
+            t["tls"]["clientCertSecret"]["keyKey"],
+        ),
+    }
+    for path, (secret, key) in expected.items():
+        assert path is not None
+        volume = volumes[mounts[str(path.parent)]]["secret"]
+        assert volume["secretName"] == secret
+        assert {"key": key, "path": path.name} in volume["items"]
+
+
+def test_proxy_inline_and_from_secret(
+    helm_tmp: Path, all_on_objs: list[dict[str, Any]], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    objs = template(
+        "--set",
+        "proxy.httpsProxy=http://proxy.corp:3128",
+        "--set",
+        "proxy.noProxy=.svc",
+        tmp=helm_tmp,
+    )
+    env = env_of(container(objs, "Deployment", "-worker"))
+    assert env["HTTPS_PROXY"] == env["DMROLLOUT_HTTPS_PROXY"] == "http://proxy.corp:3128"
+    assert env["NO_PROXY"] == env["DMROLLOUT_NO_PROXY"] == ".svc"
+    assert "HTTP_PROXY" not in env and "DMROLLOUT_HTTP_PROXY" not in env
+    rollout = settings_from(env, monkeypatch)["rollout"]
+    assert isinstance(rollout, RolloutSettings)
+    assert (rollout.https_proxy, rollout.no_proxy, rollout.http_proxy) == (
+        "http://proxy.corp:3128",
+        ".svc",
+        None,
+    )
+    # From a Secret: all six variables, each key optional.
+    secret = ALL_ON["proxy"]["existingSecret"]
+    refs = {
+        e["name"]: e["valueFrom"]["secretKeyRef"]
+        for e in container(all_on_objs, "Deployment", "-worker")["env"]
+        if e["name"].endswith("_PROXY")
+    }
+    for var in ("HTTP_PROXY", "HTTPS_PROXY", "NO_PROXY"):
+        for name in (var, f"DMROLLOUT_{var}"):
+            assert refs[name] == {"name": secret, "key": var, "optional": True}
+
+
+@pytest.mark.parametrize("case", ["default", "all-on"])
+def test_no_rendered_variable_is_a_typo(
+    case: str, default_objs: list[dict[str, Any]], all_on_objs: list[dict[str, Any]]
+) -> None:
+    objs = default_objs if case == "default" else all_on_objs
+    seen = 0
+    for kind, suffix in (("Deployment", "-controller"), ("Deployment", "-worker"), ("Job", "")):
+        if kind == "Job" and case == "default":
+            continue
+        for e in container(objs, kind, suffix).get("env", []):
+            owner = owning_settings(e["name"])
+            if owner is None:
+                continue
+            seen += 1
+            name, field = owner
+            assert field in SETTINGS[name].model_fields, f"{e['name']} is read by no setting"
+    assert seen > 20
+
+
+def test_kustomize_configmaps_name_real_settings() -> None:
+    out = subprocess.run(
+        [python_tool("kubectl"), "kustomize", str(ROOT / "deploy")],
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=60,
+    )
+    objs = [d for d in yaml.safe_load_all(out.stdout) if d]
+    variables = [key for o in objs if o["kind"] == "ConfigMap" for key in o["data"]] + [
+        e["name"]
+        for o in objs
+        if o["kind"] == "Deployment"
+        for e in o["spec"]["template"]["spec"]["containers"][0].get("env", [])
+    ]
+    assert len(variables) > 10
+    for variable in variables:
+        owner = owning_settings(variable)
+        if owner is not None:
+            assert owner[1] in SETTINGS[owner[0]].model_fields, variable
+
+
+@pytest.mark.parametrize("case", ["default", "all-on"])
+def test_controller_worker_and_setup_job_share_one_temporal_and_rollout_config(
+    case: str, default_objs: list[dict[str, Any]], all_on_objs: list[dict[str, Any]]
+) -> None:
+    objs = default_objs if case == "default" else all_on_objs
+
+    def shared(c: dict[str, Any], prefixes: tuple[str, ...]) -> list[dict[str, Any]]:
+        return [
+            e
+            for e in c["env"]
+            if e["name"].startswith(prefixes)
+            and not e["name"].startswith("DMROLLOUT_CONTROLLER_")
+            and e["name"] != "DMROLLOUT_TEMPORAL_METRICS_BIND_ADDRESS"
+        ]
+
+    everything = ("DMROLLOUT_", "HTTP_PROXY", "HTTPS_PROXY", "NO_PROXY")
+    controller = container(objs, "Deployment", "-controller")
+    worker = container(objs, "Deployment", "-worker")
+    assert shared(controller, everything) == shared(worker, everything)
+    assert controller["volumeMounts"] == worker["volumeMounts"]
+    if case == "all-on":
+        job = container(objs, "Job", "-temporal-setup")
+        temporal = ("DMROLLOUT_TEMPORAL_",)
+        assert shared(job, temporal) == shared(controller, temporal)
+        assert job["volumeMounts"] == controller["volumeMounts"]
+
+
+@pytest.mark.parametrize("case", ["default", "all-on"])
+def test_ports_agree_between_settings_containers_and_services(
+    case: str, default_objs: list[dict[str, Any]], all_on_objs: list[dict[str, Any]]
+) -> None:
+    objs = default_objs if case == "default" else all_on_objs
+    values = merged(VALUES, ALL_ON) if case == "all-on" else VALUES
+    controller = container(objs, "Deployment", "-controller")
+    worker = container(objs, "Deployment", "-worker")
+    env_c, env_w = env_of(controller), env_of(worker)
+    port_c = {p["name"]: p["containerPort"] for p in controller["ports"]}["metrics"]
+    port_w = {p["name"]: p["containerPort"] for p in worker["ports"]}["metrics"]
+    assert (
+        port_c
+        == int(env_c["DMROLLOUT_CONTROLLER_HEALTH_PORT"])
+        == values["controller"]["healthPort"]
+    )
+    assert env_w["DMROLLOUT_TEMPORAL_METRICS_BIND_ADDRESS"] == f"0.0.0.0:{port_w}"
+    assert port_w == values["worker"]["metricsPort"]
+    for probe in ("startupProbe", "livenessProbe", "readinessProbe"):
+        assert controller[probe]["httpGet"]["port"] == "metrics"
+    assert controller["livenessProbe"]["httpGet"]["path"] == "/healthz"
+    assert controller["readinessProbe"]["httpGet"]["path"] == "/readyz"
+    for component, port in (("controller", port_c), ("worker", port_w)):
+        service = find(objs, "Service", f"-{component}-metrics")
+        (sp,) = service["spec"]["ports"]
+        assert (sp["name"], sp["port"], sp["targetPort"]) == ("metrics", port, "metrics")
+        pod_labels = find(objs, "Deployment", f"-{component}")["spec"]["template"]["metadata"][
+            "labels"
+        ]
+        assert service["spec"]["selector"].items() <= pod_labels.items()
+
+
+@pytest.mark.parametrize("case", ["default", "all-on"])
+def test_pods_are_non_root_read_only_with_a_tmp(
+    case: str, default_objs: list[dict[str, Any]], all_on_objs: list[dict[str, Any]]
+) -> None:
+    objs = default_objs if case == "default" else all_on_objs
+    workloads = [o for o in objs if o["kind"] in ("Deployment", "Job")]
+    assert len(workloads) == (2 if case == "default" else 3)
+    for w in workloads:
+        pod = w["spec"]["template"]["spec"]
+        assert pod["securityContext"]["runAsNonRoot"] is True
+        assert pod["securityContext"]["runAsUser"] == 65532
+        (c,) = pod["containers"]
+        assert c["securityContext"]["readOnlyRootFilesystem"] is True
+        assert c["securityContext"]["allowPrivilegeEscalation"] is False
+        assert c["securityContext"]["capabilities"]["drop"] == ["ALL"]
+        tmp = {m["mountPath"]: m["name"] for m in c["volumeMounts"]}["/tmp"]
+        assert "emptyDir" in {v["name"]: v for v in pod["volumes"]}[tmp]
+
+
+def test_controller_replaces_pods_with_recreate(default_objs: list[dict[str, Any]]) -> None:
+    # /readyz is true only for the Lease holder: a RollingUpdate could never make progress.
+    assert find(default_objs, "Deployment", "-controller")["spec"]["strategy"] == {
+        "type": "Recreate"
+    }
+    assert (
+        find(default_objs, "Deployment", "-worker")["spec"]["replicas"]
+        == VALUES["worker"]["replicas"]
+    )
+
+
+def test_setup_hook(all_on_objs: list[dict[str, Any]], default_objs: list[dict[str, Any]]) -> None:
+    assert not [o for o in default_objs if o["kind"] == "Job"]
+    job = find(all_on_objs, "Job", "-temporal-setup")
+    assert job["metadata"]["annotations"]["helm.sh/hook"] == VALUES["temporalSetup"]["hooks"]
+    pod = job["spec"]["template"]["spec"]
+    assert pod["automountServiceAccountToken"] is False
+    assert pod["restartPolicy"] == "Never"
+    assert pod["containers"][0]["args"] == ["temporal", "setup"]
+
+
+# --- image, versions, CRD, schema ---------------------------------------------------------------
+
+
+def test_versions_agree() -> None:
+    version = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["version"]
+    chart = yaml.safe_load((CHART / "Chart.yaml").read_text())
+    assert chart["appVersion"] == version
+    kustomization = yaml.safe_load((ROOT / "deploy" / "core" / "kustomization.yaml").read_text())
+    assert kustomization["images"] == [{"name": "dmrollout", "newTag": version}]
+
+
+def test_image_reference(
+    default_objs: list[dict[str, Any]], all_on_objs: list[dict[str, Any]]
+) -> None:
+    chart = yaml.safe_load((CHART / "Chart.yaml").read_text())
+    assert container(default_objs, "Deployment", "-worker")["image"] == (
+        f"dmrollout:{chart['appVersion']}"
+    )
+    image = ALL_ON["image"]
+    for kind, suffix in (("Deployment", "-controller"), ("Deployment", "-worker"), ("Job", "")):
+        c = container(all_on_objs, kind, suffix)
+        assert c["image"] == f"{image['repository']}@{image['digest']}"
+    assert container(default_objs, "Deployment", "-worker")["args"] == ["worker"]
+    assert container(default_objs, "Deployment", "-controller")["args"] == ["controller"]
+
+
+def test_chart_crd_is_the_generated_crd_byte_for_byte() -> None:
+    generated = (ROOT / "deploy" / "crd" / "decisionmodels.decisionmodel.io.yaml").read_bytes()
+    assert [p.name for p in (CHART / "crds").iterdir()] == ["decisionmodels.decisionmodel.io.yaml"]
+    assert (CHART / "crds" / "decisionmodels.decisionmodel.io.yaml").read_bytes() == generated
+
+
+@pytest.mark.parametrize("values_file", [None, ALL_ON_FILE], ids=["default", "all-on"])
+def test_helm_lint_strict(values_file: Path | None, helm_tmp: Path) -> None:
+    args = ["lint", "--strict", str(CHART)] + (["-f", str(values_file)] if values_file else [])
+    result = helm(*args, tmp=helm_tmp, check=False)
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+@pytest.mark.parametrize(
+    ("setting", "complaint"),
+    [
+        ("unknownTopLevel=1", "unknownTopLevel"),
+        ("controller.replicas=two", "replicas"),
+        ("temporal.tls.bogus=true", "bogus"),
+        ("image.digest=sha256:short", "digest"),
+        ("maxConcurrentRollouts=-1", "maxConcurrentRollouts"),
+        ("watchNamespaces[0]=Not_A_Namespace", "watchNamespaces"),
+        ("prometheusRule.windows.degraded=ten", "degraded"),
+    ],
+)
+def test_schema_rejects_bad_values(setting: str, complaint: str, helm_tmp: Path) -> None:
+    result = helm("template", RELEASE, str(CHART), "--set", setting, tmp=helm_tmp, check=False)
+    assert result.returncode != 0, f"--set {setting} was accepted"
+    assert complaint in result.stderr
+
+
+# --- monitoring -----------------------------------------------------------------------------------
+
+ALERTS = {
+    "DecisionModelRolloutStuck",
+    "DecisionModelCandidateTimeout",
+    "DecisionModelRolloutFailures",
+    "DecisionModelEvaluationPoor",
+    "DecisionModelDegraded",
+    "DecisionModelModelMismatch",
+    "DmrolloutWorkflowTaskFailures",
+    "DmrolloutControllerDown",
+}
+TEMPORAL_SERIES = {"temporal_workflow_task_execution_failed"}
+RUNBOOK_SECTIONS = ("## Signal", "## Likely causes", "## Check", "## Fix")
+
+
+def exposed_series() -> set[str]:
+    """Sample names the controller's registry exposes (counters as _total, histograms as
+    _bucket/_sum/_count), read from the metric families rather than typed here."""
+    names: set[str] = set()
+    for family in ControllerMetrics().registry.collect():
+        if family.type == "counter":
+            names.add(f"{family.name}_total")
+        elif family.type == "histogram":
+            names |= {f"{family.name}_{s}" for s in ("bucket", "sum", "count")}
+        else:
+            names.add(family.name)
+    return names
+
+
+def series_in(expr: str) -> set[str]:
+    return set(re.findall(r"\b((?:decisionmodel|temporal)_[a-z_]+)\b", expr))
+
+
+def test_exposed_series_read_from_the_registry() -> None:
+    series = exposed_series()
+    assert {
+        "decisionmodel_phase",
+        "decisionmodel_rollouts_total",
+        "decisionmodel_phase_duration_seconds_bucket",
+        "decisionmodel_probe_results_total",
+    } <= series
+    assert "decisionmodel_rollouts" not in series
+
+
+def test_alerts_are_the_seed_set_each_with_its_runbook(
+    all_on_objs: list[dict[str, Any]],
+) -> None:
+    rule = find(all_on_objs, "PrometheusRule")
+    rules = [r for g in rule["spec"]["groups"] for r in g["rules"]]
+    assert {r["alert"] for r in rules} == ALERTS
+    base = ALL_ON["prometheusRule"]["runbookBaseUrl"].rstrip("/")
+    for r in rules:
+        assert r["annotations"]["runbook_url"] == f"{base}/{r['alert']}.md"
+        runbook = ROOT / "docs" / "runbooks" / f"{r['alert']}.md"
+        assert runbook.exists(), runbook
+        text = runbook.read_text()
+        assert text.startswith(f"# {r['alert']}\n")
+        for section in RUNBOOK_SECTIONS:
+            assert section in text, f"{runbook.name} lacks {section}"
+        assert r["labels"]["severity"] in ("info", "warning", "critical")
+        assert r["annotations"]["summary"]
+
+
+def test_alert_expressions_query_series_that_exist(all_on_objs: list[dict[str, Any]]) -> None:
+    known = exposed_series() | TEMPORAL_SERIES
+    rule = find(all_on_objs, "PrometheusRule")
+    for r in (r for g in rule["spec"]["groups"] for r in g["rules"]):
+        used = series_in(r["expr"])
+        if r["alert"] != "DmrolloutControllerDown":
+            assert used, r["alert"]
+        assert used <= known, f"{r['alert']}: {sorted(used - known)}"
+
+
+def test_operator_alerts_point_at_this_release(all_on_objs: list[dict[str, Any]]) -> None:
+    rules = {
+        r["alert"]: r
+        for g in find(all_on_objs, "PrometheusRule")["spec"]["groups"]
+        for r in g["rules"]
+    }
+    service = find(all_on_objs, "Service", "-controller-metrics")["metadata"]["name"]
+    down = rules["DmrolloutControllerDown"]["expr"]
+    assert f'job="{service}"' in down and f'namespace="{NAMESPACE}"' in down
+    failures = rules["DmrolloutWorkflowTaskFailures"]["expr"]
+    assert f'task_queue="{ALL_ON["temporal"]["taskQueue"]}"' in failures
+
+
+def test_service_monitor_scrapes_both_services_keeping_their_labels(
+    all_on_objs: list[dict[str, Any]],
+) -> None:
+    monitor = find(all_on_objs, "ServiceMonitor")
+    assert monitor["metadata"]["labels"]["release"] == "kube-prometheus-stack"
+    (endpoint,) = monitor["spec"]["endpoints"]
+    # The series' own `namespace` label (the DecisionModel's) must survive the scrape.
+    assert endpoint["honorLabels"] is True
+    selector = monitor["spec"]["selector"]["matchLabels"]
+    services = [o for o in all_on_objs if o["kind"] == "Service"]
+    selected = [s for s in services if selector.items() <= s["metadata"]["labels"].items()]
+    assert len(selected) == 2
+    for s in selected:
+        assert endpoint["port"] in {p["name"] for p in s["spec"]["ports"]}
+
+
+def test_dashboard_panels_query_series_that_exist(all_on_objs: list[dict[str, Any]]) -> None:
+    configmap = find(all_on_objs, "ConfigMap", "-dashboard")
+    assert configmap["metadata"]["labels"]["grafana_dashboard"] == "1"
+    dashboard = json.loads(configmap["data"]["dmrollout.json"])
+    assert dashboard == json.loads((CHART / "dashboards" / "dmrollout.json").read_text())
+    known = exposed_series() | TEMPORAL_SERIES
+    queried: set[str] = set()
+    for panel in dashboard["panels"]:
+        for target in panel["targets"]:
+            used = series_in(target["expr"])
+            assert used, panel["title"]
+            assert used <= known, f"{panel['title']}: {sorted(used - known)}"
+            queried |= used
+    for needed in (
+        "decisionmodel_phase",
+        "decisionmodel_model_ready_replicas",
+        "decisionmodel_desired_replicas",
+        "decisionmodel_rollouts_total",
+        "decisionmodel_evaluation_accuracy",
+        "decisionmodel_evaluation_ece",
+        "decisionmodel_probe_results_total",
+    ):
+        assert needed in queried, needed
+    ids = [p["id"] for p in dashboard["panels"]]
+    assert len(ids) == len(set(ids))
+
+
+def test_monitoring_is_off_by_default(default_objs: list[dict[str, Any]]) -> None:
+    kinds = {o["kind"] for o in default_objs}
+    assert not kinds & {"ServiceMonitor", "PrometheusRule", "ConfigMap", "Job"}
