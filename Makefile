@@ -4,8 +4,9 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-stamp
 PYTEST_ARGS ?=
+HELM = $(shell bash hack/testenv.sh --print)/helm
 
-.PHONY: help venv testenv test unit lint format manifests demo dev-up clean
+.PHONY: help venv testenv browser test unit lint format manifests demo dev-up clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-10s %s\n", $$1, $$2}'
@@ -21,24 +22,32 @@ venv: $(STAMP) ## create .venv and install the project with its dev extras
 testenv: ## build (once) etcd, kube-apiserver, controller-manager, scheduler, kwok, helm into the cache
 	bash hack/testenv.sh
 
-test: venv testenv ## run every test inside a private network namespace
+browser: ## install Debian's chromium for the Temporal UI check (once)
+	bash hack/install-browser.sh
+
+test: venv testenv browser ## run every test inside a private network namespace
 	hack/in-netns.sh $(BIN)/pytest -q $(PYTEST_ARGS)
 
-unit: venv ## the fast pure tests only (no sockets)
+unit: venv testenv ## the fast pure tests only (no cluster, no Temporal)
 	$(BIN)/pytest -q tests/unit -m "not cluster and not temporal"
 
-lint: venv ## ruff, format check, mypy --strict, import contracts
+lint: venv testenv ## ruff, format check, mypy --strict, import contracts, hadolint, helm lint
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	$(BIN)/mypy
 	$(BIN)/lint-imports
+	bash hack/hadolint.sh
+	$(HELM) lint --strict charts/dmrollout
+	$(HELM) lint --strict charts/dmrollout -f charts/dmrollout/ci/all-on-values.yaml
 
 format: venv ## apply ruff's formatting and fixes
 	$(BIN)/ruff format .
 	$(BIN)/ruff check --fix .
 
-manifests: venv ## regenerate deploy/crd from the pydantic API types
+manifests: venv ## regenerate the CRD (deploy/ and the chart) and docs/api.md from the API types
 	$(BIN)/dmrollout crd > deploy/crd/decisionmodels.decisionmodel.io.yaml
+	cp deploy/crd/decisionmodels.decisionmodel.io.yaml charts/dmrollout/crds/
+	$(BIN)/python -m decisionmodel.crd --docs > docs/api.md
 
 demo: venv testenv ## local cluster, Temporal (UI on host 127.0.0.1:8233), simulators, worker, controller, two sample rollouts; Ctrl-C stops
 	hack/demo.sh $(DEMO_ARGS)
