@@ -30,13 +30,13 @@ def _cmd_worker(args: argparse.Namespace) -> int:
     import asyncio
     import logging
 
-    from activities.settings import RolloutSettings
+    from controller.commands import rollout_settings
     from controller.temporal_client import NamespaceNotReady, TemporalSettings
     from controller.worker import run_worker
 
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s %(message)s")
     try:
-        return asyncio.run(run_worker(TemporalSettings(), RolloutSettings()))
+        return asyncio.run(run_worker(TemporalSettings(), rollout_settings(args)))
     except NamespaceNotReady as e:
         print(f"dmrollout worker: {e}", file=sys.stderr)
         return 3
@@ -72,6 +72,9 @@ def build_parser() -> argparse.ArgumentParser:
         help="run RolloutWorkflow and its activities (settings from DMROLLOUT_* and "
         "DMROLLOUT_TEMPORAL_* environment variables)",
     )
+    from controller.commands import add_guard_flags
+
+    add_guard_flags(worker)
     worker.set_defaults(func=_cmd_worker)
 
     temporal = sub.add_parser("temporal", help="Temporal namespace administration")

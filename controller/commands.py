@@ -119,6 +119,30 @@ async def history(args: argparse.Namespace) -> int:
     return 0
 
 
+def rollout_settings(args: argparse.Namespace) -> RolloutSettings:
+    """RolloutSettings from the environment, overridden by the reference operator's flags.
+
+    The guards are enforced by the worker's activities (resolve, render); the controller uses the
+    same settings to render the stable's objects when it restores them. Give both the same."""
+    overrides: dict[str, Any] = {}
+    if args.allowed_registries is not None:
+        overrides["allowed_registries"] = [r for r in args.allowed_registries.split(",") if r]
+    if args.allow_insecure_registries:
+        overrides["allow_insecure_registries"] = True
+    if args.allow_image_override:
+        overrides["allow_image_override"] = True
+    if args.ollaya_registry:
+        overrides["ollaya_registry"] = args.ollaya_registry
+    return RolloutSettings(**overrides)
+
+
+def add_guard_flags(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--allowed-registries", default=None, help="comma-separated hosts")
+    p.add_argument("--allow-insecure-registries", action="store_true")
+    p.add_argument("--allow-image-override", action="store_true")
+    p.add_argument("--ollaya-registry", default=None)
+
+
 def controller(args: argparse.Namespace) -> int:
     from controller.manager import Manager
 
@@ -133,18 +157,7 @@ def controller(args: argparse.Namespace) -> int:
     if args.leader_elect is not None:
         overrides["leader_election"] = args.leader_elect == "true"
     settings = ControllerSettings(**overrides)
-    rollout_overrides: dict[str, Any] = {}
-    if args.allowed_registries is not None:
-        rollout_overrides["allowed_registries"] = [
-            r for r in args.allowed_registries.split(",") if r
-        ]
-    if args.allow_insecure_registries:
-        rollout_overrides["allow_insecure_registries"] = True
-    if args.allow_image_override:
-        rollout_overrides["allow_image_override"] = True
-    if args.ollaya_registry:
-        rollout_overrides["ollaya_registry"] = args.ollaya_registry
-    rollout = RolloutSettings(**rollout_overrides)
+    rollout = rollout_settings(args)
     try:
         return asyncio.run(Manager(settings, rollout, TemporalSettings()).run())
     except NamespaceNotReady as e:
@@ -174,10 +187,7 @@ def add_commands(sub: Any) -> None:
     co = sub.add_parser("controller", help="run the controller (watches, dispatch, steady state)")
     co.add_argument("--watch-namespaces", default=None, help="comma-separated; empty = all")
     co.add_argument("--max-concurrent-rollouts", type=int, default=None)
-    co.add_argument("--allowed-registries", default=None, help="comma-separated hosts")
-    co.add_argument("--allow-insecure-registries", action="store_true")
-    co.add_argument("--allow-image-override", action="store_true")
-    co.add_argument("--ollaya-registry", default=None)
+    add_guard_flags(co)
     co.add_argument("--health-port", type=int, default=None)
     co.add_argument("--leader-elect", choices=["true", "false"], default=None)
     co.set_defaults(func=controller)

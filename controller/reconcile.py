@@ -247,7 +247,7 @@ class Reconciler:
         if limit <= 0:
             return True
         self.queue_order.setdefault(key, None)
-        running = await self.rollouts.running_total()
+        running = await self.rollouts.running_total(self.settings.watch_namespaces)
         free = limit - running
         if free <= 0:
             return False

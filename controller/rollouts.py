@@ -89,8 +89,12 @@ class Rollouts:
             found.append(RunningRollout(wf.id, wf.run_id, revision))
         return found
 
-    async def running_total(self) -> int:
+    async def running_total(self, namespaces: list[str] | None = None) -> int:
+        """Rollouts in flight (AwaitingPromotion included: it holds a candidate's resources),
+        within the watched namespaces when the controller is scoped to some."""
         query = "WorkflowType = 'RolloutWorkflow' AND ExecutionStatus = 'Running'"
+        if namespaces:
+            query += f" AND DmNamespace IN ({', '.join(_quote(n) for n in namespaces)})"
         count = await self.client.count_workflows(query)
         return count.count
 

@@ -293,6 +293,24 @@ class SteadyState:
             return
         if Kube.controller_uid(current) != dm.uid:
             conflicts.append(f"Service {name} is not owned by this DecisionModel")
+            return
+        selector = current["spec"].get("selector") or {}
+        if selector != desired["spec"]["selector"]:
+            # status.stableRevision is written before the Service switch (crash-safe order); a
+            # promotion cut between the two is completed here, from the recorded stable.
+            log.info(
+                "Service %s/%s selects %s; switching to the stable %s",
+                dm.namespace,
+                name,
+                selector.get("decisionmodel.io/revision"),
+                stable,
+            )
+            await Kube.run(
+                self.kube.kinds["Service"].patch,
+                name,
+                dm.namespace,
+                {"spec": {"selector": desired["spec"]["selector"]}},
+            )
 
     async def _cache(
         self, inp: RevisionObjectsInput, obj: dict[str, Any], problems: list[Cond]

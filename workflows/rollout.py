@@ -78,11 +78,12 @@ PERMANENT_REASONS = [
     "DigestMismatch",
     "DatasetInvalid",
     "ImageOverrideNotAllowed",
-    "ResourceConflict",
     "PrefetchFailed",
     "DecisionModelGone",
-    "APIKeyInvalid",
 ]
+# Not listed, on purpose: APIKeyInvalid and ResourceConflict can be fixed while the rollout
+# waits (add the key, remove the foreign object) and retry until the phase deadline; where one
+# is final (a foreign Service at promotion) the activity marks its error non-retryable.
 
 RETRY = RetryPolicy(
     initial_interval=timedelta(seconds=1),
@@ -327,14 +328,22 @@ class RolloutWorkflow:
 
         # 6. promote: persist stableRevision, PDB, switch the Service.
         await self._enter(Phase.PROMOTING, "promote")
-        promoted: PromoteResult = await self._activity(
-            PROMOTE,
-            PromoteInput(dm=dm, candidate=record, replicas=inp.replicas, stable=inp.stable),
-            PromoteResult,
-            summary=f"promote {record.hash}: record stable, PDB, switch Service {dm.name}",
-            start_to_close=timedelta(seconds=60),
-            schedule_to_close=timedelta(minutes=10),
+        promotion = asyncio.create_task(
+            self._activity(
+                PROMOTE,
+                PromoteInput(dm=dm, candidate=record, replicas=inp.replicas, stable=inp.stable),
+                PromoteResult,
+                summary=f"promote {record.hash}: record stable, PDB, switch Service {dm.name}",
+                start_to_close=timedelta(seconds=60),
+                schedule_to_close=timedelta(minutes=10),
+            )
         )
+        try:
+            promoted: PromoteResult = await asyncio.shield(promotion)
+        except asyncio.CancelledError:
+            # Too late to stop: a promotion half done (stable recorded, Service not yet switched)
+            # is worse than a finished one. Finish it; a newer revision rolls from this stable.
+            promoted = await promotion
         self._phase = Phase.READY
         self._step = "promoted"
         workflow.upsert_search_attributes([sa.DM_PHASE.value_set(Phase.READY.value)])
@@ -473,6 +482,8 @@ class RolloutWorkflow:
         """Stop this rollout and roll back (the stable keeps serving)."""
         if self._abort_reason is not None or self._result is not None:
             return
+        if self._phase in (Phase.PROMOTING, Phase.READY):
+            return  # promoted (or being promoted): nothing left to abort
         self._abort_reason = reason or "no reason given"
         if self._main is not None and not self._main.done():
             self._main.cancel()

@@ -39,6 +39,7 @@ class FakeCluster:
     fail: dict[str, ApplicationError] = field(default_factory=dict)
     evaluation_result: str = "Passed"
     block_prefetch: asyncio.Event | None = None
+    block_promote: asyncio.Event | None = None
 
     def activities(self) -> list[Any]:
         cluster = self
@@ -95,6 +96,10 @@ class FakeCluster:
         @activity.defn(name=c.PROMOTE)
         async def promote(inp: c.PromoteInput) -> c.PromoteResult:
             cluster._step(c.PROMOTE)
+            if cluster.block_promote is not None:
+                while not cluster.block_promote.is_set():
+                    activity.heartbeat()
+                    await asyncio.sleep(0.1)
             return c.PromoteResult(previous=inp.stable.hash if inp.stable else None)
 
         @activity.defn(name=c.DELETE_REVISION)
@@ -313,3 +318,19 @@ async def test_abort_rolls_back(client: Client, queue: str, cluster: FakeCluster
     outcome = await handle.result()
     assert outcome.result == c.RolloutResult.ROLLED_BACK and outcome.reason == "Aborted"
     assert cluster.deleted == ["r:en"]
+
+
+async def test_cancel_or_abort_during_promotion_finishes_it(
+    client: Client, queue: str, cluster: FakeCluster
+) -> None:
+    cluster.block_promote = asyncio.Event()
+    handle = await start(client, queue, make_input(stable=True))
+    await wait_phase(handle, c.Phase.PROMOTING)
+    await handle.signal(RolloutWorkflow.abort, "too late")
+    await handle.cancel()
+    await asyncio.sleep(0.5)
+    cluster.block_promote.set()
+    outcome = await handle.result()
+    assert outcome.result == c.RolloutResult.PROMOTED
+    assert cluster.deleted == ["stable0000000000"]  # the previous revision still goes
+    assert not any(s.failed for s in cluster.statuses)

@@ -12,7 +12,7 @@ class FakeRollouts:
     def __init__(self) -> None:
         self.total = 0
 
-    async def running_total(self) -> int:
+    async def running_total(self, namespaces: list[str] | None = None) -> int:
         return self.total
 
 
