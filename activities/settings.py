@@ -2,6 +2,8 @@
 
 One object, read from the environment (``DMROLLOUT_*``) by the worker and the controller, each
 field documented with its default and why. The Helm chart's values feed the same variables.
+Tempo that is part of a workflow's input (heartbeat timeout, promotion grace) is not here: the
+controller copies it from ``controller/settings.py`` into each rollout when it starts.
 """
 
 from __future__ import annotations
@@ -46,9 +48,6 @@ class RolloutSettings(BaseSettings):
         default=1.0,
         description="How often waiting activities re-read the API (and heartbeat): tight enough "
         "that a rollout reacts within a second, cheap for the API server.",
-    )
-    promotion_grace_seconds: int = Field(
-        default=30, description="How long the previous revision keeps running after a switch."
     )
     queue_full_attempts: int = Field(
         default=20, description="Attempts per evaluation case on 503 QUEUE_FULL."

@@ -108,8 +108,6 @@ app.kubernetes.io/component: {{ .component }}
 - name: DMROLLOUT_RUNTIME_VERSION
   value: {{ . | quote }}
 {{- end }}
-- name: DMROLLOUT_PROMOTION_GRACE_SECONDS
-  value: {{ .Values.promotionGraceSeconds | quote }}
 {{- include "dmrollout.proxyEnv" . }}
 {{- end -}}
 

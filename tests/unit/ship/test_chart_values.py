@@ -93,7 +93,6 @@ MAPPING: tuple[Mapping, ...] = (
         "runtime_version",
         _empty_is_default(RolloutSettings, "runtime_version"),
     ),
-    Mapping("promotionGraceSeconds", "rollout", "promotion_grace_seconds"),
     Mapping("proxy.httpProxy", "rollout", "http_proxy", _empty_is_none),
     Mapping("proxy.httpsProxy", "rollout", "https_proxy", _empty_is_none),
     Mapping("proxy.noProxy", "rollout", "no_proxy", _empty_is_none),
@@ -224,8 +223,15 @@ def settings_from(env: dict[str, str], monkeypatch: pytest.MonkeyPatch) -> dict[
     return {name: cls() for name, cls in SETTINGS.items()}
 
 
+# DMROLLOUT_* variables read by a program directly rather than through a settings class, and
+# where (test_variables_read_elsewhere_are_read_there checks the name appears there).
+READ_ELSEWHERE: dict[str, str] = {
+    "DMROLLOUT_WORKER_METRICS_PORT": "controller/worker.py",
+}
+
+
 def owning_settings(variable: str) -> tuple[str, str] | None:
-    if not variable.startswith("DMROLLOUT_"):
+    if not variable.startswith("DMROLLOUT_") or variable in READ_ELSEWHERE:
         return None
     for prefix, name in (
         ("DMROLLOUT_CONTROLLER_", "controller"),
@@ -405,6 +411,28 @@ def test_kustomize_configmaps_name_real_settings() -> None:
             assert owner[1] in SETTINGS[owner[0]].model_fields, variable
 
 
+def test_variables_read_elsewhere_are_read_there() -> None:
+    for variable, source in READ_ELSEWHERE.items():
+        assert f'"{variable}"' in (ROOT / source).read_text(), (
+            f"{source} no longer reads {variable}"
+        )
+
+
+def test_promotion_grace_is_the_controllers_alone(
+    default_objs: list[dict[str, Any]], all_on_objs: list[dict[str, Any]]
+) -> None:
+    # The workflow input carries the controller's value; a RolloutSettings copy would be dead.
+    assert "promotion_grace_seconds" not in RolloutSettings.model_fields
+    for objs in (default_objs, all_on_objs):
+        values = VALUES if objs is default_objs else merged(VALUES, ALL_ON)
+        controller = env_of(container(objs, "Deployment", "-controller"))
+        worker = env_of(container(objs, "Deployment", "-worker"))
+        assert controller["DMROLLOUT_CONTROLLER_PROMOTION_GRACE_SECONDS"] == str(
+            values["promotionGraceSeconds"]
+        )
+        assert "DMROLLOUT_PROMOTION_GRACE_SECONDS" not in controller | worker
+
+
 @pytest.mark.parametrize("case", ["default", "all-on"])
 def test_controller_worker_and_setup_job_share_one_temporal_and_rollout_config(
     case: str, default_objs: list[dict[str, Any]], all_on_objs: list[dict[str, Any]]
@@ -417,7 +445,8 @@ def test_controller_worker_and_setup_job_share_one_temporal_and_rollout_config(
             for e in c["env"]
             if e["name"].startswith(prefixes)
             and not e["name"].startswith("DMROLLOUT_CONTROLLER_")
-            and e["name"] != "DMROLLOUT_TEMPORAL_METRICS_BIND_ADDRESS"
+            and e["name"]
+            not in ("DMROLLOUT_TEMPORAL_METRICS_BIND_ADDRESS", "DMROLLOUT_WORKER_METRICS_PORT")
         ]
 
     everything = ("DMROLLOUT_", "HTTP_PROXY", "HTTPS_PROXY", "NO_PROXY")
@@ -442,7 +471,8 @@ def test_ports_agree_between_settings_containers_and_services(
     worker = container(objs, "Deployment", "-worker")
     env_c, env_w = env_of(controller), env_of(worker)
     port_c = {p["name"]: p["containerPort"] for p in controller["ports"]}["metrics"]
-    port_w = {p["name"]: p["containerPort"] for p in worker["ports"]}["metrics"]
+    ports_w = {p["name"]: p["containerPort"] for p in worker["ports"]}
+    port_w = ports_w["metrics"]
     assert (
         port_c
         == int(env_c["DMROLLOUT_CONTROLLER_HEALTH_PORT"])
@@ -450,14 +480,22 @@ def test_ports_agree_between_settings_containers_and_services(
     )
     assert env_w["DMROLLOUT_TEMPORAL_METRICS_BIND_ADDRESS"] == f"0.0.0.0:{port_w}"
     assert port_w == values["worker"]["metricsPort"]
+    assert (
+        ports_w["dm-metrics"]
+        == int(env_w["DMROLLOUT_WORKER_METRICS_PORT"])
+        == values["worker"]["resolveMetricsPort"]
+        != port_w
+    )
     for probe in ("startupProbe", "livenessProbe", "readinessProbe"):
         assert controller[probe]["httpGet"]["port"] == "metrics"
     assert controller["livenessProbe"]["httpGet"]["path"] == "/healthz"
     assert controller["readinessProbe"]["httpGet"]["path"] == "/readyz"
-    for component, port in (("controller", port_c), ("worker", port_w)):
+    for component, ports in (("controller", {"metrics": port_c}), ("worker", ports_w)):
         service = find(objs, "Service", f"-{component}-metrics")
-        (sp,) = service["spec"]["ports"]
-        assert (sp["name"], sp["port"], sp["targetPort"]) == ("metrics", port, "metrics")
+        # Each container port is served under its own name, and nothing else.
+        assert {(p["name"], p["port"], p["targetPort"]) for p in service["spec"]["ports"]} == {
+            (name, port, name) for name, port in ports.items()
+        }
         pod_labels = find(objs, "Deployment", f"-{component}")["spec"]["template"]["metadata"][
             "labels"
         ]
@@ -653,15 +691,18 @@ def test_service_monitor_scrapes_both_services_keeping_their_labels(
 ) -> None:
     monitor = find(all_on_objs, "ServiceMonitor")
     assert monitor["metadata"]["labels"]["release"] == "kube-prometheus-stack"
-    (endpoint,) = monitor["spec"]["endpoints"]
+    endpoints = monitor["spec"]["endpoints"]
     # The series' own `namespace` label (the DecisionModel's) must survive the scrape.
-    assert endpoint["honorLabels"] is True
+    assert all(e["honorLabels"] is True for e in endpoints)
+    scraped = {e["port"] for e in endpoints}
     selector = monitor["spec"]["selector"]["matchLabels"]
     services = [o for o in all_on_objs if o["kind"] == "Service"]
     selected = [s for s in services if selector.items() <= s["metadata"]["labels"].items()]
     assert len(selected) == 2
-    for s in selected:
-        assert endpoint["port"] in {p["name"] for p in s["spec"]["ports"]}
+    # Every port of both Services is scraped (the worker's two), and no endpoint names a port
+    # neither has.
+    ports = {p["name"] for s in selected for p in s["spec"]["ports"]}
+    assert scraped == ports == {"metrics", "dm-metrics"}
 
 
 def test_dashboard_panels_query_series_that_exist(all_on_objs: list[dict[str, Any]]) -> None:

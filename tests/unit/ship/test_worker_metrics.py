@@ -1,0 +1,155 @@
+"""The worker's two metrics endpoints, as shipped by deploy/ (kustomize) and the chart.
+
+`dmrollout worker` serves the Temporal SDK's temporal_* series on
+DMROLLOUT_TEMPORAL_METRICS_BIND_ADDRESS (port `metrics`) and its own
+decisionmodel_registry_resolve_duration_seconds on DMROLLOUT_WORKER_METRICS_PORT (port
+`dm-metrics`, controller/worker.py), which is served only when set. Both bind 0.0.0.0, so the
+ports must differ. Each rendering must set the variable, expose the port under that name on the
+container and the worker metrics Service, and (chart) scrape it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import urllib.request
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from prometheus_client import start_http_server
+
+from controller.worker import WorkerMetrics
+from localenv.paths import bin_dir, python_tool
+
+ROOT = Path(__file__).resolve().parents[3]
+CHART = ROOT / "charts" / "dmrollout"
+ALL_ON = CHART / "ci" / "all-on-values.yaml"
+RESOLVE_SERIES = "decisionmodel_registry_resolve_duration_seconds"
+
+
+def _docs(text: str) -> list[dict[str, Any]]:
+    return [d for d in yaml.safe_load_all(text) if d]
+
+
+def kustomize() -> list[dict[str, Any]]:
+    out = subprocess.run(
+        [python_tool("kubectl"), "kustomize", str(ROOT / "deploy")],
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=60,
+    )
+    return _docs(out.stdout)
+
+
+def helm_template(*args: str, tmp: Path, check: bool = True) -> subprocess.CompletedProcess[str]:
+    helm = bin_dir() / "helm"
+    assert helm.exists(), f"{helm} is missing: run hack/testenv.sh (make testenv) first"
+    env = {
+        **os.environ,
+        "HELM_CACHE_HOME": str(tmp / "cache"),
+        "HELM_CONFIG_HOME": str(tmp / "config"),
+        "HELM_DATA_HOME": str(tmp / "data"),
+    }
+    return subprocess.run(
+        [str(helm), "template", "dmrollout", str(CHART), "-n", "dmrollout-system", *args],
+        capture_output=True,
+        text=True,
+        check=check,
+        timeout=60,
+        env=env,
+    )
+
+
+@pytest.fixture(scope="module")
+def rendered(tmp_path_factory: pytest.TempPathFactory) -> dict[str, list[dict[str, Any]]]:
+    tmp = tmp_path_factory.mktemp("helm")
+    return {
+        "kustomize": kustomize(),
+        "chart-default": _docs(helm_template(tmp=tmp).stdout),
+        "chart-all-on": _docs(helm_template("-f", str(ALL_ON), tmp=tmp).stdout),
+    }
+
+
+def _one(objs: list[dict[str, Any]], kind: str, suffix: str) -> dict[str, Any]:
+    (obj,) = [o for o in objs if o["kind"] == kind and o["metadata"]["name"].endswith(suffix)]
+    return obj
+
+
+def _worker_container(objs: list[dict[str, Any]]) -> dict[str, Any]:
+    (c,) = _one(objs, "Deployment", "-worker")["spec"]["template"]["spec"]["containers"]
+    return dict(c)
+
+
+@pytest.mark.parametrize("name", ["kustomize", "chart-default", "chart-all-on"])
+def test_both_worker_endpoints_are_set_on_distinct_ports(
+    name: str, rendered: dict[str, list[dict[str, Any]]]
+) -> None:
+    objs = rendered[name]
+    c = _worker_container(objs)
+    env = {e["name"]: e["value"] for e in c["env"] if "value" in e}
+    ports = {p["name"]: p["containerPort"] for p in c["ports"]}
+    sdk_host, _, sdk_port = env["DMROLLOUT_TEMPORAL_METRICS_BIND_ADDRESS"].rpartition(":")
+    assert (sdk_host, int(sdk_port)) == ("0.0.0.0", ports["metrics"])
+    assert int(env["DMROLLOUT_WORKER_METRICS_PORT"]) == ports["dm-metrics"]
+    assert ports["dm-metrics"] != ports["metrics"]
+    service = _one(objs, "Service", "-worker-metrics")
+    assert {(p["name"], p["port"], p["targetPort"]) for p in service["spec"]["ports"]} == {
+        ("metrics", ports["metrics"], "metrics"),
+        ("dm-metrics", ports["dm-metrics"], "dm-metrics"),
+    }
+
+
+def test_kustomize_and_chart_defaults_use_the_same_ports(
+    rendered: dict[str, list[dict[str, Any]]],
+) -> None:
+    def ports(objs: list[dict[str, Any]]) -> dict[str, int]:
+        return {p["name"]: p["containerPort"] for p in _worker_container(objs)["ports"]}
+
+    assert ports(rendered["kustomize"]) == ports(rendered["chart-default"])
+    assert ports(rendered["chart-default"]) == {"metrics": 9090, "dm-metrics": 9465}
+    # all-on moves both, so a template that hard-codes a port fails above.
+    assert ports(rendered["chart-all-on"]) == {"metrics": 9464, "dm-metrics": 9466}
+
+
+def test_service_monitor_scrapes_the_resolve_port(
+    rendered: dict[str, list[dict[str, Any]]],
+) -> None:
+    monitor = _one(rendered["chart-all-on"], "ServiceMonitor", "")
+    endpoint = {e["port"]: e for e in monitor["spec"]["endpoints"]}["dm-metrics"]
+    assert endpoint["path"] == "/metrics"
+    assert endpoint["honorLabels"] is True
+
+
+def test_chart_refuses_one_port_for_both(tmp_path: Path) -> None:
+    result = helm_template("--set", "worker.resolveMetricsPort=9090", tmp=tmp_path, check=False)
+    assert result.returncode != 0
+    assert "worker.metricsPort and worker.resolveMetricsPort must differ" in result.stderr
+
+
+def test_the_port_serves_the_series_the_dashboard_reads() -> None:
+    """What sits behind dm-metrics: WorkerMetrics' registry over prometheus_client, as
+    run_worker starts it (here on loopback and an ephemeral port)."""
+    metrics = WorkerMetrics()
+    metrics.observe_resolve(0.3)
+    server, thread = start_http_server(0, addr="127.0.0.1", registry=metrics.registry)
+    try:
+        url = f"http://127.0.0.1:{server.server_port}/metrics"
+        # No proxy from the environment: loopback only.
+        opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+        with opener.open(url, timeout=5) as response:
+            text = response.read().decode()
+    finally:
+        server.shutdown()
+        thread.join(timeout=5)
+    # Default buckets …, 0.25, 0.5, …: 0.3 s lands in le="0.5", not in le="0.25".
+    assert f'{RESOLVE_SERIES}_bucket{{le="0.25"}} 0.0' in text
+    assert f'{RESOLVE_SERIES}_bucket{{le="0.5"}} 1.0' in text
+    assert f"{RESOLVE_SERIES}_count 1.0" in text
+    assert f"{RESOLVE_SERIES}_sum 0.3" in text
+    dashboard = json.loads((CHART / "dashboards" / "dmrollout.json").read_text())
+    exprs = [t["expr"] for p in dashboard["panels"] for t in p.get("targets", [])]
+    assert any(f"{RESOLVE_SERIES}_bucket" in e for e in exprs)
