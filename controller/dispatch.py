@@ -163,13 +163,14 @@ def rollout_input(
             starting=int(timeouts.starting_duration.total_seconds()),
             evaluating=int(timeouts.evaluating_duration.total_seconds()),
         ),
-        stable=_record_of(stable),
+        stable=record_of(stable),
         retry_token=retry_token,
         tuning=tuning or RolloutTuning(),
     )
 
 
-def _record_of(rev: RevisionStatus | None) -> RevisionRecord | None:
+def record_of(rev: RevisionStatus | None) -> RevisionRecord | None:
+    """A recorded revision from status, as the rollout contracts carry it (None if incomplete)."""
     if rev is None or not rev.digest or not rev.model:
         return None
     return RevisionRecord(

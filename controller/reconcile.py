@@ -24,7 +24,13 @@ from kubernetes.client.rest import ApiException
 
 from activities.kube import DecisionModelGone, Kube
 from activities.status import emit_event, write_status
-from controller.dispatch import DesiredRevision, DispatchSettings, desired_revision, rollout_input
+from controller.dispatch import (
+    DesiredRevision,
+    DispatchSettings,
+    desired_revision,
+    record_of,
+    rollout_input,
+)
 from controller.rollouts import Rollouts, RunningRollout
 from controller.settings import ControllerSettings
 from controller.status_writer import Cond, ControllerStatus, apply_controller_status
@@ -34,7 +40,6 @@ from decisionmodel.render.labels import ANNOTATION_PROMOTE, ANNOTATION_RETRY
 from workflows.contracts import (
     DMRef,
     Phase,
-    RevisionRecord,
     RolloutTuning,
     StatusUpdate,
     workflow_id,
@@ -292,19 +297,8 @@ class Reconciler:
         )
         phase_now = status.phase.value if status and status.phase else None
         new_phase: Phase | None = None
-        if stable is not None and stable.digest and stable.model:
-            record = RevisionRecord(
-                hash=stable.hash,
-                engine=stable.engine.value if stable.engine else "ollaya",
-                model=stable.model,
-                digest=stable.digest,
-                device=stable.device.value if stable.device else "cpu",
-                image=stable.image,
-                runtime_version=stable.runtime_version,
-                resources=stable.resources or {},
-                precision=stable.precision,
-                placement=stable.placement,
-            )
+        record = record_of(stable)
+        if record is not None:
             health = await self.steady.reconcile(ref, obj, record)
             for result in health.probe_transitions:
                 self.metrics.record_probe_transition(ref.namespace, ref.name, result)

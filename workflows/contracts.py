@@ -15,6 +15,9 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+# One phase vocabulary: the API's (status.phase), also the workflow's DmPhase attribute.
+from decisionmodel.api_status import Phase as Phase
+
 # Activity names: the workflow schedules activities by name so that workflows/ never imports
 # the activities' modules (and with them kubernetes and httpx).
 RESOLVE = "resolve"
@@ -32,20 +35,6 @@ WORKFLOW_ID_PREFIX = "rollout"
 
 class Contract(BaseModel):
     model_config = ConfigDict(frozen=True, extra="ignore")
-
-
-class Phase(StrEnum):
-    PENDING = "Pending"
-    RESOLVING = "Resolving"
-    CACHING = "Caching"
-    STARTING = "Starting"
-    EVALUATING = "Evaluating"
-    AWAITING_PROMOTION = "AwaitingPromotion"
-    PROMOTING = "Promoting"
-    READY = "Ready"
-    DEGRADED = "Degraded"
-    FAILED = "Failed"
-    ROLLED_BACK = "RolledBack"
 
 
 class RolloutResult(StrEnum):
