@@ -27,7 +27,7 @@ from kubernetes.client.rest import ApiException
 from temporalio import activity
 
 from activities.errors import typed_errors
-from activities.kube import Kube
+from activities.kube import STATUS_APPLY_ATTEMPTS, Kube, conflict_backoff
 from activities.settings import RolloutSettings
 from decisionmodel.api_status import Condition, EvaluationGates, EvaluationStatus
 from decisionmodel.conditions import ConditionType, condition, set_condition
@@ -60,7 +60,7 @@ ROLLOUT_STATUS_FIELDS: Final = (
 )
 # A conflicting write between read and apply is rare (the controller writes on Pod events);
 # five rounds make a persistent race visible as an error instead of a loop.
-APPLY_ATTEMPTS = 5
+APPLY_ATTEMPTS = STATUS_APPLY_ATTEMPTS
 
 
 def wire_time(now: datetime) -> str:
@@ -274,6 +274,7 @@ async def write_status(
             if e.status != 409 or attempt == APPLY_ATTEMPTS:
                 raise
             log.info("status of %s changed while applying; re-reading", update.dm.name)
+            await conflict_backoff(attempt)
     raise AssertionError("unreachable")
 
 

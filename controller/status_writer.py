@@ -22,14 +22,19 @@ from typing import Any, Final
 
 from kubernetes.client.rest import ApiException
 
-from activities.kube import CONTROLLER_FIELD_MANAGER, Kube
+from activities.kube import (
+    CONTROLLER_FIELD_MANAGER,
+    STATUS_APPLY_ATTEMPTS,
+    Kube,
+    conflict_backoff,
+)
 from workflows.contracts import DMRef
 
 log = logging.getLogger("dmrollout.controller.status")
 
 CONTROLLER_FIELDS: Final = ("observedGeneration", "endpoint", "replicas", "lastRetryToken")
 CONTROLLER_CONDITIONS: Final = frozenset({"Ready", "Degraded", "ModelReady"})
-APPLY_ATTEMPTS: Final = 5
+APPLY_ATTEMPTS: Final = STATUS_APPLY_ATTEMPTS
 
 
 @dataclass(frozen=True)
@@ -131,6 +136,7 @@ async def apply_controller_status(
             if e.status != 409 or attempt == APPLY_ATTEMPTS:
                 raise
             log.info("status of %s/%s changed while applying; re-reading", dm.namespace, dm.name)
+            await conflict_backoff(attempt)
             continue
         return current, result.get("status") or {}
     raise AssertionError("unreachable")
