@@ -135,3 +135,47 @@ async def test_spec_back_to_stable_clears_failed_revision(ctl: RolloutHarness) -
     ctl.update_spec("back", {"model": "laya:en"})
     await eventually(lambda: "failedRevision" not in ctl.status("back"), 60, what="failed cleared")
     await eventually(lambda: phase(ctl, "back") == "Ready", 60, what="Ready again")
+
+
+def cli(ctl: RolloutHarness, *args: str) -> str:
+    import os
+    import subprocess
+    import sys
+
+    env = {
+        **os.environ,
+        "DMROLLOUT_KUBECONFIG": str(ctl.cluster.kubeconfig),
+        "DMROLLOUT_TEMPORAL_TASK_QUEUE": ctl.task_queue,
+    }
+    out = subprocess.run(
+        [sys.executable, "-m", "controller.cli", *args],
+        env=env, capture_output=True, text=True, timeout=60, check=True,
+    )  # fmt: skip
+    return out.stdout
+
+
+async def test_cli_status_promote_history(ctl: RolloutHarness) -> None:
+    put_model("laya", "cli2", accuracy=0.9, revision="cli2")
+    ctl.create_dm("cli", {"model": "laya:en", "rollout": {"promotion": "Manual"}})
+    await eventually(lambda: phase(ctl, "cli") == "Ready", 90, what="Ready")
+    ctl.update_spec("cli", {"model": "laya:cli2"})
+    await eventually(lambda: phase(ctl, "cli") == "AwaitingPromotion", 90)
+    status = cli(ctl, "status", "cli", "-n", ctl.namespace)
+    assert "AwaitingPromotion" in status and "laya:en" in status
+    assert f"rollout/{ctl.namespace}/cli/" in status
+    assert "http://127.0.0.1:8233/namespaces/default/workflows/rollout%2F" in status
+    assert f"dmrollout promote cli -n {ctl.namespace}" in status
+    promoted = cli(ctl, "promote", "cli", "-n", ctl.namespace)
+    assert promoted.startswith("approved ")
+    await eventually(
+        lambda: (ctl.status("cli").get("stableRevision") or {}).get("model") == "laya:cli2", 90
+    )
+    # The second rollout closes after its grace timer and the delete of the previous revision.
+    await eventually(
+        lambda: cli(ctl, "history", "cli", "-n", ctl.namespace).count("Promoted") == 2, 60
+    )
+    history = cli(ctl, "history", "cli", "-n", ctl.namespace).splitlines()
+    assert history[0].split() == ["STARTED", "REVISION", "MODEL", "RESULT", "DURATION", "WORKFLOW"]
+    rows = history[1:]
+    assert len(rows) == 2 and all("Promoted" in r for r in rows)
+    assert any("laya:cli2" in r for r in rows) and any("laya:en" in r for r in rows)
