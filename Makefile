@@ -6,7 +6,7 @@ STAMP := $(VENV)/.installed-stamp
 PYTEST_ARGS ?=
 HELM = $(shell bash hack/testenv.sh --print)/helm
 
-.PHONY: help venv testenv browser test unit lint format manifests demo dev-up clean
+.PHONY: help venv testenv browser bench test unit lint format manifests demo dev-up clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-10s %s\n", $$1, $$2}'
@@ -54,6 +54,9 @@ demo: venv testenv ## local cluster, Temporal (UI on host 127.0.0.1:8233), simul
 
 dev-up: venv testenv ## only the local environment: cluster, Temporal (UI), simulators
 	hack/in-netns.sh $(BIN)/dmrollout dev up
+
+bench: venv testenv ## print start-up timings of the local environment
+	hack/in-netns.sh $(BIN)/python bench/startup.py
 
 clean: ## remove the virtualenv and caches (not the binary cache in ~/.cache/dmrollout)
 	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache
