@@ -19,6 +19,7 @@ and fails on an unversioned change.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from datetime import timedelta
 from typing import Any
 
@@ -98,6 +99,7 @@ EVALUATION_TIMEOUT = "EvaluationTimeout"
 EVALUATION_FAILED = "EvaluationFailed"
 ABORTED = "Aborted"
 CANDIDATE_REJECTED = "CandidateRejected"
+DECISION_MODEL_GONE = "DecisionModelGone"
 
 
 class RolloutFailure(Exception):
@@ -145,7 +147,10 @@ class RolloutWorkflow:
         except asyncio.CancelledError:
             if self._abort_reason is None:
                 # The workflow itself was cancelled: a newer revision superseded this one.
-                outcome = await self._superseded()
+                try:
+                    outcome = await self._superseded()
+                except RolloutFailure as gone:
+                    outcome = await self._fail(gone.reason, gone.message)
             else:
                 outcome = await self._fail(ABORTED, f"aborted: {self._abort_reason}")
         self._finish(outcome)
@@ -157,7 +162,10 @@ class RolloutWorkflow:
         try:
             return await self._steps(inp)
         except RolloutFailure as failure:
-            return await self._fail(failure.reason, failure.message)
+            try:
+                return await self._fail(failure.reason, failure.message)
+            except RolloutFailure as gone:  # the DecisionModel went away while recording
+                return await self._fail(gone.reason, gone.message)
 
     async def _steps(self, inp: RolloutInput) -> RolloutOutcome:
         dm = inp.dm
@@ -375,6 +383,17 @@ class RolloutWorkflow:
     async def _fail(self, reason: str, message: str) -> RolloutOutcome:
         """Record the failure first (status and Event), then delete the candidate's objects."""
         inp = self._require_input()
+        if reason == DECISION_MODEL_GONE:
+            # Deleted (or re-created under another UID) mid-rollout: there is no status to
+            # write, and garbage collection removes what it owned. End with a result all the
+            # same, so history and visibility say what happened.
+            self._reason, self._message = reason, message
+            return RolloutOutcome(
+                result=RolloutResult.ABORTED,
+                revision=self._record.hash if self._record else inp.requested_revision,
+                reason=reason,
+                message=message,
+            )
         has_stable = inp.stable is not None
         phase = Phase.ROLLED_BACK if has_stable else Phase.FAILED
         failed = self._record or RevisionRecord(
@@ -452,16 +471,17 @@ class RolloutWorkflow:
             return
         # Never applied; recorded where a user looks: the query, status and an Event.
         self._rejected.append(RejectedApproval(approval=approval, why=why))
-        await self._record_status(
-            conditions=[
-                ConditionUpdate(
-                    type="Promoted", status="False", reason="ApprovalRejected", message=why
-                )
-            ],
-            event_reason="ApprovalRejected",
-            event_message=why,
-            event_type="Warning",
-        )
+        with contextlib.suppress(RolloutFailure):  # the DecisionModel is gone: nothing to show
+            await self._record_status(
+                conditions=[
+                    ConditionUpdate(
+                        type="Promoted", status="False", reason="ApprovalRejected", message=why
+                    )
+                ],
+                event_reason="ApprovalRejected",
+                event_message=why,
+                event_type="Warning",
+            )
 
     @workflow.update
     async def approve(self, approval: str) -> str:
@@ -561,15 +581,20 @@ class RolloutWorkflow:
                 event_message=update.event_message,
                 event_type=update.event_type,
             )
-        await workflow.execute_activity(
-            RECORD_STATUS,
-            update,
-            start_to_close_timeout=timedelta(seconds=30),
-            schedule_to_close_timeout=timedelta(minutes=10),
-            retry_policy=RETRY,
-            summary=f"status: {update.phase.value if update.phase else ''} "
-            f"{update.event_reason or ''}".strip(),
-        )
+        try:
+            await workflow.execute_activity(
+                RECORD_STATUS,
+                update,
+                start_to_close_timeout=timedelta(seconds=30),
+                schedule_to_close_timeout=timedelta(minutes=10),
+                retry_policy=RETRY,
+                summary=f"status: {update.phase.value if update.phase else ''} "
+                f"{update.event_reason or ''}".strip(),
+            )
+        except ActivityError as e:
+            if isinstance(e.cause, ApplicationError) and e.cause.type == DECISION_MODEL_GONE:
+                raise RolloutFailure(DECISION_MODEL_GONE, e.cause.message) from None
+            raise
 
     async def _delete_revision(self, revision: str, why: str) -> None:
         inp = self._require_input()

@@ -40,6 +40,7 @@ class FakeCluster:
     evaluation_result: str = "Passed"
     block_prefetch: asyncio.Event | None = None
     block_promote: asyncio.Event | None = None
+    dm_gone_after: str | None = None  # record_status fails DecisionModelGone once this ran
 
     def activities(self) -> list[Any]:
         cluster = self
@@ -110,6 +111,10 @@ class FakeCluster:
 
         @activity.defn(name=c.RECORD_STATUS)
         async def record_status(update: c.StatusUpdate) -> None:
+            if cluster.dm_gone_after is not None and cluster.dm_gone_after in cluster.calls:
+                raise ApplicationError(
+                    "DecisionModel ns/x is gone", type="DecisionModelGone", non_retryable=True
+                )
             cluster.statuses.append(update)
             if update.failed is not None:
                 cluster.calls.append("record-failure")
@@ -334,3 +339,12 @@ async def test_cancel_or_abort_during_promotion_finishes_it(
     assert outcome.result == c.RolloutResult.PROMOTED
     assert cluster.deleted == ["stable0000000000"]  # the previous revision still goes
     assert not any(s.failed for s in cluster.statuses)
+
+
+async def test_decision_model_deleted_mid_rollout_ends_aborted(
+    client: Client, queue: str, cluster: FakeCluster
+) -> None:
+    cluster.dm_gone_after = c.PREFETCH
+    outcome = await (await start(client, queue, make_input(stable=True))).result()
+    assert outcome.result == c.RolloutResult.ABORTED and outcome.reason == "DecisionModelGone"
+    assert c.START not in cluster.calls  # nothing more was attempted
