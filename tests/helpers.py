@@ -5,9 +5,31 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Awaitable, Callable
-from typing import TypeVar
+from typing import Any, TypeVar
 
 T = TypeVar("T")
+
+
+class _Waiting:
+    """One wait: the deadline, and the last reason the condition did not hold."""
+
+    def __init__(self, timeout: float, what: str) -> None:
+        self.deadline = time.monotonic() + timeout
+        self.timeout = timeout
+        self.what = what
+        self.last: BaseException | None = None
+
+    def judge(self, value: Any) -> bool:
+        if value:
+            return True
+        self.last = AssertionError(f"{self.what or 'condition'} was {value!r}")
+        return False
+
+    def give_up_if_late(self) -> None:
+        if time.monotonic() > self.deadline:
+            raise AssertionError(
+                f"not true within {self.timeout}s: {self.what}\n{self.last}"
+            ) from self.last
 
 
 def assert_eventually(
@@ -17,36 +39,30 @@ def assert_eventually(
 
     ``check`` may assert: the last AssertionError is re-raised with its message on timeout.
     """
-    deadline = time.monotonic() + timeout
-    last: BaseException | None = None
+    waiting = _Waiting(timeout, what)
     while True:
         try:
             value = check()
-            if value:
+            if waiting.judge(value):
                 return value
-            last = AssertionError(f"{what or 'condition'} was {value!r}")
         except AssertionError as e:
-            last = e
-        if time.monotonic() > deadline:
-            raise AssertionError(f"not true within {timeout}s: {what}\n{last}") from last
+            waiting.last = e
+        waiting.give_up_if_late()
         time.sleep(interval)
 
 
 async def async_assert_eventually(
     check: Callable[[], Awaitable[T]], timeout: float = 30.0, interval: float = 0.2, what: str = ""
 ) -> T:
-    deadline = time.monotonic() + timeout
-    last: BaseException | None = None
+    waiting = _Waiting(timeout, what)
     while True:
         try:
             value = await check()
-            if value:
+            if waiting.judge(value):
                 return value
-            last = AssertionError(f"{what or 'condition'} was {value!r}")
         except AssertionError as e:
-            last = e
-        if time.monotonic() > deadline:
-            raise AssertionError(f"not true within {timeout}s: {what}\n{last}") from last
+            waiting.last = e
+        waiting.give_up_if_late()
         await asyncio.sleep(interval)
 
 
@@ -55,16 +71,13 @@ async def eventually(
 ) -> T:
     """``assert_eventually`` for async tests: waits with ``asyncio.sleep``, so an in-process
     Temporal worker on the same event loop keeps running while the test waits."""
-    deadline = time.monotonic() + timeout
-    last: BaseException | None = None
+    waiting = _Waiting(timeout, what)
     while True:
         try:
             value = check()
-            if value:
+            if waiting.judge(value):
                 return value
-            last = AssertionError(f"{what or 'condition'} was {value!r}")
         except AssertionError as e:
-            last = e
-        if time.monotonic() > deadline:
-            raise AssertionError(f"not true within {timeout}s: {what}\n{last}") from last
+            waiting.last = e
+        waiting.give_up_if_late()
         await asyncio.sleep(interval)
