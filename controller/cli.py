@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from collections.abc import Sequence
 
@@ -109,9 +110,19 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+# Short-lived commands that open a Temporal client. Seen in the e2e suite: `dmrollout history`
+# printed its table and then died with SIGABRT while the interpreter tore down the SDK's native
+# runtime (about one run in ten). Their work is done and flushed by then, so they leave at once.
+_CLIENT_COMMANDS = {"status", "promote", "history", "temporal"}
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     result: int = args.func(args)
+    if args.command in _CLIENT_COMMANDS and argv is None:
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(result)
     return result
 
 
