@@ -127,6 +127,9 @@ class RolloutWorkflow:
         self._reason: str | None = None
         self._message: str | None = None
         self._main: asyncio.Task[RolloutOutcome] | None = None
+        # True while the steps before promotion run: the window in which an abort or a cancel
+        # stops the rollout. Off once promotion is committed and while a failure is recorded.
+        self._stoppable = True
 
     # -- entry point -----------------------------------------------------------------------
     @workflow.run
@@ -333,24 +336,19 @@ class RolloutWorkflow:
             )
             # No timeout (reference): a rollout may wait for a human as long as it takes.
             await workflow.wait_condition(lambda: self._approved)
+            self._stop_if_requested()
 
-        # 6. promote: persist stableRevision, PDB, switch the Service.
-        await self._enter(Phase.PROMOTING, "promote")
-        promotion = asyncio.create_task(
-            self._activity(
-                PROMOTE,
-                PromoteInput(dm=dm, candidate=record, replicas=inp.replicas, stable=inp.stable),
-                PromoteResult,
-                summary=f"promote {record.hash}: record stable, PDB, switch Service {dm.name}",
-                start_to_close=timedelta(seconds=60),
-                schedule_to_close=timedelta(minutes=10),
-            )
-        )
+        # 6. promote: persist stableRevision, PDB, switch the Service. From the moment the
+        # phase says Promoting the rollout is committed (abort is refused from then on, see
+        # `abort`): a promotion half done (stable recorded, Service not yet switched) is worse
+        # than a finished one. A cancel lets it finish; a newer revision rolls from this stable.
+        # Entering the phase is inside the shield too, so status never shows Promoting for a
+        # rollout that then backs out (seen: a cancel landing during that status write).
+        self._stoppable = False
+        promotion = asyncio.create_task(self._promote(inp, record))
         try:
             promoted: PromoteResult = await asyncio.shield(promotion)
         except asyncio.CancelledError:
-            # Too late to stop: a promotion half done (stable recorded, Service not yet switched)
-            # is worse than a finished one. Finish it; a newer revision rolls from this stable.
             promoted = await promotion
         self._phase = Phase.READY
         self._step = "promoted"
@@ -379,9 +377,23 @@ class RolloutWorkflow:
             await self._delete_revision(promoted.previous, "superseded by promotion")
         return RolloutOutcome(result=RolloutResult.PROMOTED, revision=record.hash)
 
+    async def _promote(self, inp: RolloutInput, record: RevisionRecord) -> PromoteResult:
+        dm = inp.dm
+        await self._enter(Phase.PROMOTING, "promote")
+        promoted: PromoteResult = await self._activity(
+            PROMOTE,
+            PromoteInput(dm=dm, candidate=record, replicas=inp.replicas, stable=inp.stable),
+            PromoteResult,
+            summary=f"promote {record.hash}: record stable, PDB, switch Service {dm.name}",
+            start_to_close=timedelta(seconds=60),
+            schedule_to_close=timedelta(minutes=10),
+        )
+        return promoted
+
     # -- failure, cancellation -------------------------------------------------------------
     async def _fail(self, reason: str, message: str) -> RolloutOutcome:
         """Record the failure first (status and Event), then delete the candidate's objects."""
+        self._stoppable = False
         inp = self._require_input()
         if reason == DECISION_MODEL_GONE:
             # Deleted (or re-created under another UID) mid-rollout: there is no status to
@@ -436,6 +448,7 @@ class RolloutWorkflow:
         Status is left to the newer rollout (it already owns candidateRevision); only an Event
         records what happened here.
         """
+        self._stoppable = False
         self._step = "superseded cleanup"
         if self._record is not None:
             await self._delete_revision(self._record.hash, "superseded by a newer revision")
@@ -502,8 +515,8 @@ class RolloutWorkflow:
         """Stop this rollout and roll back (the stable keeps serving)."""
         if self._abort_reason is not None or self._result is not None:
             return
-        if self._phase in (Phase.PROMOTING, Phase.READY):
-            return  # promoted (or being promoted): nothing left to abort
+        if not self._stoppable:
+            return  # promoted (or being promoted), or already failing: nothing left to abort
         self._abort_reason = reason or "no reason given"
         if self._main is not None and not self._main.done():
             self._main.cancel()
@@ -595,6 +608,7 @@ class RolloutWorkflow:
             if isinstance(e.cause, ApplicationError) and e.cause.type == DECISION_MODEL_GONE:
                 raise RolloutFailure(DECISION_MODEL_GONE, e.cause.message) from None
             raise
+        self._stop_if_requested()
 
     async def _delete_revision(self, revision: str, why: str) -> None:
         inp = self._require_input()
@@ -643,22 +657,25 @@ class RolloutWorkflow:
                 # Cancelled on our request (supersede or abort): not a failure of the step.
                 raise asyncio.CancelledError() from e
             raise _failure_of(e, name, timeout_reason) from None
-        _raise_if_cancel_requested()
+        self._stop_if_requested()
         return result
 
+    def _stop_if_requested(self) -> None:
+        """Honour an abort or cancel that a step completing at the same moment swallowed.
 
-def _raise_if_cancel_requested() -> None:
-    """Honour a cancellation that arrived while a step finished anyway.
-
-    With WAIT_CANCELLATION_COMPLETED the SDK waits for the activity; when it completes instead of
-    acknowledging the cancel, execute_activity returns its result and the CancelledError is not
-    re-raised, though the task still counts the request (Task.cancelling(), Python 3.11). Seen
-    here: a supersede during `start` went on to promote. The request is part of history, so
-    this check replays identically.
-    """
-    task = asyncio.current_task()
-    if task is not None and task.cancelling():
-        raise asyncio.CancelledError()
+        When an activity's completion and a cancel request (the abort signal, or the workflow's
+        cancellation) land in the same workflow activation, the SDK resolves the activity with its
+        result and the CancelledError is never raised, though the task still counts the request
+        (Task.cancelling(), Python 3.11). Seen here: a supersede during `start` went on to
+        promote, and an abort during the Caching status write went on to prefetch (and waited
+        there forever). Every step of the main task checks after it returns. The request is part
+        of history, so the check replays identically.
+        """
+        current = asyncio.current_task()
+        if current is None or current is not self._main or not self._stoppable:
+            return
+        if self._abort_reason is not None or current.cancelling() > 0:
+            raise asyncio.CancelledError()
 
 
 def _failure_of(error: ActivityError, step: str, timeout_reason: str | None) -> RolloutFailure:

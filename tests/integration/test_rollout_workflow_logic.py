@@ -41,6 +41,10 @@ class FakeCluster:
     block_prefetch: asyncio.Event | None = None
     block_promote: asyncio.Event | None = None
     dm_gone_after: str | None = None  # record_status fails DecisionModelGone once this ran
+    # record_status of this phase holds until `release_status` is set (`status_held` tells when).
+    hold_status_of: c.Phase | None = None
+    status_held: asyncio.Event = field(default_factory=asyncio.Event)
+    release_status: asyncio.Event = field(default_factory=asyncio.Event)
 
     def activities(self) -> list[Any]:
         cluster = self
@@ -115,6 +119,9 @@ class FakeCluster:
                 raise ApplicationError(
                     "DecisionModel ns/x is gone", type="DecisionModelGone", non_retryable=True
                 )
+            if update.phase is not None and update.phase == cluster.hold_status_of:
+                cluster.status_held.set()
+                await cluster.release_status.wait()
             cluster.statuses.append(update)
             if update.failed is not None:
                 cluster.calls.append("record-failure")
@@ -322,6 +329,39 @@ async def test_abort_rolls_back(client: Client, queue: str, cluster: FakeCluster
     await handle.signal(RolloutWorkflow.abort, "operator said no")
     outcome = await handle.result()
     assert outcome.result == c.RolloutResult.ROLLED_BACK and outcome.reason == "Aborted"
+    assert cluster.deleted == ["r:en"]
+
+
+@pytest.mark.parametrize("stop", ["abort", "cancel"])
+async def test_stop_landing_with_a_step_result_still_stops(
+    client: Client, cluster: FakeCluster, stop: str
+) -> None:
+    """The stop request and a step's completion reach the workflow in one activation.
+
+    The SDK then resolves the step with its result and never raises the CancelledError; the
+    workflow has to notice the request itself. Made deterministic by keeping the workflow worker
+    down while both happen (seen before: the abort was lost and the rollout sat in prefetch).
+    """
+    name = f"logic-{uuid.uuid4().hex[:8]}"
+    cluster.hold_status_of = c.Phase.CACHING
+    async with Worker(client, task_queue=name, activities=cluster.activities()):
+        async with Worker(client, task_queue=name, workflows=[RolloutWorkflow]):
+            handle = await start(client, name, make_input(stable=True))
+            await asyncio.wait_for(cluster.status_held.wait(), 20)
+        if stop == "abort":
+            await handle.signal(RolloutWorkflow.abort, "operator said no")
+        else:
+            await handle.cancel()
+        cluster.release_status.set()
+        while not any(s.phase == c.Phase.CACHING for s in cluster.statuses):
+            await asyncio.sleep(0.05)  # both now in history, seen by no workflow worker yet
+        async with Worker(client, task_queue=name, workflows=[RolloutWorkflow]):
+            outcome = await asyncio.wait_for(handle.result(), 60)
+    assert c.PREFETCH not in cluster.calls
+    if stop == "abort":
+        assert (outcome.result, outcome.reason) == (c.RolloutResult.ROLLED_BACK, "Aborted")
+    else:
+        assert outcome.result == c.RolloutResult.SUPERSEDED
     assert cluster.deleted == ["r:en"]
 
 
