@@ -83,6 +83,22 @@ def _missing(capability: SecretCapability, message: str) -> DmrolloutError:
     return SecretNotFound(message)
 
 
+def parse_api_key(raw: bytes, namespace: str, ref: KeyRef) -> str:
+    """The API key in a Secret value, or APIKeyInvalid naming the Secret and the field."""
+    try:
+        # The key travels in an HTTP header: surrounding whitespace (a trailing newline
+        # from `kubectl create secret --from-file`) cannot be part of a valid header value.
+        key = raw.decode("utf-8").strip()
+    except UnicodeDecodeError:
+        key = ""
+    if not key or any(ord(c) < 0x20 or ord(c) == 0x7F for c in key):
+        raise APIKeyInvalid(
+            f"Secret {namespace}/{ref.name} key {ref.key!r} (spec.auth.apiKeySecretRef) is "
+            "empty or not a printable UTF-8 token"
+        )
+    return key
+
+
 class SecretReader:
     """Labelled-Secret and dataset reads through the Kube door (blocking calls off the loop)."""
 
@@ -141,18 +157,7 @@ class SecretReader:
         if ref is None:
             return None
         raw = await self.read(namespace, ref, SecretCapability.API_KEY)
-        try:
-            # The key travels in an HTTP header: surrounding whitespace (a trailing newline
-            # from `kubectl create secret --from-file`) cannot be part of a valid header value.
-            key = raw.decode("utf-8").strip()
-        except UnicodeDecodeError:
-            key = ""
-        if not key or any(ord(c) < 0x20 or ord(c) == 0x7F for c in key):
-            raise APIKeyInvalid(
-                f"Secret {namespace}/{ref.name} key {ref.key!r} (spec.auth.apiKeySecretRef) is "
-                "empty or not a printable UTF-8 token"
-            )
-        return key
+        return parse_api_key(raw, namespace, ref)
 
     async def download_token(self, namespace: str, ref: KeyRef | None) -> str | None:
         if ref is None:

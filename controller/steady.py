@@ -36,7 +36,7 @@ from activities.pod_gate import (
     set_gate,
     state_from_verdict,
 )
-from activities.secrets import SecretCapability, SecretReader
+from activities.secrets import SecretCapability, SecretReader, parse_api_key
 from activities.settings import RolloutSettings
 from controller.settings import ControllerSettings
 from controller.status_writer import Cond
@@ -162,7 +162,7 @@ class SteadyState:
         try:
             if inp.api_key is not None:
                 raw = await self.secrets.read(dm.namespace, inp.api_key, SecretCapability.API_KEY)
-                api_key = await self.secrets.api_key(dm.namespace, inp.api_key)
+                api_key = parse_api_key(raw, dm.namespace, inp.api_key)  # one read serves both
                 checksum = params.apikey_checksum(raw)
         except (SecretNotAllowed, APIKeyInvalid) as e:
             health.degraded_reason = e.reason
