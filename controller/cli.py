@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import logging
 import os
 import sys
 from collections.abc import Sequence
@@ -29,7 +30,6 @@ def _cmd_demo(args: argparse.Namespace) -> int:
 
 def _cmd_worker(args: argparse.Namespace) -> int:
     import asyncio
-    import logging
 
     from controller.commands import rollout_settings
     from controller.temporal_client import NamespaceNotReady, TemporalSettings
@@ -110,16 +110,16 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-# Short-lived commands that open a Temporal client. Seen in the e2e suite: `dmrollout history`
-# printed its table and then died with SIGABRT while the interpreter tore down the SDK's native
-# runtime (about one run in ten). Their work is done and flushed by then, so they leave at once.
-_CLIENT_COMMANDS = {"status", "promote", "history", "temporal"}
-
-
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     result: int = args.func(args)
-    if args.command in _CLIENT_COMMANDS and argv is None:
+    if argv is None:
+        # Run as a program: leave without tearing down the interpreter. Seen in the suite: after
+        # a command's work was done and printed, the Temporal SDK's native runtime crashed while
+        # the interpreter tore it down — `history` with SIGABRT (about one run in ten), a worker
+        # that had just failed fast with SIGSEGV instead of its exit code 3. Every command has
+        # finished its own cleanup (context managers, graceful shutdown) when it returns here.
+        logging.shutdown()
         sys.stdout.flush()
         sys.stderr.flush()
         os._exit(result)
