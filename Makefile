@@ -6,7 +6,7 @@ STAMP := $(VENV)/.installed-stamp
 PYTEST_ARGS ?=
 HELM = $(shell bash hack/testenv.sh --print)/helm
 
-.PHONY: help venv testenv browser bench test unit lint format manifests demo dev-up clean
+.PHONY: help venv testenv browser bench bench-fleet test unit lint format manifests demo dev-up clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-10s %s\n", $$1, $$2}'
@@ -35,6 +35,7 @@ lint: venv testenv ## ruff, format check, mypy --strict, import contracts, hadol
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	$(BIN)/mypy
+	$(BIN)/mypy bench
 	$(BIN)/lint-imports
 	bash hack/hadolint.sh
 	$(HELM) lint --strict charts/dmrollout
@@ -57,6 +58,9 @@ dev-up: venv testenv ## only the local environment: cluster, Temporal (UI), simu
 
 bench: venv testenv ## print start-up timings of the local environment
 	hack/in-netns.sh $(BIN)/python bench/startup.py
+
+bench-fleet: venv testenv ## roll a fleet of DecisionModels under the rollout budget (FLEET_ARGS="--models 20 --budget 4")
+	hack/in-netns.sh $(BIN)/python bench/fleet.py $(FLEET_ARGS)
 
 clean: ## remove the virtualenv and caches (not the binary cache in ~/.cache/dmrollout)
 	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache
