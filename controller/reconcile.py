@@ -15,7 +15,9 @@ workflow starts, so a crash in between cannot make one token start two runs.
 
 from __future__ import annotations
 
+import asyncio
 import logging
+import time
 from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import Any
@@ -46,6 +48,10 @@ from workflows.contracts import (
 )
 
 log = logging.getLogger("dmrollout.controller.reconcile")
+
+# How long a rollout this process started is asked about directly when visibility does not list
+# it yet (a generous bound on visibility lag; an Elasticsearch-backed cluster lags ~1 s).
+VISIBILITY_LAG_SECONDS = 30.0
 
 
 def get_dm_raw(kube: Kube, namespace: str, name: str) -> dict[str, Any] | None:
@@ -174,6 +180,11 @@ class Reconciler:
     started: dict[str, str] = field(default_factory=dict)
     # The last status seen per DecisionModel, for metrics transitions.
     seen: dict[str, dict[str, Any]] = field(default_factory=dict)
+    # Budget check and start happen under one lock: reconciles run concurrently (`workers`), and
+    # two that both saw a free slot would both start (the budget exceeded by a race).
+    budget_lock: asyncio.Lock = field(default_factory=asyncio.Lock)
+    # When this process started each rollout (monotonic), to bridge visibility's lag.
+    started_at: dict[str, float] = field(default_factory=dict)
 
     def tuning(self) -> RolloutTuning:
         return RolloutTuning(
@@ -225,16 +236,21 @@ class Reconciler:
         requeue: float | None = self.settings.reinspect_seconds
         queued = False
         if decision.start and decision.target_id:
-            if await self._budget_allows(key):
-                if decision.consume_retry is not None:
-                    await apply_controller_status(
-                        self.kube, ref, ControllerStatus(last_retry_token=decision.consume_retry)
-                    )
-                inp = rollout_input(dm, self.dispatch, self.tuning(), decision.consume_retry)
-                await self.rollouts.start(inp)
-                self.started[key] = decision.target_id
-                self.queue_order.pop(key, None)
-            else:
+            async with self.budget_lock:
+                allowed = await self._budget_allows(key)
+                if allowed:
+                    if decision.consume_retry is not None:
+                        await apply_controller_status(
+                            self.kube,
+                            ref,
+                            ControllerStatus(last_retry_token=decision.consume_retry),
+                        )
+                    inp = rollout_input(dm, self.dispatch, self.tuning(), decision.consume_retry)
+                    await self.rollouts.start(inp)
+                    self.started[key] = decision.target_id
+                    self.started_at[decision.target_id] = time.monotonic()
+                    self.queue_order.pop(key, None)
+            if not allowed:
                 queued = True
                 requeue = self.settings.queued_recheck_seconds
         elif decision.target_id:
@@ -252,8 +268,16 @@ class Reconciler:
         if limit <= 0:
             return True
         self.queue_order.setdefault(key, None)
-        running = await self.rollouts.running_total(self.settings.watch_namespaces)
-        free = limit - running
+        in_flight = await self.rollouts.in_flight(self.settings.watch_namespaces)
+        # Visibility lags a start by a moment (seconds on an Elasticsearch-backed cluster): the
+        # rollouts this process started recently and visibility does not list are asked directly.
+        now = time.monotonic()
+        for wid, at in list(self.started_at.items()):
+            if now - at > VISIBILITY_LAG_SECONDS:
+                del self.started_at[wid]
+            elif wid not in in_flight and await self.rollouts.is_in_flight(wid):
+                in_flight.add(wid)
+        free = limit - len(in_flight)
         if free <= 0:
             return False
         # FIFO: only the first `free` DecisionModels in arrival order may start now.

@@ -21,7 +21,7 @@ from temporalio.exceptions import WorkflowAlreadyStartedError
 from temporalio.service import RPCError
 
 from workflows import search_attributes as sa
-from workflows.contracts import RolloutInput, RolloutProgress, workflow_id
+from workflows.contracts import Phase, RolloutInput, RolloutProgress, workflow_id
 from workflows.rollout import RolloutWorkflow
 
 log = logging.getLogger("dmrollout.controller.rollouts")
@@ -89,14 +89,31 @@ class Rollouts:
             found.append(RunningRollout(wf.id, wf.run_id, revision))
         return found
 
-    async def running_total(self, namespaces: list[str] | None = None) -> int:
-        """Rollouts in flight (AwaitingPromotion included: it holds a candidate's resources),
-        within the watched namespaces when the controller is scoped to some."""
-        query = "WorkflowType = 'RolloutWorkflow' AND ExecutionStatus = 'Running'"
+    async def in_flight(self, namespaces: list[str] | None = None) -> set[str]:
+        """IDs of rollouts in flight, within the watched namespaces when the controller is scoped.
+
+        AwaitingPromotion counts (it holds a candidate's resources and is not decided). A
+        promoted rollout whose workflow still waits out the grace before deleting the previous
+        revision does not (DmPhase Ready): it is no longer rolling out, `kubectl get dm` says
+        Ready, and counting it made a fleet wave wait a grace per slot while fewer than the
+        budget were visibly rolling (measured with bench/fleet.py).
+        """
+        query = (
+            "WorkflowType = 'RolloutWorkflow' AND ExecutionStatus = 'Running' "
+            f"AND DmPhase != {_quote(Phase.READY.value)}"
+        )
         if namespaces:
             query += f" AND DmNamespace IN ({', '.join(_quote(n) for n in namespaces)})"
-        count = await self.client.count_workflows(query)
-        return count.count
+        return {wf.id async for wf in self.client.list_workflows(query)}
+
+    async def is_in_flight(self, wid: str) -> bool:
+        """The same test for one rollout, read from the workflow itself (no visibility lag)."""
+        try:
+            desc = await self.client.get_workflow_handle(wid).describe()
+        except RPCError:
+            return False
+        phase = desc.typed_search_attributes.get(sa.DM_PHASE)
+        return desc.status == WorkflowExecutionStatus.RUNNING and phase != Phase.READY.value
 
     async def is_running(self, wid: str) -> bool:
         try:

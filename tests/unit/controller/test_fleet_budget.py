@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 from controller.reconcile import Reconciler
@@ -9,11 +10,17 @@ from controller.settings import ControllerSettings
 
 
 class FakeRollouts:
+    """Visibility lists `total` rollouts in flight; `direct` answers describe-by-ID."""
+
     def __init__(self) -> None:
         self.total = 0
+        self.direct: dict[str, bool] = {}
 
-    async def running_total(self, namespaces: list[str] | None = None) -> int:
-        return self.total
+    async def in_flight(self, namespaces: list[str] | None = None) -> set[str]:
+        return {f"listed-{i}" for i in range(self.total)}
+
+    async def is_in_flight(self, wid: str) -> bool:
+        return self.direct.get(wid, False)
 
 
 def reconciler(limit: int, rollouts: FakeRollouts) -> Reconciler:
@@ -53,3 +60,22 @@ async def test_fifo_order_when_full() -> None:
     rollouts.total = 0  # two slots: second and third both may go
     assert await r._budget_allows("ns/third")
     assert await r._budget_allows("ns/second")
+
+
+async def test_a_start_visibility_does_not_list_yet_holds_its_slot() -> None:
+    rollouts = FakeRollouts()
+    r = reconciler(1, rollouts)
+    r.started_at["rollout/ns/a/r1"] = time.monotonic()
+    rollouts.direct["rollout/ns/a/r1"] = True  # running, per describe; visibility lags
+    assert not await r._budget_allows("ns/b")
+    rollouts.direct["rollout/ns/a/r1"] = False  # promoted (waiting out its grace) or ended
+    assert await r._budget_allows("ns/b")
+
+
+async def test_old_local_starts_are_left_to_visibility() -> None:
+    rollouts = FakeRollouts()
+    r = reconciler(1, rollouts)
+    r.started_at["rollout/ns/a/r1"] = time.monotonic() - 3600
+    rollouts.direct["rollout/ns/a/r1"] = True
+    assert await r._budget_allows("ns/b")  # visibility lists nothing: the slot is free
+    assert r.started_at == {}
