@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import signal
+import time
 
 from activities.kube import Kube
 from activities.settings import RolloutSettings
@@ -19,6 +20,7 @@ from controller.health import HealthServer
 from controller.leader import LeaderElector
 from controller.metrics import ControllerMetrics
 from controller.reconcile import Reconciler
+from controller.reconcile_metrics import ReconcileMetrics
 from controller.rollouts import Rollouts
 from controller.settings import ControllerSettings
 from controller.steady import SteadyState
@@ -45,6 +47,7 @@ class Manager:
         self.temporal = temporal
         self.metrics = ControllerMetrics()
         self.queue: WorkQueue[str] = WorkQueue()
+        self.reconciles = ReconcileMetrics(self.metrics.registry, lambda: len(self.queue))
         self.watcher: Watcher | None = None
         self.leading = False
         self.lost = False
@@ -134,15 +137,20 @@ class Manager:
             except QueueShutDown:
                 return
             namespace, _, name = key.partition("/")
+            began = time.monotonic()
             try:
                 again = await reconciler.reconcile(namespace, name)
                 self.queue.forget(key)
                 if again is not None:
                     self.queue.add_after(key, again)
+                self.reconciles.observe(
+                    time.monotonic() - began, "success" if again is None else "requeue_after"
+                )
             except asyncio.CancelledError:
                 raise
             except Exception:
                 delay = self.queue.add_rate_limited(key)
+                self.reconciles.observe(time.monotonic() - began, "error")
                 log.exception("reconcile %s failed; retrying in %.1fs", key, delay)
             finally:
                 self.queue.done(key)

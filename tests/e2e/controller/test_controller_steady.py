@@ -113,6 +113,14 @@ async def test_promote_annotation_and_metrics(
     assert metric(text, "decisionmodel_evaluation_ece", **labels) is not None
     assert metric(text, "decisionmodel_probe_results_total", result="ready", **labels) is not None
     assert metric(text, "decisionmodel_phase_duration_seconds_count", phase="Ready", **labels)
+    # controller-runtime's reconcile series (the operator alerts query them): reconciles ran,
+    # each re-checks later (requeue_after), and their durations are observed.
+    ctl_label = {"controller": "decisionmodel"}
+    assert (
+        metric(text, "controller_runtime_reconcile_total", result="requeue_after", **ctl_label) or 0
+    ) > 0
+    assert metric(text, "controller_runtime_reconcile_time_seconds_count", **ctl_label)
+    assert metric(text, "workqueue_depth", name="decisionmodel") is not None
     ctl.kubectl("delete", "dm", "met")
     await eventually(
         lambda: (

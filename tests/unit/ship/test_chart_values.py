@@ -29,6 +29,7 @@ from pydantic_settings import BaseSettings
 
 from activities.settings import RolloutSettings
 from controller.metrics import ControllerMetrics
+from controller.reconcile_metrics import ReconcileMetrics
 from controller.settings import ControllerSettings
 from controller.temporal_client import TemporalSettings
 from localenv.paths import bin_dir, python_tool
@@ -609,6 +610,7 @@ ALERTS = {
     "DecisionModelDegraded",
     "DecisionModelModelMismatch",
     "DmrolloutWorkflowTaskFailures",
+    "DmrolloutReconcileErrors",
     "DmrolloutControllerDown",
 }
 TEMPORAL_SERIES = {"temporal_workflow_task_execution_failed"}
@@ -619,7 +621,9 @@ def exposed_series() -> set[str]:
     """Sample names the controller's registry exposes (counters as _total, histograms as
     _bucket/_sum/_count), read from the metric families rather than typed here."""
     names: set[str] = set()
-    for family in ControllerMetrics().registry.collect():
+    metrics = ControllerMetrics()
+    ReconcileMetrics(metrics.registry, queue_depth=lambda: 0)  # the manager adds these
+    for family in metrics.registry.collect():
         if family.type == "counter":
             names.add(f"{family.name}_total")
         elif family.type == "histogram":
@@ -630,7 +634,9 @@ def exposed_series() -> set[str]:
 
 
 def series_in(expr: str) -> set[str]:
-    return set(re.findall(r"\b((?:decisionmodel|temporal)_[a-z_]+)\b", expr))
+    return set(
+        re.findall(r"\b((?:decisionmodel|temporal|controller_runtime|workqueue)_[a-z_]+)\b", expr)
+    )
 
 
 def test_exposed_series_read_from_the_registry() -> None:
@@ -682,6 +688,7 @@ def test_operator_alerts_point_at_this_release(all_on_objs: list[dict[str, Any]]
     service = find(all_on_objs, "Service", "-controller-metrics")["metadata"]["name"]
     down = rules["DmrolloutControllerDown"]["expr"]
     assert f'job="{service}"' in down and f'namespace="{NAMESPACE}"' in down
+    assert f'job="{service}"' in rules["DmrolloutReconcileErrors"]["expr"]
     failures = rules["DmrolloutWorkflowTaskFailures"]["expr"]
     assert f'task_queue="{ALL_ON["temporal"]["taskQueue"]}"' in failures
 
