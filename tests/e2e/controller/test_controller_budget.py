@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import itertools
 from collections.abc import Iterator
+from datetime import datetime
 from pathlib import Path
 
 import pytest
@@ -90,12 +91,18 @@ async def test_budget_queues_in_arrival_order_and_a_promoted_rollout_frees_its_s
         await eventually(lambda n=name: queued(h, n), 60, what=f"{name} queued")
     await eventually(lambda: all(phase(h, n) == "Ready" for n in names), 240, what="all Ready")
 
-    # One at a time (first rollouts have no grace: each workflow ends at its promotion), and
-    # in arrival order.
-    runs = [(await rollouts_of(h, n))[0] for n in names]
-    for earlier, later in itertools.pairwise(runs):
-        assert earlier.close_time is not None
-        assert later.start_time >= earlier.close_time, (earlier.id, later.id)
+    # One at a time, in arrival order: each starts only once the one before it was promoted
+    # (the slot frees at promotion; the workflow's last status write may still be running).
+    # lastPromotionTime has second precision, so this catches any start during a rollout's
+    # steps (each takes seconds: the 4 s warmup alone).
+    promoted_at = {
+        n: datetime.fromisoformat(h.status(n)["lastPromotionTime"].replace("Z", "+00:00"))
+        for n in names
+    }
+    runs = {n: (await rollouts_of(h, n))[0] for n in names}
+    for earlier, later in itertools.pairwise(names):
+        assert runs[later].start_time >= promoted_at[earlier], (earlier, later)
+        assert runs[later].start_time >= runs[earlier].start_time
 
     # A second revision of `first`: promoted, then its workflow waits out the grace before it
     # deletes the previous revision. It is no longer rolling out, so a new DecisionModel starts
