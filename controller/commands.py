@@ -133,6 +133,8 @@ def rollout_settings(args: argparse.Namespace) -> RolloutSettings:
         overrides["allow_image_override"] = True
     if args.ollaya_registry:
         overrides["ollaya_registry"] = args.ollaya_registry
+    if args.ollaya_hf_endpoint:
+        overrides["ollaya_hf_endpoint"] = args.ollaya_hf_endpoint
     return RolloutSettings(**overrides)
 
 
@@ -141,6 +143,9 @@ def add_guard_flags(p: argparse.ArgumentParser) -> None:
     p.add_argument("--allow-insecure-registries", action="store_true")
     p.add_argument("--allow-image-override", action="store_true")
     p.add_argument("--ollaya-registry", default=None)
+    p.add_argument(
+        "--ollaya-hf-endpoint", default=None, help="base URL for weight downloads (a HF mirror)"
+    )
 
 
 def controller(args: argparse.Namespace) -> int:
@@ -152,6 +157,10 @@ def controller(args: argparse.Namespace) -> int:
         overrides["watch_namespaces"] = [n for n in args.watch_namespaces.split(",") if n]
     if args.max_concurrent_rollouts is not None:
         overrides["max_concurrent_rollouts"] = args.max_concurrent_rollouts
+    if args.max_concurrent_reconciles is not None:
+        overrides["workers"] = args.max_concurrent_reconciles
+    if args.runtime_version_policy is not None:
+        overrides["runtime_version_policy"] = args.runtime_version_policy
     if args.health_port is not None:
         overrides["health_port"] = args.health_port
     if args.leader_elect is not None:
@@ -187,6 +196,10 @@ def add_commands(sub: Any) -> None:
     co = sub.add_parser("controller", help="run the controller (watches, dispatch, steady state)")
     co.add_argument("--watch-namespaces", default=None, help="comma-separated; empty = all")
     co.add_argument("--max-concurrent-rollouts", type=int, default=None)
+    co.add_argument(
+        "--max-concurrent-reconciles", type=int, default=None, help="DecisionModels at once"
+    )
+    co.add_argument("--runtime-version-policy", choices=["Pinned", "FollowOperator"], default=None)
     add_guard_flags(co)
     co.add_argument("--health-port", type=int, default=None)
     co.add_argument("--leader-elect", choices=["true", "false"], default=None)

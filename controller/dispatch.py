@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import hashlib
 from dataclasses import dataclass
+from typing import Literal
 
 from decisionmodel.api import DecisionModel
 from decisionmodel.api_status import RevisionStatus
@@ -37,6 +38,7 @@ class DispatchSettings:
     """The operator settings the mapping depends on."""
 
     runtime_version: str = "0.10.0"
+    runtime_version_policy: Literal["Pinned", "FollowOperator"] = "Pinned"
 
 
 @dataclass(frozen=True)
@@ -48,12 +50,30 @@ class DesiredRevision:
 
 def _runtime_version(dm: DecisionModel, settings: DispatchSettings) -> str:
     # Policy Pinned (reference default): an unset runtimeVersion keeps the stable's runtime,
-    # so an operator upgrade with a newer default image starts no rollout.
+    # so an operator upgrade with a newer default image starts no rollout. FollowOperator: the
+    # operator's default, so an upgrade rolls every DecisionModel that leaves it unset.
     if dm.spec.runtime_version:
         return dm.spec.runtime_version
     stable = dm.status.stable_revision if dm.status else None
-    if stable is not None and stable.runtime_version:
+    pinned = settings.runtime_version_policy == "Pinned"
+    if pinned and stable is not None and stable.runtime_version:
         return stable.runtime_version
+    return settings.runtime_version
+
+
+def runtime_update_available(dm: DecisionModel, settings: DispatchSettings) -> str | None:
+    """The newer default runtime a Pinned DecisionModel is not on, or None.
+
+    Only for a DecisionModel that leaves both spec.runtimeVersion and spec.image unset (the
+    others chose their runtime) and whose stable revision recorded another runtime version.
+    """
+    if settings.runtime_version_policy != "Pinned" or dm.spec.runtime_version or dm.spec.image:
+        return None
+    stable = dm.status.stable_revision if dm.status else None
+    if stable is None or not stable.runtime_version:
+        return None
+    if stable.runtime_version == settings.runtime_version:
+        return None
     return settings.runtime_version
 
 

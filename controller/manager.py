@@ -73,7 +73,10 @@ class Manager:
             rollouts=rollouts,
             steady=SteadyState(kube, self.rollout, self.settings),
             settings=self.settings,
-            dispatch=DispatchSettings(runtime_version=self.rollout.runtime_version),
+            dispatch=DispatchSettings(
+                runtime_version=self.rollout.runtime_version,
+                runtime_version_policy=self.settings.runtime_version_policy,
+            ),
             metrics=self.metrics,
         )
         loop = asyncio.get_running_loop()

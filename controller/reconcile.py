@@ -32,12 +32,14 @@ from controller.dispatch import (
     desired_revision,
     record_of,
     rollout_input,
+    runtime_update_available,
 )
 from controller.rollouts import Rollouts, RunningRollout
 from controller.settings import ControllerSettings
 from controller.status_writer import Cond, ControllerStatus, apply_controller_status
 from controller.steady import SteadyState
 from decisionmodel.api import GROUP, PLURAL, VERSION, DecisionModel, DecisionModelInvalid
+from decisionmodel.conditions import ConditionType
 from decisionmodel.render.labels import ANNOTATION_PROMOTE, ANNOTATION_RETRY
 from workflows.contracts import (
     DMRef,
@@ -48,6 +50,8 @@ from workflows.contracts import (
 )
 
 log = logging.getLogger("dmrollout.controller.reconcile")
+
+RUNTIME_UPDATE_AVAILABLE = ConditionType.RUNTIME_UPDATE_AVAILABLE.value
 
 # How long a rollout this process started is asked about directly when visibility does not list
 # it yet (a generous bound on visibility lag; an Elasticsearch-backed cluster lags ~1 s).
@@ -283,6 +287,36 @@ class Reconciler:
         # FIFO: only the first `free` DecisionModels in arrival order may start now.
         return key in list(self.queue_order)[:free]
 
+    async def _runtime_update(
+        self, ref: DMRef, dm: DecisionModel, obj: dict[str, Any], want: ControllerStatus
+    ) -> None:
+        """Policy Pinned: say (condition, and an Event once) that a newer default runtime exists.
+
+        Seed 001 "Upgrading the operator": the DecisionModel stays on its stable's runtime until
+        someone sets spec.runtimeVersion; nothing rolls by itself.
+        """
+        newer = runtime_update_available(dm, self.dispatch)
+        if newer is None:
+            return  # the condition is the controller's: leaving it out of the apply removes it
+        stable = dm.status.stable_revision if dm.status else None
+        current = stable.runtime_version if stable else None
+        message = (
+            f"runtime {newer} is the operator's default; this DecisionModel stays on {current} "
+            f"(--runtime-version-policy Pinned). Set spec.runtimeVersion: {newer!r} to roll onto it"
+        )
+        want.conditions.append(
+            Cond(RUNTIME_UPDATE_AVAILABLE, "True", RUNTIME_UPDATE_AVAILABLE, message)
+        )
+        conditions = (obj.get("status") or {}).get("conditions") or []
+        if not any(
+            c.get("type") == RUNTIME_UPDATE_AVAILABLE and c.get("status") == "True"
+            for c in conditions
+        ):
+            await emit_event(
+                self.kube,
+                StatusUpdate(dm=ref, event_reason=RUNTIME_UPDATE_AVAILABLE, event_message=message),
+            )
+
     async def _forward_approval(self, ref: DMRef, dm: DecisionModel, wid: str) -> None:
         approval = (dm.metadata.annotations or {}).get(ANNOTATION_PROMOTE)
         if not approval:
@@ -346,6 +380,7 @@ class Reconciler:
                 new_phase = Phase.DEGRADED if degraded else Phase.READY
         else:
             want.replicas = {"desired": dm.spec.replicas, "modelReady": 0}
+        await self._runtime_update(ref, dm, obj, want)
         if queued:
             new_phase = Phase.PENDING
             want.conditions.append(

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import socket
+from typing import Literal
 
 from pydantic import Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
@@ -25,6 +26,13 @@ class ControllerSettings(BaseSettings):
         ge=0,
         description="Rollouts in flight at once across the watched scope; 0 = unlimited. "
         "Others wait in Pending (RolloutQueued), FIFO.",
+    )
+    runtime_version_policy: Literal["Pinned", "FollowOperator"] = Field(
+        default="Pinned",
+        description="How an unset spec.runtimeVersion resolves. Pinned: the stable revision's "
+        "recorded runtime (an operator upgrade starts no rollout; the RuntimeUpdateAvailable "
+        "condition says a newer default exists). FollowOperator: the operator's default (an "
+        "upgrade rolls every such DecisionModel; bound it with --max-concurrent-rollouts).",
     )
     workers: int = Field(
         default=4, ge=1, description="DecisionModels reconciled at once (reference default 4)."

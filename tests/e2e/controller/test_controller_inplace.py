@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import asyncio
+import json
+
 import pytest
 from helpers import eventually
 from rollout_harness import RolloutHarness
@@ -83,3 +86,55 @@ async def test_deleted_stable_objects_are_restored(ctl: RolloutHarness) -> None:
     await eventually(restored, 60, what="Deployment, Service and PDB restored")
     await eventually(lambda: phase(ctl, "res") == "Ready", 90, what="Ready again")
     assert len(await workflows_of(ctl, "res")) == 1
+
+
+def condition(h: RolloutHarness, name: str, kind: str) -> dict[str, str] | None:
+    for c in h.status(name).get("conditions") or []:
+        if c.get("type") == kind:
+            return dict(c)
+    return None
+
+
+def events(h: RolloutHarness, reason: str) -> list[dict[str, object]]:
+    out = h.kubectl("get", "events", "--field-selector", f"reason={reason}", "-o", "json")
+    return list(json.loads(out)["items"])
+
+
+async def test_pinned_runtime_reports_a_newer_default_and_rolls_only_when_asked(
+    ctl: RolloutHarness,
+) -> None:
+    """Seed 001 "Upgrading the operator", policy Pinned (the default): a DecisionModel on an
+    older runtime that leaves spec.runtimeVersion unset stays there, and says a newer one
+    exists; setting spec.runtimeVersion rolls onto it."""
+    ctl.create_dm("rt", {"model": "laya:en", "runtimeVersion": "0.9.0"})
+    await eventually(lambda: phase(ctl, "rt") == "Ready", 90, what="Ready on 0.9.0")
+    assert ctl.status("rt")["stableRevision"]["runtimeVersion"] == "0.9.0"
+    assert condition(ctl, "rt", "RuntimeUpdateAvailable") is None  # chosen explicitly
+
+    # Unset: the stable's 0.9.0 is kept (no rollout), and the newer default is announced.
+    ctl.kubectl("patch", "dm", "rt", "--type=json", "-p",
+                '[{"op": "remove", "path": "/spec/runtimeVersion"}]')  # fmt: skip
+    await eventually(
+        lambda: (condition(ctl, "rt", "RuntimeUpdateAvailable") or {}).get("status") == "True",
+        60,
+        what="RuntimeUpdateAvailable",
+    )
+    message = condition(ctl, "rt", "RuntimeUpdateAvailable")["message"]  # type: ignore[index]
+    assert "0.10.0" in message and "0.9.0" in message and "spec.runtimeVersion" in message
+    await eventually(lambda: len(events(ctl, "RuntimeUpdateAvailable")) == 1, 30, what="Event")
+    # Re-checks (every 10 s here) repeat neither a rollout nor the Event.
+    await asyncio.sleep(12)
+    assert len(await workflows_of(ctl, "rt")) == 1
+    notices = events(ctl, "RuntimeUpdateAvailable")
+    assert len(notices) == 1 and notices[0].get("count", 1) in (1, None)
+    assert phase(ctl, "rt") == "Ready"
+
+    # Adopting it is a normal rollout; the notice goes away.
+    ctl.update_spec("rt", {"runtimeVersion": "0.10.0"})
+    await eventually(
+        lambda: (ctl.status("rt").get("stableRevision") or {}).get("runtimeVersion") == "0.10.0",
+        90,
+        what="rolled onto 0.10.0",
+    )
+    await eventually(lambda: condition(ctl, "rt", "RuntimeUpdateAvailable") is None, 30)
+    assert len(await workflows_of(ctl, "rt")) == 2

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from controller.dispatch import DispatchSettings, desired_revision
+from controller.dispatch import DispatchSettings, desired_revision, runtime_update_available
 from controller.reconcile import decide
 from controller.rollouts import RunningRollout
 from decisionmodel.api import DecisionModel
@@ -135,3 +135,51 @@ def test_replicas_cache_auth_rollout_do_not_change_the_revision() -> None:
     )
     assert rev(a) == rev(b)
     assert rev(a) != rev(dm({"model": "laya:en", "digest": DIGEST_B, "device": "cuda"}))
+
+
+# --- runtime version policy (seed 001 "Upgrading the operator") ------------------------------
+
+STABLE_ON_0_9 = {
+    "stableRevision": {
+        "hash": "s",
+        "engine": "ollaya",
+        "model": "laya:en",
+        "digest": DIGEST_A,
+        "device": "cpu",
+        "runtimeVersion": "0.9.0",
+    }
+}
+UPGRADED = DispatchSettings(runtime_version="0.10.0")
+FOLLOW = DispatchSettings(runtime_version="0.10.0", runtime_version_policy="FollowOperator")
+
+
+def test_pinned_keeps_the_stables_runtime_so_an_upgrade_starts_no_rollout() -> None:
+    obj = dm({"model": "laya:en"}, STABLE_ON_0_9)
+    on_old = dm({"model": "laya:en", "runtimeVersion": "0.9.0"}, STABLE_ON_0_9)
+    assert desired_revision(obj, UPGRADED).revision.runtime_version == "0.9.0"
+    assert (
+        desired_revision(obj, UPGRADED).requested_hash
+        == desired_revision(on_old, UPGRADED).requested_hash
+    )
+    assert runtime_update_available(obj, UPGRADED) == "0.10.0"
+
+
+def test_follow_operator_takes_the_default_so_an_upgrade_rolls() -> None:
+    obj = dm({"model": "laya:en"}, STABLE_ON_0_9)
+    assert desired_revision(obj, FOLLOW).revision.runtime_version == "0.10.0"
+    assert (
+        desired_revision(obj, FOLLOW).requested_hash
+        != desired_revision(obj, UPGRADED).requested_hash
+    )
+    assert runtime_update_available(obj, FOLLOW) is None
+
+
+def test_no_update_notice_when_the_runtime_was_chosen_or_is_current() -> None:
+    chosen = dm({"model": "laya:en", "runtimeVersion": "0.9.0"}, STABLE_ON_0_9)
+    assert runtime_update_available(chosen, UPGRADED) is None
+    image = dm({"model": "laya:en", "image": "registry.example.com/ollaya:custom"}, STABLE_ON_0_9)
+    assert runtime_update_available(image, UPGRADED) is None
+    current = dm({"model": "laya:en"}, STABLE_ON_0_9)
+    assert runtime_update_available(current, DispatchSettings(runtime_version="0.9.0")) is None
+    first = dm({"model": "laya:en"})
+    assert runtime_update_available(first, UPGRADED) is None

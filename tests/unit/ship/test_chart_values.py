@@ -70,6 +70,7 @@ class Mapping:
 MAPPING: tuple[Mapping, ...] = (
     Mapping("watchNamespaces", "controller", "watch_namespaces"),
     Mapping("maxConcurrentRollouts", "controller", "max_concurrent_rollouts"),
+    Mapping("runtimeVersionPolicy", "controller", "runtime_version_policy"),
     Mapping("promotionGraceSeconds", "controller", "promotion_grace_seconds"),
     Mapping("controller.workers", "controller", "workers"),
     Mapping("controller.healthPort", "controller", "health_port"),
