@@ -16,7 +16,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import subprocess
 import tomllib
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -26,21 +25,26 @@ from typing import Any
 import pytest
 import yaml
 from pydantic_settings import BaseSettings
+from shipped import (
+    ALL_ON_VALUES,
+    CHART,
+    NAMESPACE,
+    ROOT,
+    helm,
+    helm_template,
+    kustomize,
+    render_chart,
+)
 
 from activities.settings import RolloutSettings
 from controller.metrics import ControllerMetrics
 from controller.reconcile_metrics import ReconcileMetrics
 from controller.settings import ControllerSettings
 from controller.temporal_client import TemporalSettings
-from localenv.paths import bin_dir, python_tool
 
-ROOT = Path(__file__).resolve().parents[3]
-CHART = ROOT / "charts" / "dmrollout"
 VALUES = yaml.safe_load((CHART / "values.yaml").read_text())
-ALL_ON_FILE = CHART / "ci" / "all-on-values.yaml"
-ALL_ON = yaml.safe_load(ALL_ON_FILE.read_text())
+ALL_ON = yaml.safe_load(ALL_ON_VALUES.read_text())
 RELEASE = "dmrollout"  # fullname == "dmrollout", as the program defaults assume
-NAMESPACE = "dmrollout-system"
 SETTINGS: dict[str, type[BaseSettings]] = {
     "controller": ControllerSettings,
     "rollout": RolloutSettings,
@@ -152,25 +156,6 @@ def merged(base: dict[str, Any], override: dict[str, Any]) -> dict[str, Any]:
 # --- rendering ----------------------------------------------------------------------------------
 
 
-def helm(*args: str, tmp: Path, check: bool = True) -> subprocess.CompletedProcess[str]:
-    binary = bin_dir() / "helm"
-    assert binary.exists(), f"{binary} is missing: run hack/testenv.sh (make testenv) first"
-    env = {
-        **os.environ,
-        "HELM_CACHE_HOME": str(tmp / "cache"),
-        "HELM_CONFIG_HOME": str(tmp / "config"),
-        "HELM_DATA_HOME": str(tmp / "data"),
-    }
-    return subprocess.run(
-        [str(binary), *args], capture_output=True, text=True, check=check, timeout=60, env=env
-    )
-
-
-def template(*args: str, tmp: Path) -> list[dict[str, Any]]:
-    out = helm("template", RELEASE, str(CHART), "--namespace", NAMESPACE, *args, tmp=tmp)
-    return [d for d in yaml.safe_load_all(out.stdout) if d]
-
-
 @pytest.fixture(scope="module")
 def helm_tmp(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return tmp_path_factory.mktemp("helm")
@@ -178,12 +163,12 @@ def helm_tmp(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture(scope="module")
 def default_objs(helm_tmp: Path) -> list[dict[str, Any]]:
-    return template(tmp=helm_tmp)
+    return render_chart(tmp=helm_tmp, release=RELEASE)
 
 
 @pytest.fixture(scope="module")
 def all_on_objs(helm_tmp: Path) -> list[dict[str, Any]]:
-    return template("-f", str(ALL_ON_FILE), tmp=helm_tmp)
+    return render_chart("-f", str(ALL_ON_VALUES), tmp=helm_tmp, release=RELEASE)
 
 
 def find(objs: list[dict[str, Any]], kind: str, suffix: str = "") -> dict[str, Any]:
@@ -342,12 +327,13 @@ def test_all_on_temporal_connection(
 def test_proxy_inline_and_from_secret(
     helm_tmp: Path, all_on_objs: list[dict[str, Any]], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    objs = template(
+    objs = render_chart(
         "--set",
         "proxy.httpsProxy=http://proxy.corp:3128",
         "--set",
         "proxy.noProxy=.svc",
         tmp=helm_tmp,
+        release=RELEASE,
     )
     env = env_of(container(objs, "Deployment", "-worker"))
     assert env["HTTPS_PROXY"] == env["DMROLLOUT_HTTPS_PROXY"] == "http://proxy.corp:3128"
@@ -392,14 +378,7 @@ def test_no_rendered_variable_is_a_typo(
 
 
 def test_kustomize_configmaps_name_real_settings() -> None:
-    out = subprocess.run(
-        [python_tool("kubectl"), "kustomize", str(ROOT / "deploy")],
-        capture_output=True,
-        text=True,
-        check=True,
-        timeout=60,
-    )
-    objs = [d for d in yaml.safe_load_all(out.stdout) if d]
+    objs = kustomize()
     variables = [key for o in objs if o["kind"] == "ConfigMap" for key in o["data"]] + [
         e["name"]
         for o in objs
@@ -576,7 +555,7 @@ def test_chart_crd_is_the_generated_crd_byte_for_byte() -> None:
     assert (CHART / "crds" / "decisionmodels.decisionmodel.io.yaml").read_bytes() == generated
 
 
-@pytest.mark.parametrize("values_file", [None, ALL_ON_FILE], ids=["default", "all-on"])
+@pytest.mark.parametrize("values_file", [None, ALL_ON_VALUES], ids=["default", "all-on"])
 def test_helm_lint_strict(values_file: Path | None, helm_tmp: Path) -> None:
     args = ["lint", "--strict", str(CHART)] + (["-f", str(values_file)] if values_file else [])
     result = helm(*args, tmp=helm_tmp, check=False)
@@ -596,7 +575,7 @@ def test_helm_lint_strict(values_file: Path | None, helm_tmp: Path) -> None:
     ],
 )
 def test_schema_rejects_bad_values(setting: str, complaint: str, helm_tmp: Path) -> None:
-    result = helm("template", RELEASE, str(CHART), "--set", setting, tmp=helm_tmp, check=False)
+    result = helm_template("--set", setting, tmp=helm_tmp, release=RELEASE, check=False)
     assert result.returncode != 0, f"--set {setting} was accepted"
     assert complaint in result.stderr
 

@@ -10,22 +10,17 @@ in a cluster).
 
 from __future__ import annotations
 
-import os
 import re
-import subprocess
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
+from shipped import ALL_ON_VALUES, ROOT, kustomize, render_chart
 
 from controller.settings import ControllerSettings
-from localenv.paths import bin_dir, python_tool
 
-ROOT = Path(__file__).resolve().parents[3]
-CHART = ROOT / "charts" / "dmrollout"
-ALL_ON = CHART / "ci" / "all-on-values.yaml"
 FORBIDDEN_VERBS = {"escalate", "bind", "impersonate", "*"}
 Perm = tuple[str, str, str]  # (apiGroup, resource, verb)
 
@@ -56,47 +51,12 @@ LEADER_PERMISSIONS: set[Perm] = _table(
 # --- rendering ----------------------------------------------------------------------------------
 
 
-def _docs(text: str) -> list[dict[str, Any]]:
-    return [d for d in yaml.safe_load_all(text) if d]
-
-
-def kustomize(path: str) -> list[dict[str, Any]]:
-    out = subprocess.run(
-        [python_tool("kubectl"), "kustomize", str(ROOT / path)],
-        capture_output=True,
-        text=True,
-        check=True,
-        timeout=60,
-    )
-    return _docs(out.stdout)
-
-
-def helm_template(*args: str, tmp: Path) -> list[dict[str, Any]]:
-    helm = bin_dir() / "helm"
-    assert helm.exists(), f"{helm} is missing: run hack/testenv.sh (make testenv) first"
-    env = {
-        **os.environ,
-        "HELM_CACHE_HOME": str(tmp / "cache"),
-        "HELM_CONFIG_HOME": str(tmp / "config"),
-        "HELM_DATA_HOME": str(tmp / "data"),
-    }
-    out = subprocess.run(
-        [str(helm), "template", "dmr", str(CHART), "--namespace", "dmrollout-system", *args],
-        capture_output=True,
-        text=True,
-        check=True,
-        timeout=60,
-        env=env,
-    )
-    return _docs(out.stdout)
-
-
 RENDERINGS: dict[str, Callable[[Path], list[dict[str, Any]]]] = {
     "deploy": lambda tmp: kustomize("deploy"),
     "deploy/core": lambda tmp: kustomize("deploy/core"),
     "deploy/namespaced": lambda tmp: kustomize("deploy/namespaced"),
-    "chart-default": lambda tmp: helm_template(tmp=tmp),
-    "chart-all-on": lambda tmp: helm_template("-f", str(ALL_ON), tmp=tmp),
+    "chart-default": lambda tmp: render_chart(tmp=tmp, release="dmr"),
+    "chart-all-on": lambda tmp: render_chart("-f", str(ALL_ON_VALUES), tmp=tmp, release="dmr"),
 }
 NAMESPACED_RENDERINGS = ("deploy/core", "deploy/namespaced", "chart-all-on")
 
@@ -197,7 +157,7 @@ def test_namespaced_kustomization_grants_the_manager_table_in_its_namespace(
 def test_chart_watch_namespaces_gives_one_role_per_namespace(
     rendered: dict[str, list[dict[str, Any]]],
 ) -> None:
-    watched = yaml.safe_load(ALL_ON.read_text())["watchNamespaces"]
+    watched = yaml.safe_load(ALL_ON_VALUES.read_text())["watchNamespaces"]
     roles = _role(rendered["chart-all-on"], "Role", "-manager")
     assert sorted(r["metadata"]["namespace"] for r in roles) == sorted(watched)
     for role in roles:

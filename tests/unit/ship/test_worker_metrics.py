@@ -11,57 +11,17 @@ container and the worker metrics Service, and (chart) scrape it.
 from __future__ import annotations
 
 import json
-import os
-import subprocess
 import urllib.request
 from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
 from prometheus_client import start_http_server
+from shipped import ALL_ON_VALUES, CHART, helm_template, kustomize, render_chart
 
 from controller.worker import WorkerMetrics
-from localenv.paths import bin_dir, python_tool
 
-ROOT = Path(__file__).resolve().parents[3]
-CHART = ROOT / "charts" / "dmrollout"
-ALL_ON = CHART / "ci" / "all-on-values.yaml"
 RESOLVE_SERIES = "decisionmodel_registry_resolve_duration_seconds"
-
-
-def _docs(text: str) -> list[dict[str, Any]]:
-    return [d for d in yaml.safe_load_all(text) if d]
-
-
-def kustomize() -> list[dict[str, Any]]:
-    out = subprocess.run(
-        [python_tool("kubectl"), "kustomize", str(ROOT / "deploy")],
-        capture_output=True,
-        text=True,
-        check=True,
-        timeout=60,
-    )
-    return _docs(out.stdout)
-
-
-def helm_template(*args: str, tmp: Path, check: bool = True) -> subprocess.CompletedProcess[str]:
-    helm = bin_dir() / "helm"
-    assert helm.exists(), f"{helm} is missing: run hack/testenv.sh (make testenv) first"
-    env = {
-        **os.environ,
-        "HELM_CACHE_HOME": str(tmp / "cache"),
-        "HELM_CONFIG_HOME": str(tmp / "config"),
-        "HELM_DATA_HOME": str(tmp / "data"),
-    }
-    return subprocess.run(
-        [str(helm), "template", "dmrollout", str(CHART), "-n", "dmrollout-system", *args],
-        capture_output=True,
-        text=True,
-        check=check,
-        timeout=60,
-        env=env,
-    )
 
 
 @pytest.fixture(scope="module")
@@ -69,8 +29,8 @@ def rendered(tmp_path_factory: pytest.TempPathFactory) -> dict[str, list[dict[st
     tmp = tmp_path_factory.mktemp("helm")
     return {
         "kustomize": kustomize(),
-        "chart-default": _docs(helm_template(tmp=tmp).stdout),
-        "chart-all-on": _docs(helm_template("-f", str(ALL_ON), tmp=tmp).stdout),
+        "chart-default": render_chart(tmp=tmp),
+        "chart-all-on": render_chart("-f", str(ALL_ON_VALUES), tmp=tmp),
     }
 
 
