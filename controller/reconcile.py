@@ -39,7 +39,7 @@ from controller.settings import ControllerSettings
 from controller.status_writer import Cond, ControllerStatus, apply_controller_status
 from controller.steady import SteadyState
 from decisionmodel.api import GROUP, PLURAL, VERSION, DecisionModel, DecisionModelInvalid
-from decisionmodel.conditions import ConditionType
+from decisionmodel.conditions import ConditionType, is_condition_true
 from decisionmodel.render.labels import ANNOTATION_PROMOTE, ANNOTATION_RETRY
 from workflows.contracts import (
     DMRef,
@@ -287,9 +287,7 @@ class Reconciler:
         # FIFO: only the first `free` DecisionModels in arrival order may start now.
         return key in list(self.queue_order)[:free]
 
-    async def _runtime_update(
-        self, ref: DMRef, dm: DecisionModel, obj: dict[str, Any], want: ControllerStatus
-    ) -> None:
+    async def _runtime_update(self, ref: DMRef, dm: DecisionModel, want: ControllerStatus) -> None:
         """Policy Pinned: say (condition, and an Event once) that a newer default runtime exists.
 
         Seed 001 "Upgrading the operator": the DecisionModel stays on its stable's runtime until
@@ -307,10 +305,9 @@ class Reconciler:
         want.conditions.append(
             Cond(RUNTIME_UPDATE_AVAILABLE, "True", RUNTIME_UPDATE_AVAILABLE, message)
         )
-        conditions = (obj.get("status") or {}).get("conditions") or []
-        if not any(
-            c.get("type") == RUNTIME_UPDATE_AVAILABLE and c.get("status") == "True"
-            for c in conditions
+        # The Event once: when the condition the status already holds is not True yet.
+        if not is_condition_true(
+            dm.status.conditions if dm.status else [], RUNTIME_UPDATE_AVAILABLE
         ):
             await emit_event(
                 self.kube,
@@ -380,7 +377,7 @@ class Reconciler:
                 new_phase = Phase.DEGRADED if degraded else Phase.READY
         else:
             want.replicas = {"desired": dm.spec.replicas, "modelReady": 0}
-        await self._runtime_update(ref, dm, obj, want)
+        await self._runtime_update(ref, dm, want)
         if queued:
             new_phase = Phase.PENDING
             want.conditions.append(
