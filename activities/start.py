@@ -17,19 +17,13 @@ from temporalio import activity
 from activities import params
 from activities.errors import typed_errors
 from activities.kube import Kube
+from activities.pod_gate import condition_true
 from activities.secrets import SecretCapability, SecretReader
 from activities.settings import RolloutSettings
 from decisionmodel.errors import APIKeyInvalid
 from decisionmodel.render import render_serving_deployment
 from decisionmodel.render.labels import selector_labels
 from workflows.contracts import START, RevisionObjectsInput, StartResult
-
-
-def _condition_true(pod: dict[str, Any], type_: str) -> bool:
-    return any(
-        c.get("type") == type_ and c.get("status") == "True"
-        for c in (pod.get("status") or {}).get("conditions") or []
-    )
 
 
 def pod_started(pod: dict[str, Any]) -> bool:
@@ -39,7 +33,7 @@ def pod_started(pod: dict[str, Any]) -> bool:
         not pod["metadata"].get("deletionTimestamp")
         and status.get("phase") == "Running"
         and bool(status.get("podIP"))
-        and _condition_true(pod, "ContainersReady")
+        and condition_true(pod, "ContainersReady")
     )
 
 
