@@ -148,10 +148,8 @@ def add_guard_flags(p: argparse.ArgumentParser) -> None:
     )
 
 
-def controller(args: argparse.Namespace) -> int:
-    from controller.manager import Manager
-
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s %(message)s")
+def controller_settings(args: argparse.Namespace) -> ControllerSettings:
+    """ControllerSettings from the environment, overridden by the controller's flags."""
     overrides: dict[str, Any] = {}
     if args.watch_namespaces is not None:
         overrides["watch_namespaces"] = [n for n in args.watch_namespaces.split(",") if n]
@@ -165,7 +163,14 @@ def controller(args: argparse.Namespace) -> int:
         overrides["health_port"] = args.health_port
     if args.leader_elect is not None:
         overrides["leader_election"] = args.leader_elect == "true"
-    settings = ControllerSettings(**overrides)
+    return ControllerSettings(**overrides)
+
+
+def controller(args: argparse.Namespace) -> int:
+    from controller.manager import Manager
+
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s %(message)s")
+    settings = controller_settings(args)
     rollout = rollout_settings(args)
     try:
         return asyncio.run(Manager(settings, rollout, TemporalSettings()).run())
