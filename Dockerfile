@@ -21,6 +21,7 @@ WORKDIR /src
 # Only what `pip install .` reads (the .dockerignore is an allow-list of the same paths).
 COPY pyproject.toml README.md ./
 COPY decisionmodel/ decisionmodel/
+COPY kube/ kube/
 COPY activities/ activities/
 COPY workflows/ workflows/
 COPY controller/ controller/

@@ -17,10 +17,9 @@ import logging
 from kubernetes.client.rest import ApiException
 from temporalio import activity
 
-from activities.errors import typed_errors
-from activities.kube import DecisionModelGone, Kube
 from activities.promote import selected_revision
-from activities.settings import RolloutSettings
+from activities.typed_errors import typed_errors
+from decisionmodel.contracts import DELETE_REVISION, DeleteRevisionInput, DeleteRevisionResult
 from decisionmodel.render.labels import (
     deployment_name,
     pdb_name,
@@ -28,7 +27,8 @@ from decisionmodel.render.labels import (
     service_name,
     store_pvc_name,
 )
-from workflows.contracts import DELETE_REVISION, DeleteRevisionInput, DeleteRevisionResult
+from decisionmodel.settings import RolloutSettings
+from kube.client import DecisionModelGone, Kube
 
 log = logging.getLogger(__name__)
 

@@ -30,13 +30,21 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, ValidationError
 from temporalio import activity
 
-from activities.errors import typed_errors
-from activities.kube import Kube
-from activities.pod_gate import gate_true, pod_ip, probe_eligible
-from activities.secrets import SecretReader
-from activities.settings import RolloutSettings
+from activities.typed_errors import typed_errors
 from activities.warmup_inspect import HeartbeatTicker, RuntimeClientFactory
-from decisionmodel.errors import DmrolloutError, ProbeError, RuntimeRequestRejected
+from decisionmodel.contracts import (
+    EVALUATE,
+    EvaluateInput,
+    EvaluationOutcome,
+    EvaluationPolicy,
+    RevisionRecord,
+)
+from decisionmodel.errors import (
+    DmrolloutError,
+    InvalidEvaluationPolicy,
+    ProbeError,
+    RuntimeRequestRejected,
+)
 from decisionmodel.evaluation import (
     EvaluationFigures,
     EvaluationGates,
@@ -49,23 +57,12 @@ from decisionmodel.evaluation import (
 )
 from decisionmodel.render.labels import selector_labels
 from decisionmodel.runtime_client import RuntimeClient
-from workflows.contracts import (
-    EVALUATE,
-    EvaluateInput,
-    EvaluationOutcome,
-    EvaluationPolicy,
-    RevisionRecord,
-)
+from decisionmodel.settings import RolloutSettings
+from kube.client import Kube
+from kube.pod_gate import gate_true, pod_ip, probe_eligible
+from kube.secrets import SecretReader
 
 Phase = Literal["dataset", "candidate", "baseline"]
-
-
-class InvalidEvaluationPolicy(DmrolloutError):
-    """A gate threshold is not a decimal string in [0, 1] (the CRD refuses it; a hand-made
-    workflow input may not)."""
-
-    reason = "InvalidEvaluationPolicy"
-    permanent = True
 
 
 class NoModelReadyPod(ProbeError):
@@ -97,14 +94,7 @@ class EvaluationHeartbeat(BaseModel):
 
 def gates_of(policy: EvaluationPolicy) -> EvaluationGates:
     try:
-        return EvaluationGates.model_validate(
-            {
-                "minAccuracy": policy.min_accuracy,
-                "maxAccuracyDrop": policy.max_accuracy_drop,
-                "maxECE": policy.max_ece,
-                "maxECEIncrease": policy.max_ece_increase,
-            }
-        )
+        return EvaluationGates.model_validate(policy.gates())
     except ValidationError as err:
         fields = ", ".join(".".join(map(str, e["loc"])) for e in err.errors())
         raise InvalidEvaluationPolicy(

@@ -26,11 +26,8 @@ from typing import Any
 
 from temporalio import activity
 
-from activities import params
-from activities.errors import typed_errors
-from activities.kube import Kube
-from activities.secrets import SecretCapability, SecretReader
-from activities.settings import RolloutSettings
+from activities.typed_errors import typed_errors
+from decisionmodel.contracts import PREFETCH, PrefetchResult, RevisionObjectsInput
 from decisionmodel.errors import DigestMismatch, DmrolloutError, ModelNotFound, PrefetchFailed
 from decisionmodel.render import render_prefetch_job, render_store_pvc
 from decisionmodel.render.prefetch_job import (
@@ -39,7 +36,11 @@ from decisionmodel.render.prefetch_job import (
     EXIT_MODEL_NOT_FOUND,
     EXIT_TAG_MOVED,
 )
-from workflows.contracts import PREFETCH, PrefetchResult, RevisionObjectsInput
+from decisionmodel.settings import RolloutSettings
+from decisionmodel.vocabulary import JOB_FAILED, JOB_FAILURE_TARGET
+from kube import params
+from kube.client import Kube
+from kube.secrets import SecretCapability, SecretReader
 
 # Set by the Job controller on every Pod of a Job: the Job's UID, so a Pod of an older Job of
 # the same name is never read.
@@ -64,7 +65,7 @@ def job_counts(job: dict[str, Any]) -> dict[str, int]:
 def job_failure(job: dict[str, Any]) -> dict[str, Any] | None:
     """The condition that says the Job has failed for good. FailureTarget comes first (the
     controller sets Failed once the Pods have terminated); either is final."""
-    return _condition(job, "Failed") or _condition(job, "FailureTarget")
+    return _condition(job, JOB_FAILED) or _condition(job, JOB_FAILURE_TARGET)
 
 
 def _terminated(pod: dict[str, Any]) -> dict[str, Any] | None:
@@ -113,7 +114,7 @@ def classify_failure(
             "resolves it again) or pin spec.digest"
         )
     attempts = job_counts(job)["failed"]
-    why = failure.get("reason") or "Failed"
+    why = failure.get("reason") or JOB_FAILED
     last = f"; last attempt: {message}" if message else ""
     return PrefetchFailed(
         f"prefetch Job {name} failed ({why}: {failure.get('message') or 'no message'}) "

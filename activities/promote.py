@@ -23,16 +23,8 @@ from typing import Any
 from kubernetes.client.rest import ApiException
 from temporalio import activity
 
-from activities import params
-from activities.errors import typed_errors
-from activities.kube import Kube
-from activities.settings import RolloutSettings
-from activities.status import write_status
-from decisionmodel.conditions import ConditionType, Reason
-from decisionmodel.errors import ResourceConflict
-from decisionmodel.render import render_pdb, render_service
-from decisionmodel.render.labels import LABEL_REVISION, selector_labels, service_name
-from workflows.contracts import (
+from activities.typed_errors import typed_errors
+from decisionmodel.contracts import (
     PROMOTE,
     ConditionUpdate,
     Phase,
@@ -40,6 +32,14 @@ from workflows.contracts import (
     PromoteResult,
     StatusUpdate,
 )
+from decisionmodel.errors import ResourceConflict
+from decisionmodel.render import render_pdb, render_service
+from decisionmodel.render.labels import LABEL_REVISION, selector_labels, service_name
+from decisionmodel.settings import RolloutSettings
+from decisionmodel.vocabulary import ConditionType, Reason
+from kube import params
+from kube.client import Kube
+from kube.rollout_status import write_status
 
 
 def selected_revision(service: dict[str, Any] | None) -> str | None:

@@ -7,14 +7,14 @@ from typing import Any
 
 from activities.delete_revision import DeleteRevisionActivities
 from activities.evaluate import EvaluateActivities
-from activities.kube import Kube
 from activities.prefetch import PrefetchActivities
 from activities.promote import PromoteActivities
 from activities.resolve import ResolveActivities
-from activities.settings import RolloutSettings
 from activities.start import StartActivities
 from activities.status import StatusActivities
 from activities.warmup_inspect import WarmupActivities
+from decisionmodel.settings import RolloutSettings
+from kube.client import Kube
 
 
 def build_activities(

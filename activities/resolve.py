@@ -7,8 +7,8 @@ the digest: the input's digest when given (``spec.digest``, or the one the contr
 from status for the same model), else the registry's (ModelNotFound permanent, RegistryError
 transient: Temporal retries it).
 
-:func:`record_for` is pure and is the one construction of a revision's identity: the controller
-imports it to compute the hash it starts a workflow under, so both always agree.
+The record is built by ``decisionmodel.spec_mapping.record_for``, the one construction of a
+revision's identity, which the controller's dispatch uses too: both always agree.
 """
 
 from __future__ import annotations
@@ -18,81 +18,20 @@ from collections.abc import Callable
 
 from temporalio import activity
 
-from activities.errors import typed_errors
-from activities.settings import RolloutSettings
-from decisionmodel.engine_params import DEFAULT_RUNTIME_VERSION, default_image
-from decisionmodel.errors import DmrolloutError, ImageOverrideNotAllowed
+from activities.typed_errors import typed_errors
+from decisionmodel.contracts import (
+    RESOLVE,
+    ResolveInput,
+    ResolveResult,
+    RevisionSpec,
+)
+from decisionmodel.errors import ImageOverrideNotAllowed, InvalidDigest
 from decisionmodel.names import ModelRef, check_registry_allowed, parse_model_name
 from decisionmodel.resolver import RegistryResolver
-from decisionmodel.revision import RevisionInputs, placement_hash, revision_hash
-from workflows.contracts import RESOLVE, ResolveInput, ResolveResult, RevisionRecord, RevisionSpec
+from decisionmodel.settings import RolloutSettings
+from decisionmodel.spec_mapping import digest_hex, record_for
 
 ResolverFactory = Callable[[RolloutSettings], RegistryResolver]
-
-
-class InvalidDigest(DmrolloutError):
-    """A digest in the workflow input is not 64 hex (the CRD refuses it; a hand-made input
-    may not)."""
-
-    reason = "InvalidDigest"
-    permanent = True
-
-
-def _digest_hex(digest: str) -> str:
-    return digest.strip().lower().removeprefix("sha256:")
-
-
-def effective_image(
-    revision: RevisionSpec, default_runtime_version: str = DEFAULT_RUNTIME_VERSION
-) -> tuple[str, str | None]:
-    """(image the revision runs, runtime version recorded). ``spec.image`` wins; else the
-    engine's image of ``spec.runtimeVersion`` or the operator's default runtime version."""
-    if revision.image:
-        return revision.image, revision.runtime_version
-    version = revision.runtime_version or default_runtime_version
-    return default_image(version, revision.device), version
-
-
-def record_for(
-    revision: RevisionSpec,
-    digest: str,
-    image: str | None = None,
-    *,
-    default_runtime_version: str = DEFAULT_RUNTIME_VERSION,
-) -> RevisionRecord:
-    """The RevisionRecord of ``revision`` once its digest is known. Pure.
-
-    ``image`` is the runtime image the revision runs; None derives it (see
-    :func:`effective_image`). The hash is ``revision_hash`` over {engine, model, digest,
-    device, image, resources, placement}, exactly as ``RevisionInputs.from_spec`` builds it, so
-    it equals the hash of the same spec computed from the CRD types (``scheduling`` in
-    ``RevisionSpec`` is the wire form, camelCase, as ``SchedulingSpec.to_wire()`` gives it).
-    """
-    bare = _digest_hex(digest)
-    if image is None:
-        image, runtime_version = effective_image(revision, default_runtime_version)
-    else:
-        runtime_version = revision.runtime_version
-    inputs = RevisionInputs(
-        engine=revision.engine,
-        model=revision.model,
-        digest=bare,
-        device=revision.device,
-        image=image,
-        resources=dict(revision.resources),
-        placement=placement_hash(revision.scheduling),
-    )
-    return RevisionRecord(
-        hash=revision_hash(inputs),
-        engine=revision.engine,
-        model=revision.model,
-        digest=bare,
-        device=revision.device,
-        image=image,
-        runtime_version=runtime_version,
-        resources=dict(revision.resources),
-        placement=inputs.placement,
-    )
 
 
 def parse_and_guard(revision: RevisionSpec, settings: RolloutSettings) -> ModelRef:
@@ -137,7 +76,7 @@ class ResolveActivities:
             revision = inp.revision
             ref = parse_and_guard(revision, self.settings)
             if revision.digest:
-                digest = _digest_hex(revision.digest)
+                digest = digest_hex(revision.digest)
                 if len(digest) != 64 or any(c not in "0123456789abcdef" for c in digest):
                     # The CRD pattern refuses this; a hand-made workflow input may not.
                     raise InvalidDigest(

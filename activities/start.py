@@ -14,16 +14,16 @@ from typing import Any
 
 from temporalio import activity
 
-from activities import params
-from activities.errors import typed_errors
-from activities.kube import Kube
-from activities.pod_gate import condition_true
-from activities.secrets import SecretCapability, SecretReader
-from activities.settings import RolloutSettings
+from activities.typed_errors import typed_errors
+from decisionmodel.contracts import START, RevisionObjectsInput, StartResult
 from decisionmodel.errors import APIKeyInvalid
 from decisionmodel.render import render_serving_deployment
 from decisionmodel.render.labels import selector_labels
-from workflows.contracts import START, RevisionObjectsInput, StartResult
+from decisionmodel.settings import RolloutSettings
+from kube import params
+from kube.client import Kube
+from kube.pod_gate import condition_true
+from kube.secrets import SecretCapability, SecretReader
 
 
 def pod_started(pod: dict[str, Any]) -> bool:

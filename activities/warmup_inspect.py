@@ -36,9 +36,15 @@ from typing import Any, Final
 from pydantic import BaseModel, ConfigDict, Field
 from temporalio import activity
 
-from activities.errors import typed_errors
-from activities.kube import Kube
-from activities.pod_gate import (
+from activities.typed_errors import typed_errors
+from decisionmodel.contracts import WARMUP_INSPECT, WarmupInput, WarmupResult
+from decisionmodel.errors import ProbeError
+from decisionmodel.render.labels import selector_labels
+from decisionmodel.runtime_client import GateVerdict, RuntimeClient, RuntimeTimeouts, verdict
+from decisionmodel.settings import RolloutSettings
+from decisionmodel.vocabulary import Phase, Reason
+from kube.client import Kube
+from kube.pod_gate import (
     gate_reason,
     gate_true,
     is_model_ready,
@@ -48,18 +54,13 @@ from activities.pod_gate import (
     set_gate,
     state_from_verdict,
 )
-from activities.secrets import SecretReader
-from activities.settings import RolloutSettings
-from decisionmodel.errors import ProbeError
-from decisionmodel.render.labels import selector_labels
-from decisionmodel.runtime_client import GateVerdict, RuntimeClient, RuntimeTimeouts, verdict
-from workflows.contracts import WARMUP_INSPECT, WarmupInput, WarmupResult
+from kube.secrets import SecretReader
 
 RuntimeClientFactory = Callable[..., RuntimeClient]
 
 # Heartbeat-detail keys for Pods without a verdict: not probe-eligible yet (no IP or
 # containers not ready), or eligible but never judged (no gate condition yet).
-STARTING: Final = "Starting"
+STARTING: Final = Phase.STARTING.value
 UNPROBED: Final = "Unprobed"
 _MESSAGE_CHARS: Final = 300
 
@@ -211,7 +212,7 @@ class WarmupActivities:
                 if not found.ready and not message:
                     message = found.message[:_MESSAGE_CHARS]
             elif gate_true(pod):
-                reasons["ModelReady"] += 1
+                reasons[Reason.MODEL_READY] += 1
             elif not probe_eligible(pod):
                 reasons[STARTING] += 1
             else:

@@ -8,13 +8,13 @@ import logging
 import sys
 from typing import Any
 
-from activities.kube import Kube
-from activities.settings import RolloutSettings
 from controller.rollouts import Rollouts, dm_query
 from controller.settings import ControllerSettings
 from controller.temporal_client import NamespaceNotReady, TemporalSettings, connect
+from decisionmodel.contracts import Phase
+from decisionmodel.settings import RolloutSettings
+from kube.client import Kube
 from workflows import search_attributes as sa
-from workflows.contracts import Phase
 
 
 def _dm(kube: Kube, namespace: str, name: str) -> dict[str, Any] | None:
@@ -33,7 +33,10 @@ def _rev(label: str, rev: dict[str, Any] | None) -> str:
 
 async def status(args: argparse.Namespace) -> int:
     temporal = TemporalSettings()
-    kube = Kube.from_config(args.kubeconfig or RolloutSettings().kubeconfig)
+    settings = RolloutSettings()
+    if args.kubeconfig:
+        settings = settings.model_copy(update={"kubeconfig": args.kubeconfig})
+    kube = Kube.from_settings(settings)
     obj = await Kube.run(_dm, kube, args.namespace, args.name)
     if obj is None:
         print(f"DecisionModel {args.namespace}/{args.name} not found", file=sys.stderr)

@@ -18,18 +18,22 @@ from typing import Literal
 
 from decisionmodel.api import DecisionModel
 from decisionmodel.api_status import RevisionStatus
-from decisionmodel.engine_params import default_image
-from decisionmodel.revision import RevisionInputs, canonical_json, placement_hash, revision_hash
-from workflows.contracts import (
-    CachePolicy,
-    DMRef,
-    EvaluationPolicy,
-    KeyRef,
-    PhaseTimeouts,
+from decisionmodel.contracts import (
     RevisionRecord,
     RevisionSpec,
     RolloutInput,
     RolloutTuning,
+)
+from decisionmodel.engine_params import default_image
+from decisionmodel.revision import canonical_json, placement_hash
+from decisionmodel.spec_mapping import (
+    api_key_ref,
+    cache_policy,
+    dm_ref,
+    evaluation_policy,
+    phase_timeouts,
+    record_for,
+    revision_spec,
 )
 
 
@@ -100,21 +104,10 @@ def _recorded_digest(dm: DecisionModel) -> str | None:
 def desired_revision(dm: DecisionModel, settings: DispatchSettings) -> DesiredRevision:
     spec = dm.spec
     digest = spec.digest or _recorded_digest(dm)
+    revision = revision_spec(dm, digest, _runtime_version(dm, settings))
     image = image_for(dm, settings)
-    revision = RevisionSpec(
-        engine=spec.engine.value,
-        model=spec.model,
-        digest=digest,
-        digest_pinned=spec.digest is not None,
-        device=spec.device.value,
-        image=spec.image,
-        runtime_version=_runtime_version(dm, settings) if not spec.image else None,
-        resources=spec.resources,
-        scheduling=spec.scheduling.to_wire(),
-    )
     if digest is not None:
-        requested = revision_hash(RevisionInputs.from_spec(spec, digest, image))
-        return DesiredRevision(revision, requested, resolved=True)
+        return DesiredRevision(revision, record_for(revision, digest, image).hash, resolved=True)
     unresolved = {
         "engine": spec.engine.value,
         "model": spec.model,
@@ -136,53 +129,17 @@ def rollout_input(
     """The workflow's argument: references only (Secret/ConfigMap names), never values."""
     desired = desired_revision(dm, settings)
     spec = dm.spec
-    meta = dm.metadata
-    evaluation = None
-    ev = spec.rollout.evaluation
-    if ev is not None:
-        ref = ev.dataset_ref
-        if ref.config_map_ref is not None:
-            cm = ref.config_map_ref
-            dataset = KeyRef(kind="ConfigMap", name=cm.name, key=cm.key)
-        else:
-            assert ref.secret_ref is not None  # exactly one source: validated by the model
-            dataset = KeyRef(kind="Secret", name=ref.secret_ref.name, key=ref.secret_ref.key)
-        evaluation = EvaluationPolicy(
-            dataset=dataset,
-            min_accuracy=str(ev.min_accuracy),
-            max_accuracy_drop=str(ev.max_accuracy_drop) if ev.max_accuracy_drop else None,
-            max_ece=str(ev.max_ece) if ev.max_ece else None,
-            max_ece_increase=str(ev.max_ece_increase) if ev.max_ece_increase else None,
-            max_cases=ev.max_cases,
-        )
-    api_key = spec.auth.api_key_secret_ref
-    token = spec.cache.download_token_secret_ref
     stable = dm.status.stable_revision if dm.status else None
-    timeouts = spec.rollout.timeouts
     return RolloutInput(
-        dm=DMRef(
-            namespace=meta.namespace or "default",
-            name=meta.name,
-            uid=meta.uid or "",
-            generation=meta.generation or 0,
-        ),
+        dm=dm_ref(dm),
         requested_revision=desired.requested_hash,
         revision=desired.revision,
         replicas=spec.replicas,
-        cache=CachePolicy(
-            size=str(spec.cache.size),
-            storage_class_name=spec.cache.storage_class_name,
-            access_modes=[m.value for m in spec.cache.access_modes],
-            download_token=KeyRef(name=token.name, key=token.key) if token else None,
-        ),
-        api_key=KeyRef(name=api_key.name, key=api_key.key) if api_key else None,
-        evaluation=evaluation,
+        cache=cache_policy(spec.cache),
+        api_key=api_key_ref(dm),
+        evaluation=evaluation_policy(spec.rollout.evaluation),
         promotion=spec.effective_promotion.value,
-        timeouts=PhaseTimeouts(
-            caching=int(timeouts.caching_duration.total_seconds()),
-            starting=int(timeouts.starting_duration.total_seconds()),
-            evaluating=int(timeouts.evaluating_duration.total_seconds()),
-        ),
+        timeouts=phase_timeouts(spec.rollout.timeouts),
         stable=record_of(stable),
         retry_token=retry_token,
         tuning=tuning or RolloutTuning(),

@@ -13,8 +13,6 @@ import logging
 import signal
 import time
 
-from activities.kube import Kube
-from activities.settings import RolloutSettings
 from controller.dispatch import DispatchSettings
 from controller.health import HealthServer
 from controller.leader import LeaderElector
@@ -27,6 +25,8 @@ from controller.steady import SteadyState
 from controller.temporal_client import TemporalSettings, check_namespace, connect
 from controller.watch import Watcher
 from controller.workqueue import QueueShutDown, WorkQueue
+from decisionmodel.settings import RolloutSettings
+from kube.client import Kube
 
 log = logging.getLogger("dmrollout.controller")
 
@@ -66,7 +66,7 @@ class Manager:
     async def run(self) -> int:
         client = await connect(self.temporal)
         await check_namespace(client, self.temporal.namespace)
-        kube = Kube.from_config(self.rollout.kubeconfig)
+        kube = Kube.from_settings(self.rollout)
         rollouts = Rollouts(client, self.temporal.task_queue, self.temporal.ui_url)
         reconciler = Reconciler(
             kube=kube,

@@ -19,22 +19,28 @@ from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, gene
 from prometheus_client.metrics import MetricWrapperBase
 from prometheus_client.metrics_core import Metric
 
+from decisionmodel.vocabulary import Phase
+
 # Seed 004's `phase` label values, in its order, plus AwaitingPromotion: dmrollout adds that phase
 # for manual promotion (REFERENCE "Manual promotion"), so the one-hot must cover it too or a held
 # candidate would show every phase at 0.
-PHASES: Final[tuple[str, ...]] = (
-    "Pending",
-    "Resolving",
-    "Caching",
-    "Starting",
-    "Evaluating",
-    "Degraded",
-    "Promoting",
-    "Ready",
-    "Failed",
-    "RolledBack",
-    "AwaitingPromotion",
+PHASES: Final[tuple[str, ...]] = tuple(
+    str(p)
+    for p in (
+        Phase.PENDING,
+        Phase.RESOLVING,
+        Phase.CACHING,
+        Phase.STARTING,
+        Phase.EVALUATING,
+        Phase.DEGRADED,
+        Phase.PROMOTING,
+        Phase.READY,
+        Phase.FAILED,
+        Phase.ROLLED_BACK,
+        Phase.AWAITING_PROMOTION,
+    )
 )
+ENDED: Final = (Phase.ROLLED_BACK, Phase.FAILED)
 ROLLOUT_PROMOTED: Final = "promoted"
 ROLLOUT_ROLLED_BACK: Final = "rolled_back"
 ROLLOUT_FAILED: Final = "failed"
@@ -286,7 +292,7 @@ class ControllerMetrics:
             # Unknown past: remember what is already recorded, count nothing.
             if promotion[0] is not None:
                 state.last_promotion = promotion
-            if new_phase in ("RolledBack", "Failed"):
+            if new_phase in ENDED:
                 state.last_failure = failure
             return
 
@@ -301,10 +307,10 @@ class ControllerMetrics:
             self.rollouts.labels(namespace, name, ROLLOUT_PROMOTED).inc()
 
         old_phase = old_status.get("phase")
-        entered_terminal = new_phase in ("RolledBack", "Failed") and new_phase != old_phase
+        entered_terminal = new_phase in ENDED and new_phase != old_phase
         if entered_terminal and failure != state.last_failure:
             state.last_failure = failure
-            result = ROLLOUT_ROLLED_BACK if new_phase == "RolledBack" else ROLLOUT_FAILED
+            result = ROLLOUT_ROLLED_BACK if new_phase == Phase.ROLLED_BACK else ROLLOUT_FAILED
             self.rollouts.labels(namespace, name, result).inc()
 
 

@@ -24,8 +24,6 @@ from typing import Any
 
 from kubernetes.client.rest import ApiException
 
-from activities.kube import DecisionModelGone, Kube
-from activities.status import emit_event, write_status
 from controller.dispatch import (
     DesiredRevision,
     DispatchSettings,
@@ -36,22 +34,26 @@ from controller.dispatch import (
 )
 from controller.rollouts import Rollouts, RunningRollout
 from controller.settings import ControllerSettings
-from controller.status_writer import Cond, ControllerStatus, apply_controller_status
 from controller.steady import SteadyState
 from decisionmodel.api import GROUP, PLURAL, VERSION, DecisionModel, DecisionModelInvalid
-from decisionmodel.conditions import ConditionType, is_condition_true
-from decisionmodel.render.labels import ANNOTATION_PROMOTE, ANNOTATION_RETRY
-from workflows.contracts import (
+from decisionmodel.conditions import is_condition_true
+from decisionmodel.contracts import (
     DMRef,
     Phase,
     RolloutTuning,
     StatusUpdate,
     workflow_id,
 )
+from decisionmodel.render.labels import ANNOTATION_PROMOTE, ANNOTATION_RETRY
+from decisionmodel.spec_mapping import dm_ref
+from decisionmodel.vocabulary import ConditionType, EventReason, Reason
+from kube.client import DecisionModelGone, Kube
+from kube.controller_status import Cond, ControllerStatus, apply_controller_status
+from kube.rollout_status import write_status
+from kube.status import emit_event
 
 log = logging.getLogger("dmrollout.controller.reconcile")
 
-RUNTIME_UPDATE_AVAILABLE = ConditionType.RUNTIME_UPDATE_AVAILABLE.value
 
 # How long a rollout this process started is asked about directly when visibility does not list
 # it yet (a generous bound on visibility lag; an Elasticsearch-backed cluster lags ~1 s).
@@ -102,7 +104,7 @@ def decide(dm: DecisionModel, desired: DesiredRevision, running: list[RunningRol
     annotations = dm.metadata.annotations or {}
     token = annotations.get(ANNOTATION_RETRY)
     consumed = status.last_retry_token if status else None
-    ref = _ref(dm)
+    ref = dm_ref(dm)
 
     if stable is not None and desired.requested_hash == stable.hash:
         return Decision(
@@ -161,16 +163,6 @@ def decide(dm: DecisionModel, desired: DesiredRevision, running: list[RunningRol
     )
 
 
-def _ref(dm: DecisionModel) -> DMRef:
-    meta = dm.metadata
-    return DMRef(
-        namespace=meta.namespace or "default",
-        name=meta.name,
-        uid=meta.uid or "",
-        generation=meta.generation or 0,
-    )
-
-
 @dataclass
 class Reconciler:
     kube: Kube
@@ -214,7 +206,7 @@ class Reconciler:
         except DecisionModelInvalid as e:
             log.error("%s is invalid: %s", key, e)
             return None
-        ref = _ref(dm)
+        ref = dm_ref(dm)
         try:
             return await self._reconcile(ref, dm, obj)
         except DecisionModelGone:
@@ -303,16 +295,18 @@ class Reconciler:
             f"(--runtime-version-policy Pinned). Set spec.runtimeVersion: {newer!r} to roll onto it"
         )
         want.conditions.append(
-            Cond(RUNTIME_UPDATE_AVAILABLE, "True", RUNTIME_UPDATE_AVAILABLE, message)
+            Cond(
+                ConditionType.RUNTIME_UPDATE_AVAILABLE,
+                "True",
+                Reason.RUNTIME_UPDATE_AVAILABLE,
+                message,
+            )
         )
         # The Event once: when the condition the status already holds is not True yet.
         if not is_condition_true(
-            dm.status.conditions if dm.status else [], RUNTIME_UPDATE_AVAILABLE
+            dm.status.conditions if dm.status else [], ConditionType.RUNTIME_UPDATE_AVAILABLE
         ):
-            await emit_event(
-                self.kube,
-                StatusUpdate(dm=ref, event_reason=RUNTIME_UPDATE_AVAILABLE, event_message=message),
-            )
+            await emit_event(self.kube, ref, EventReason.RUNTIME_UPDATE_AVAILABLE, message)
 
     async def _forward_approval(self, ref: DMRef, dm: DecisionModel, wid: str) -> None:
         approval = (dm.metadata.annotations or {}).get(ANNOTATION_PROMOTE)
@@ -323,15 +317,7 @@ class Reconciler:
             return  # early: keep the annotation, forward once the candidate waits
         refusal = await self.rollouts.approve(wid, approval)
         if refusal is not None:
-            await emit_event(
-                self.kube,
-                StatusUpdate(
-                    dm=ref,
-                    event_reason="ApprovalRejected",
-                    event_message=refusal,
-                    event_type="Warning",
-                ),
-            )
+            await emit_event(self.kube, ref, EventReason.APPROVAL_REJECTED, refusal, "Warning")
         # Applied or refused: the annotation has been consumed either way.
         await Kube.run(remove_dm_annotation, self.kube, ref, ANNOTATION_PROMOTE)
 
@@ -354,25 +340,26 @@ class Reconciler:
         new_phase: Phase | None = None
         record = record_of(stable)
         if record is not None:
-            health = await self.steady.reconcile(ref, obj, record)
+            health = await self.steady.reconcile(dm, record)
             for result in health.probe_transitions:
                 self.metrics.record_probe_transition(ref.namespace, ref.name, result)
             want.replicas = {"desired": health.desired, "modelReady": health.model_ready}
             want.conditions = list(health.conditions)
-            if phase_now == "RolledBack":
-                want.conditions = [c for c in want.conditions if c.type != "Ready"]
+            if phase_now == Phase.ROLLED_BACK:
+                want.conditions = [c for c in want.conditions if c.type != ConditionType.READY]
                 want.conditions.append(
                     Cond(
-                        "Ready",
+                        ConditionType.READY,
                         "True" if health.model_ready else "False",
-                        "CandidateRejected",
+                        Reason.CANDIDATE_REJECTED,
                         "the candidate was rejected; the stable revision keeps serving",
                     )
                 )
             # Steady phases follow the stable's health; a RolledBack/Failed phase stays until the
             # spec changes — and returning the spec to the stable revision is such a change.
-            steady = phase_now in ("Ready", "Degraded", "Pending", None)
-            if not in_flight and (steady or (at_stable and phase_now in ("RolledBack", "Failed"))):
+            steady = phase_now in (Phase.READY, Phase.DEGRADED, Phase.PENDING, None)
+            ended = phase_now in (Phase.ROLLED_BACK, Phase.FAILED)
+            if not in_flight and (steady or (at_stable and ended)):
                 degraded = health.degraded_reason or health.model_ready < health.desired
                 new_phase = Phase.DEGRADED if degraded else Phase.READY
         else:
@@ -382,9 +369,9 @@ class Reconciler:
             new_phase = Phase.PENDING
             want.conditions.append(
                 Cond(
-                    "Ready",
+                    ConditionType.READY,
                     "True" if stable else "False",
-                    "RolloutQueued",
+                    Reason.ROLLOUT_QUEUED,
                     f"waiting for a rollout slot (--max-concurrent-rollouts "
                     f"{self.settings.max_concurrent_rollouts})",
                 )

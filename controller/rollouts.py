@@ -20,8 +20,8 @@ from temporalio.common import SearchAttributePair, TypedSearchAttributes, Workfl
 from temporalio.exceptions import WorkflowAlreadyStartedError
 from temporalio.service import RPCError
 
+from decisionmodel.contracts import Phase, RolloutInput, RolloutProgress, workflow_id
 from workflows import search_attributes as sa
-from workflows.contracts import Phase, RolloutInput, RolloutProgress, workflow_id
 from workflows.rollout import RolloutWorkflow
 
 log = logging.getLogger("dmrollout.controller.rollouts")
@@ -66,7 +66,7 @@ class Rollouts:
                         SearchAttributePair(sa.DM_NAME, inp.dm.name),
                         SearchAttributePair(sa.DM_REVISION, inp.requested_revision),
                         SearchAttributePair(sa.DM_MODEL, inp.revision.model),
-                        SearchAttributePair(sa.DM_PHASE, "Pending"),
+                        SearchAttributePair(sa.DM_PHASE, Phase.PENDING.value),
                     ]
                 ),
                 static_summary=f"Rollout of {inp.revision.model} to DecisionModel "

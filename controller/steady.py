@@ -24,22 +24,14 @@ from typing import Any
 
 from kubernetes.client.rest import ApiException
 
-from activities import params
-from activities.kube import Kube
-from activities.pod_gate import (
-    DIGEST_MISMATCH,
-    gate_true,
-    is_model_ready,
-    is_terminating,
-    pod_ip,
-    probe_eligible,
-    set_gate,
-    state_from_verdict,
-)
-from activities.secrets import SecretCapability, SecretReader, parse_api_key
-from activities.settings import RolloutSettings
 from controller.settings import ControllerSettings
-from controller.status_writer import Cond
+from decisionmodel.api import DecisionModel
+from decisionmodel.contracts import (
+    ConditionUpdate,
+    DMRef,
+    RevisionObjectsInput,
+    RevisionRecord,
+)
 from decisionmodel.errors import APIKeyInvalid, DmrolloutError, ProbeError, SecretNotAllowed
 from decisionmodel.render import (
     render_pdb,
@@ -54,25 +46,38 @@ from decisionmodel.render.labels import (
     service_name,
     store_pvc_name,
 )
-from decisionmodel.revision import placement_hash
 from decisionmodel.runtime_client import RuntimeClient, RuntimeTimeouts, verdict
-from workflows.contracts import (
-    CachePolicy,
-    DMRef,
-    KeyRef,
-    RevisionObjectsInput,
-    RevisionRecord,
-    RevisionSpec,
+from decisionmodel.settings import RolloutSettings
+from decisionmodel.spec_mapping import stable_objects_input
+from decisionmodel.vocabulary import ConditionType, Reason
+from kube import params
+from kube.client import Kube
+from kube.controller_status import Cond
+from kube.pod_gate import (
+    gate_true,
+    is_model_ready,
+    is_terminating,
+    pod_ip,
+    probe_eligible,
+    set_gate,
+    state_from_verdict,
 )
+from kube.secrets import SecretCapability, SecretReader, parse_api_key
 
 log = logging.getLogger("dmrollout.controller.steady")
 
+READY, DEGRADED, MODEL_READY = (
+    ConditionType.READY,
+    ConditionType.DEGRADED,
+    ConditionType.MODEL_READY,
+)
+
 PROBE_RESULT = {
-    "ModelReady": "ready",
-    "DigestMismatch": "digest_mismatch",
-    "DeviceMismatch": "device_mismatch",
-    "NotPinned": "not_pinned",
-    "ProbeError": "error",
+    Reason.MODEL_READY: "ready",
+    Reason.DIGEST_MISMATCH: "digest_mismatch",
+    Reason.DEVICE_MISMATCH: "device_mismatch",
+    Reason.NOT_PINNED: "not_pinned",
+    Reason.PROBE_ERROR: "error",
 }
 
 
@@ -80,7 +85,7 @@ PROBE_RESULT = {
 class StableHealth:
     desired: int
     model_ready: int
-    conditions: list[Cond] = field(default_factory=list)
+    conditions: list[ConditionUpdate] = field(default_factory=list)
     degraded_reason: str | None = None  # Degraded phase forced (SecretNotAllowed, …)
     probe_transitions: list[str] = field(default_factory=list)
 
@@ -111,51 +116,9 @@ class SteadyState:
         # Consecutive probe errors per Pod UID (in memory: a restart forgives, harmlessly).
         self.probe_errors: dict[str, int] = {}
 
-    def objects_input(
-        self, dm: DMRef, obj: dict[str, Any], stable: RevisionRecord
-    ) -> RevisionObjectsInput:
-        """The stable revision as recorded, with today's in-place settings (replicas, cache,
-        auth) from the spec: never the live identity fields."""
-        spec = obj["spec"]
-        scheduling = spec.get("scheduling") or {}
-        if placement_hash(scheduling) != stable.placement:
-            scheduling = {}  # the spec moved on; the recorded placement hash cannot be inverted
-        cache = spec.get("cache") or {}
-        auth = (spec.get("auth") or {}).get("apiKeySecretRef")
-        image = stable.image
-        default = params.serving_image(
-            RevisionSpec(
-                model=stable.model, device=stable.device, runtime_version=stable.runtime_version
-            ),
-            self.rollout,
-        )
-        revision = RevisionSpec(
-            engine=stable.engine,
-            model=stable.model,
-            digest=stable.digest,
-            device=stable.device,
-            image=image if image and image != default else None,
-            runtime_version=stable.runtime_version,
-            resources=stable.resources,
-            scheduling=scheduling,
-        )
-        return RevisionObjectsInput(
-            dm=dm,
-            record=stable,
-            revision=revision,
-            replicas=int(spec.get("replicas") or 1),
-            cache=CachePolicy(
-                size=str(cache.get("size") or "10Gi"),
-                storage_class_name=cache.get("storageClassName"),
-                access_modes=list(cache.get("accessModes") or ["ReadWriteOnce"]),
-            ),
-            api_key=KeyRef(name=auth["name"], key=auth["key"]) if auth else None,
-        )
-
-    async def reconcile(
-        self, dm: DMRef, obj: dict[str, Any], stable: RevisionRecord
-    ) -> StableHealth:
-        inp = self.objects_input(dm, obj, stable)
+    async def reconcile(self, model: DecisionModel, stable: RevisionRecord) -> StableHealth:
+        inp = stable_objects_input(model, stable, self.rollout.runtime_version)
+        dm = inp.dm
         health = StableHealth(desired=inp.replicas, model_ready=0)
         api_key: str | None = None
         checksum: str | None = None
@@ -166,21 +129,21 @@ class SteadyState:
                 checksum = params.apikey_checksum(raw)
         except (SecretNotAllowed, APIKeyInvalid) as e:
             health.degraded_reason = e.reason
-            health.conditions.append(Cond("Degraded", "True", e.reason, str(e)))
-            health.conditions.append(Cond("Ready", "False", e.reason, str(e)))
+            health.conditions.append(Cond(DEGRADED, "True", e.reason, str(e)))
+            health.conditions.append(Cond(READY, "False", e.reason, str(e)))
             return health
         except DmrolloutError as e:  # Secret missing: same treatment as unusable
-            health.degraded_reason = "APIKeyInvalid"
-            health.conditions.append(Cond("Degraded", "True", "APIKeyInvalid", str(e)))
-            health.conditions.append(Cond("Ready", "False", "APIKeyInvalid", str(e)))
+            health.degraded_reason = Reason.API_KEY_INVALID
+            health.conditions.append(Cond(DEGRADED, "True", Reason.API_KEY_INVALID, str(e)))
+            health.conditions.append(Cond(READY, "False", Reason.API_KEY_INVALID, str(e)))
             return health
 
         conflicts: list[str] = []
-        cache_problems: list[Cond] = []
+        cache_problems: list[ConditionUpdate] = []
         await self._ensure_deployment(inp, checksum, conflicts)
         await self._ensure_pdb(inp, conflicts)
         await self._ensure_service(dm, stable.hash, conflicts)
-        await self._cache(inp, obj, cache_problems)
+        await self._cache(inp, cache_problems)
 
         pods = await Kube.run(
             self.kube.list_pods, dm.namespace, selector_labels(dm.name, stable.hash)
@@ -197,34 +160,39 @@ class SteadyState:
         ready, desired = health.model_ready, health.desired
         if ready >= desired:
             health.conditions += [
-                Cond("Ready", "True", "Serving", f"{ready}/{desired} replicas model-ready"),
-                Cond("ModelReady", "True", "ModelReady", f"{ready}/{desired} replicas model-ready"),
+                Cond(READY, "True", Reason.SERVING, f"{ready}/{desired} replicas model-ready"),
+                Cond(
+                    MODEL_READY,
+                    "True",
+                    Reason.MODEL_READY,
+                    f"{ready}/{desired} replicas model-ready",
+                ),
             ]
         elif ready > 0:
             msg = f"{ready}/{desired} replicas model-ready"
             health.conditions += [
-                Cond("Ready", "True", "ReplicasNotModelReady", msg),
-                Cond("ModelReady", "False", "ReplicasNotModelReady", msg),
+                Cond(READY, "True", Reason.REPLICAS_NOT_MODEL_READY, msg),
+                Cond(MODEL_READY, "False", Reason.REPLICAS_NOT_MODEL_READY, msg),
             ]
         else:
             msg = f"0/{desired} replicas model-ready"
             health.conditions += [
-                Cond("Ready", "False", "NoModelReadyPods", msg),
-                Cond("ModelReady", "False", "NoModelReadyPods", msg),
+                Cond(READY, "False", Reason.NO_MODEL_READY_PODS, msg),
+                Cond(MODEL_READY, "False", Reason.NO_MODEL_READY_PODS, msg),
             ]
-        degraded: Cond | None = None
+        degraded: ConditionUpdate | None = None
         if conflicts:
-            degraded = Cond("Degraded", "True", "ResourceConflict", "; ".join(conflicts))
-            health.conditions = [c for c in health.conditions if c.type != "Ready"]
+            degraded = Cond(DEGRADED, "True", Reason.RESOURCE_CONFLICT, "; ".join(conflicts))
+            health.conditions = [c for c in health.conditions if c.type != READY]
             health.conditions.append(
-                Cond("Ready", "False", "ResourceConflict", "; ".join(conflicts))
+                Cond(READY, "False", Reason.RESOURCE_CONFLICT, "; ".join(conflicts))
             )
         elif ready < desired:
-            reason = "ReplicasNotModelReady" if ready else "NoModelReadyPods"
-            degraded = Cond("Degraded", "True", reason, f"{ready}/{desired} replicas model-ready")
+            reason = Reason.REPLICAS_NOT_MODEL_READY if ready else Reason.NO_MODEL_READY_PODS
+            degraded = Cond(DEGRADED, "True", reason, f"{ready}/{desired} replicas model-ready")
         elif cache_problems:
             degraded = cache_problems[0]
-        health.conditions.append(degraded or Cond("Degraded", "False", "AsExpected", ""))
+        health.conditions.append(degraded or Cond(DEGRADED, "False", Reason.AS_EXPECTED, ""))
         return health
 
     # -- objects ---------------------------------------------------------------------------
@@ -312,16 +280,14 @@ class SteadyState:
                 {"spec": {"selector": desired["spec"]["selector"]}},
             )
 
-    async def _cache(
-        self, inp: RevisionObjectsInput, obj: dict[str, Any], problems: list[Cond]
-    ) -> None:
+    async def _cache(self, inp: RevisionObjectsInput, problems: list[ConditionUpdate]) -> None:
         modes = inp.cache.access_modes
         if inp.replicas > 1 and "ReadWriteMany" not in modes:
             problems.append(
                 Cond(
-                    "Degraded",
+                    DEGRADED,
                     "True",
-                    "CacheNotShareable",
+                    Reason.CACHE_NOT_SHAREABLE,
                     f"replicas {inp.replicas} with a {'/'.join(modes)} store: Pods on other nodes "
                     "cannot attach it; set spec.cache.accessModes [ReadWriteMany] and an RWX class",
                 )
@@ -360,9 +326,9 @@ class SteadyState:
         if immutable:
             problems.append(
                 Cond(
-                    "Degraded",
+                    DEGRADED,
                     "True",
-                    "CacheSpecImmutable",
+                    Reason.CACHE_SPEC_IMMUTABLE,
                     "; ".join(immutable)
                     + ": the store PVC is left as is; a new revision provisions from spec.cache",
                 )
@@ -405,10 +371,10 @@ class SteadyState:
         else:
             self.probe_errors.pop(uid, None)
         state = state_from_verdict(found)
-        if found.reason == DIGEST_MISMATCH:
+        if found.reason == Reason.DIGEST_MISMATCH:
             log.warning("stable Pod %s reports another digest", pod["metadata"]["name"])
         written = await set_gate(self.kube, pod, state)
-        return PROBE_RESULT.get(str(found.reason), "error") if written else None
+        return PROBE_RESULT.get(found.reason, "error") if written else None
 
 
 def _api_key_env(deployment: dict[str, Any]) -> dict[str, Any] | None:

@@ -21,9 +21,9 @@ from typing import Any
 from kubernetes import watch
 from kubernetes.client.rest import ApiException
 
-from activities.kube import Kube
 from decisionmodel.api import GROUP, PLURAL, VERSION
 from decisionmodel.render.labels import LABEL_NAME
+from kube.client import Kube
 
 log = logging.getLogger("dmrollout.controller.watch")
 

@@ -19,10 +19,10 @@ from prometheus_client import CollectorRegistry, Histogram, start_http_server
 from temporalio.client import Client
 from temporalio.worker import Worker
 
-from activities.kube import Kube
 from activities.registry import build_activities
-from activities.settings import RolloutSettings
 from controller.temporal_client import TemporalSettings, check_namespace, connect, make_runtime
+from decisionmodel.settings import RolloutSettings
+from kube.client import Kube
 from workflows.rollout import RolloutWorkflow
 
 log = logging.getLogger("dmrollout.worker")
@@ -73,7 +73,7 @@ def build_worker(
 async def run_worker(temporal: TemporalSettings, settings: RolloutSettings) -> int:
     client = await connect(temporal, make_runtime(temporal))
     await check_namespace(client, temporal.namespace)
-    kube = Kube.from_config(settings.kubeconfig)
+    kube = Kube.from_settings(settings)
     loop = asyncio.get_running_loop()
     # The thread pool behind asyncio.to_thread: one thread per concurrent activity.
     loop.set_default_executor(

@@ -28,6 +28,8 @@ from pydantic import (
 )
 from pydantic.alias_generators import to_camel
 
+from decisionmodel.vocabulary import Phase
+
 # --- messages shared by the CEL rules (crd.py) and the pydantic validators -----------------
 
 MSG_MODEL_TAG: Final = "model must include an explicit tag, e.g. laya:en"
@@ -424,9 +426,9 @@ def _timeout_field(default: str, phase: str) -> Any:
 class Timeouts(WireModel):
     """Progress deadlines of the rollout phases; exceeding one fails the candidate."""
 
-    caching: TimeoutDuration = _timeout_field("30m", "Caching")
-    starting: TimeoutDuration = _timeout_field("10m", "Starting")
-    evaluating: TimeoutDuration = _timeout_field("10m", "Evaluating")
+    caching: TimeoutDuration = _timeout_field("30m", Phase.CACHING)
+    starting: TimeoutDuration = _timeout_field("10m", Phase.STARTING)
+    evaluating: TimeoutDuration = _timeout_field("10m", Phase.EVALUATING)
 
     @property
     def caching_duration(self) -> timedelta:

@@ -15,6 +15,8 @@ from typing import Any, Final
 from pydantic import Field
 
 from decisionmodel.api_spec import DIGEST_PATTERN, Device, Engine, WireModel
+from decisionmodel.vocabulary import EvaluationResult as EvaluationResult
+from decisionmodel.vocabulary import Phase as Phase
 
 # metav1.Condition's own validation, copied so conditions written here pass the same checks.
 CONDITION_TYPE_PATTERN: Final = (
@@ -26,35 +28,12 @@ CONDITION_REASON_PATTERN: Final = r"^[A-Za-z]([A-Za-z0-9_,:]*[A-Za-z0-9_])?$"
 STATUS_DECIMAL_PATTERN: Final = r"^[0-9]+(\.[0-9]+)?$"
 
 
-class Phase(enum.StrEnum):
-    """The lifecycle phase shown in `kubectl get dm`."""
-
-    PENDING = "Pending"
-    RESOLVING = "Resolving"
-    CACHING = "Caching"
-    STARTING = "Starting"
-    EVALUATING = "Evaluating"
-    AWAITING_PROMOTION = "AwaitingPromotion"
-    PROMOTING = "Promoting"
-    READY = "Ready"
-    DEGRADED = "Degraded"
-    FAILED = "Failed"
-    ROLLED_BACK = "RolledBack"
-
-
 class ConditionStatus(enum.StrEnum):
     """metav1.ConditionStatus."""
 
     TRUE = "True"
     FALSE = "False"
     UNKNOWN = "Unknown"
-
-
-class EvaluationResult(enum.StrEnum):
-    """Outcome of the evaluation gates."""
-
-    PASSED = "Passed"
-    FAILED = "Failed"
 
 
 class Condition(WireModel):

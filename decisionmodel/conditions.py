@@ -1,108 +1,14 @@
-"""Condition types, reasons, and the one helper every status writer uses to set a condition.
-
-Reasons are the reference operator's (seed 001, "Condition reasons you may see") plus the ones
-this project adds for timeouts, queueing and superseded rollouts. They double as the `type` of
-non-retryable ApplicationErrors, so an activity failure and the condition it produces share one
-name.
+"""The one condition helper every status writer uses: build, set (as meta.SetStatusCondition
+does), get, remove. The words themselves are in ``decisionmodel.vocabulary``.
 """
 
 from __future__ import annotations
 
-import enum
 from collections.abc import Iterable
 from datetime import UTC, datetime
-from typing import Final
 
 from decisionmodel.api_status import Condition, ConditionStatus
-
-
-class ConditionType(enum.StrEnum):
-    """The condition types a DecisionModel reports."""
-
-    RESOLVED = "Resolved"
-    CACHED = "Cached"
-    MODEL_READY = "ModelReady"
-    EVALUATED = "Evaluated"
-    PROMOTED = "Promoted"
-    READY = "Ready"
-    DEGRADED = "Degraded"
-    # Seed 001 "Upgrading the operator": a newer default runtime exists (policy Pinned).
-    RUNTIME_UPDATE_AVAILABLE = "RuntimeUpdateAvailable"
-
-
-class Reason(enum.StrEnum):
-    """Condition reasons (also readiness-gate reasons and ApplicationError types)."""
-
-    # --- seed 001's table ---------------------------------------------------------------
-    NO_MODEL_READY_PODS = "NoModelReadyPods"
-    REPLICAS_NOT_MODEL_READY = "ReplicasNotModelReady"
-    DIGEST_MISMATCH = "DigestMismatch"
-    DEVICE_MISMATCH = "DeviceMismatch"
-    NOT_PINNED = "NotPinned"
-    CACHE_NOT_SHAREABLE = "CacheNotShareable"
-    CACHE_SPEC_IMMUTABLE = "CacheSpecImmutable"
-    REGISTRY_NOT_ALLOWED = "RegistryNotAllowed"
-    IMAGE_OVERRIDE_NOT_ALLOWED = "ImageOverrideNotAllowed"
-    SECRET_NOT_ALLOWED = "SecretNotAllowed"
-    INVALID_MODEL_NAME = "InvalidModelName"
-    MODEL_NOT_FOUND = "ModelNotFound"
-    DATASET_INVALID = "DatasetInvalid"
-    EVALUATION_FAILED = "EvaluationFailed"
-    EVALUATION_TIMEOUT = "EvaluationTimeout"
-    RESOURCE_CONFLICT = "ResourceConflict"
-    STORE_LOST = "StoreLost"
-    STORE_PREFETCH_FAILED = "StorePrefetchFailed"
-    STORE_TERMINATING = "StoreTerminating"
-
-    # --- elsewhere in seeds 000/001 and REFERENCE.md ------------------------------------
-    PROBE_ERROR = "ProbeError"  # readiness gate: the runtime did not answer
-    API_KEY_INVALID = "APIKeyInvalid"  # labelled Secret without the referenced key
-    ROLLOUT_QUEUED = "RolloutQueued"  # --max-concurrent-rollouts budget exhausted
-    CANDIDATE_REJECTED = "CandidateRejected"  # Ready=True while phase RolledBack
-    TAG_MOVED = "TagMoved"  # prefetch exit code 5: the tag's manifest changed mid-pull
-    NAMESPACE_NOT_WATCHED = "NamespaceNotWatched"  # outside --watch-namespaces
-
-    # --- this project: failures -----------------------------------------------------------
-    CACHE_TIMEOUT = "CacheTimeout"
-    START_TIMEOUT = "StartTimeout"
-    PREFETCH_FAILED = "PrefetchFailed"
-    SUPERSEDED = "Superseded"  # a newer revision cancelled this rollout
-    REGISTRY_UNAVAILABLE = "RegistryUnavailable"  # transient resolve failure, retried
-    DATASET_NOT_FOUND = "DatasetNotFound"  # held in Evaluating until its timeout
-
-    # --- this project: progress and success -----------------------------------------------
-    RESOLVING = "Resolving"
-    DIGEST_RESOLVED = "DigestResolved"
-    DIGEST_PINNED = "DigestPinned"  # spec.digest set, nothing resolved
-    PREFETCHING = "Prefetching"
-    PREFETCH_SUCCEEDED = "PrefetchSucceeded"
-    PODS_STARTING = "PodsStarting"
-    MODEL_READY = "ModelReady"  # also the readiness gate's True reason
-    EVALUATING = "Evaluating"
-    EVALUATION_PASSED = "EvaluationPassed"
-    EVALUATION_SKIPPED = "EvaluationSkipped"  # no spec.rollout.evaluation
-    AWAITING_PROMOTION = "AwaitingPromotion"
-    PROMOTED = "Promoted"
-    ROLLOUT_IN_PROGRESS = "RolloutInProgress"
-    NO_STABLE_REVISION = "NoStableRevision"  # Ready=False before the first promotion
-    SERVING = "Serving"  # Ready=True: the stable revision answers
-    AS_EXPECTED = "AsExpected"  # Degraded=False
-    RUNTIME_UPDATE_AVAILABLE = "RuntimeUpdateAvailable"
-
-
-# Failures no retry can fix (seed 001 marks them permanent; DESIGN.md "Things that must hold"):
-# activities raise them as non-retryable ApplicationErrors of this type.
-PERMANENT_REASONS: Final = frozenset(
-    {
-        Reason.INVALID_MODEL_NAME,
-        Reason.MODEL_NOT_FOUND,
-        Reason.REGISTRY_NOT_ALLOWED,
-        Reason.IMAGE_OVERRIDE_NOT_ALLOWED,
-        Reason.DIGEST_MISMATCH,
-        Reason.TAG_MOVED,
-        Reason.DATASET_INVALID,
-    }
-)
+from decisionmodel.vocabulary import ConditionType, Reason
 
 
 def condition(

@@ -14,6 +14,8 @@ from __future__ import annotations
 
 from typing import ClassVar
 
+from decisionmodel.vocabulary import Reason
+
 
 class DmrolloutError(Exception):
     """Base of every typed rollout error.
@@ -52,7 +54,7 @@ class DmrolloutError(Exception):
 class InvalidModelName(DmrolloutError):
     """``spec.model`` does not parse as ``[host/][namespace/]model:tag``."""
 
-    reason = "InvalidModelName"
+    reason = Reason.INVALID_MODEL_NAME
     permanent = True
 
 
@@ -60,14 +62,14 @@ class RegistryNotAllowed(DmrolloutError):
     """The model's registry is not in ``--allowed-registries``, or is http:// without
     ``--allow-insecure-registries`` (the SSRF guard)."""
 
-    reason = "RegistryNotAllowed"
+    reason = Reason.REGISTRY_NOT_ALLOWED
     permanent = True
 
 
 class ModelNotFound(DmrolloutError):
     """The registry answered 404 for the tag's manifest."""
 
-    reason = "ModelNotFound"
+    reason = Reason.MODEL_NOT_FOUND
     permanent = True
 
 
@@ -75,21 +77,21 @@ class RegistryError(DmrolloutError):
     """The registry could not be read: transport error, 5xx/429 past the retry budget, an
     unexpected status, a body that is not a schema-2 manifest, a refused redirect."""
 
-    reason = "RegistryError"
+    reason = Reason.REGISTRY_ERROR
     permanent = False
 
 
 class DigestMismatch(DmrolloutError):
     """What was pulled or loaded has a different digest than the revision pins."""
 
-    reason = "DigestMismatch"
+    reason = Reason.DIGEST_MISMATCH
     permanent = True
 
 
 class PrefetchFailed(DmrolloutError):
     """The prefetch Job failed for good (backoff limit or deadline exhausted)."""
 
-    reason = "PrefetchFailed"
+    reason = Reason.PREFETCH_FAILED
     permanent = True
 
 
@@ -99,28 +101,28 @@ class PrefetchFailed(DmrolloutError):
 class DeviceMismatch(DmrolloutError):
     """The runtime loaded the model on another device class than ``spec.device``."""
 
-    reason = "DeviceMismatch"
+    reason = Reason.DEVICE_MISMATCH
     permanent = True
 
 
 class NotPinned(DmrolloutError):
     """The model is loaded but will be evicted (``expires_at`` not null); usually transient."""
 
-    reason = "NotPinned"
+    reason = Reason.NOT_PINNED
     permanent = False
 
 
 class ProbeError(DmrolloutError):
     """Talking to a serving Pod failed: transport error, 401, model not loaded, a bad answer."""
 
-    reason = "ProbeError"
+    reason = Reason.PROBE_ERROR
     permanent = False
 
 
 class QueueFull(DmrolloutError):
     """The runtime kept answering ``503 QUEUE_FULL`` past the client's retry budget."""
 
-    reason = "QueueFull"
+    reason = Reason.QUEUE_FULL
     permanent = False
 
 
@@ -128,14 +130,14 @@ class RuntimeRequestRejected(DmrolloutError):
     """The runtime refused a request as malformed (a 4xx other than 401/429): retrying the same
     request cannot succeed. ``status`` and ``code`` say which (e.g. 422 for a bad state)."""
 
-    reason = "RuntimeRequestRejected"
+    reason = Reason.RUNTIME_REQUEST_REJECTED
     permanent = True
 
 
 class StartTimeout(DmrolloutError):
     """Candidate Pods did not pass the readiness gate within ``rollout.timeouts.starting``."""
 
-    reason = "StartTimeout"
+    reason = Reason.START_TIMEOUT
     permanent = True
 
 
@@ -145,21 +147,21 @@ class StartTimeout(DmrolloutError):
 class DatasetInvalid(DmrolloutError):
     """The golden dataset is missing or a line of it is malformed."""
 
-    reason = "DatasetInvalid"
+    reason = Reason.DATASET_INVALID
     permanent = True
 
 
 class EvaluationFailed(DmrolloutError):
     """The candidate did not meet the evaluation gates."""
 
-    reason = "EvaluationFailed"
+    reason = Reason.EVALUATION_FAILED
     permanent = True
 
 
 class EvaluationTimeout(DmrolloutError):
     """Evaluation exceeded ``rollout.timeouts.evaluating``."""
 
-    reason = "EvaluationTimeout"
+    reason = Reason.EVALUATION_TIMEOUT
     permanent = True
 
 
@@ -169,7 +171,7 @@ class EvaluationTimeout(DmrolloutError):
 class ImageOverrideNotAllowed(DmrolloutError):
     """``spec.image`` is set but the operator runs without ``--allow-image-override``."""
 
-    reason = "ImageOverrideNotAllowed"
+    reason = Reason.IMAGE_OVERRIDE_NOT_ALLOWED
     permanent = True
 
 
@@ -177,14 +179,14 @@ class SecretNotAllowed(DmrolloutError):
     """A referenced Secret lacks the label for its capability. Transient: adding the label is
     enough, the reference picks it up within ~60 s without a spec change."""
 
-    reason = "SecretNotAllowed"
+    reason = Reason.SECRET_NOT_ALLOWED
     permanent = False
 
 
 class APIKeyInvalid(DmrolloutError):
     """The labelled API-key Secret lacks the referenced key (fixed by editing the Secret)."""
 
-    reason = "APIKeyInvalid"
+    reason = Reason.API_KEY_INVALID
     permanent = False
 
 
@@ -192,8 +194,57 @@ class ResourceConflict(DmrolloutError):
     """An object the rollout needs exists but is not owned by the DecisionModel; it is never
     modified or deleted, and the next attempt proceeds once the user removes it."""
 
-    reason = "ResourceConflict"
+    reason = Reason.RESOURCE_CONFLICT
     permanent = False
+
+
+# --- moved beside the others: references, inputs (secrets, resolve, evaluate) ---------------
+
+
+class DatasetNotFound(DmrolloutError):
+    """The dataset ConfigMap or Secret, or its key, does not exist (yet). Transient: the
+    rollout stays in Evaluating until the user creates it or the phase times out."""
+
+    reason = Reason.DATASET_NOT_FOUND
+    permanent = False
+
+
+class SecretNotFound(DmrolloutError):
+    """A referenced Secret (other than the API key's or a dataset's) or its key is missing."""
+
+    reason = Reason.SECRET_NOT_FOUND
+    permanent = False
+
+
+class SecretReadFailed(DmrolloutError):
+    """The API server refused or failed the read (RBAC, overload); retried."""
+
+    reason = Reason.SECRET_READ_FAILED
+    permanent = False
+
+
+class InvalidDigest(DmrolloutError):
+    """A digest in the workflow input is not 64 hex (the CRD refuses it; a hand-made input
+    may not)."""
+
+    reason = Reason.INVALID_DIGEST
+    permanent = True
+
+
+class InvalidEvaluationPolicy(DmrolloutError):
+    """A gate threshold is not a decimal string in [0, 1] (the CRD refuses it; a hand-made
+    workflow input may not)."""
+
+    reason = Reason.INVALID_EVALUATION_POLICY
+    permanent = True
+
+
+class InvalidRevisionParams(DmrolloutError):
+    """The renderers refuse the revision (a name, digest or passthrough fragment that cannot be
+    rendered): retrying the same input cannot succeed."""
+
+    reason = Reason.INVALID_REVISION_PARAMS
+    permanent = True
 
 
 ALL_ERRORS: tuple[type[DmrolloutError], ...] = (
@@ -216,6 +267,12 @@ ALL_ERRORS: tuple[type[DmrolloutError], ...] = (
     SecretNotAllowed,
     APIKeyInvalid,
     ResourceConflict,
+    DatasetNotFound,
+    SecretNotFound,
+    SecretReadFailed,
+    InvalidDigest,
+    InvalidEvaluationPolicy,
+    InvalidRevisionParams,
 )
 """Every concrete error, for code that maps a Temporal failure ``type`` back to its class."""
 

@@ -18,7 +18,6 @@ import re
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
-from enum import StrEnum
 from ipaddress import IPv6Address, ip_address
 from types import TracebackType
 from typing import Any, Literal
@@ -33,6 +32,7 @@ from decisionmodel.errors import (
     RuntimeRequestRejected,
 )
 from decisionmodel.names import DEFAULT_REGISTRY, parse_model_name
+from decisionmodel.vocabulary import Reason
 
 RUNTIME_PORT = 11435
 # RUNTIME_API.md: request bodies are capped at 8 MiB; answers are far smaller, the same cap
@@ -47,16 +47,6 @@ _CUDA_DEVICE_RE = re.compile(r"cuda:[0-9]+")
 
 Sleep = Callable[[float], Awaitable[None]]
 DeviceClass = Literal["cpu", "cuda"]
-
-
-class GateReason(StrEnum):
-    """Reasons of the ``decisionmodel.io/model-ready`` readiness gate, in evaluation order."""
-
-    DIGEST_MISMATCH = "DigestMismatch"
-    DEVICE_MISMATCH = "DeviceMismatch"
-    NOT_PINNED = "NotPinned"
-    PROBE_ERROR = "ProbeError"
-    MODEL_READY = "ModelReady"
 
 
 class PsDetails(BaseModel):
@@ -110,7 +100,7 @@ class GateVerdict(BaseModel):
     model_config = ConfigDict(frozen=True)
 
     ready: bool
-    reason: GateReason
+    reason: Reason  # one of vocabulary.GATE_REASONS
     message: str
     precision: str | None = None
 
@@ -151,13 +141,11 @@ def verdict(
     """Pure gate decision. Without an entry (the probe failed, or the model is not loaded) the
     verdict is ProbeError; with one, the first of digest, device class, pin that fails."""
     if error is not None:
-        return GateVerdict(
-            ready=False, reason=GateReason.PROBE_ERROR, message=f"probe failed: {error}"
-        )
+        return GateVerdict(ready=False, reason=Reason.PROBE_ERROR, message=f"probe failed: {error}")
     if ps_entry is None:
         return GateVerdict(
             ready=False,
-            reason=GateReason.PROBE_ERROR,
+            reason=Reason.PROBE_ERROR,
             message="the model is not loaded (absent from /api/ps); the next warmup loads it",
         )
     precision = ps_entry.details.quantization_level
@@ -165,7 +153,7 @@ def verdict(
     if ps_entry.digest != want_digest:
         return GateVerdict(
             ready=False,
-            reason=GateReason.DIGEST_MISMATCH,
+            reason=Reason.DIGEST_MISMATCH,
             message=(
                 f"loaded digest {ps_entry.digest[:12] or '(empty)'} but the revision pins "
                 f"{want_digest[:12]}; the tag moved upstream mid-rollout: re-resolve (change "
@@ -177,7 +165,7 @@ def verdict(
     if want_class is None or device_class(ps_entry.device) != want_class:
         return GateVerdict(
             ready=False,
-            reason=GateReason.DEVICE_MISMATCH,
+            reason=Reason.DEVICE_MISMATCH,
             message=(
                 f"loaded on device {ps_entry.device!r} but spec.device is {expected_device!r}; "
                 "fix spec.device or the node's GPU (a runtime that fell back to CPU reports cpu)"
@@ -188,7 +176,7 @@ def verdict(
         expires = ps_entry.expires_at.isoformat() if ps_entry.expires_at else ""
         return GateVerdict(
             ready=False,
-            reason=GateReason.NOT_PINNED,
+            reason=Reason.NOT_PINNED,
             message=(
                 f"loaded but not pinned (expires_at {expires}), the runtime may evict it; the "
                 "warmup pins it with keep_alive -1, persisting means the runtime drops the pin"
@@ -197,7 +185,7 @@ def verdict(
         )
     return GateVerdict(
         ready=True,
-        reason=GateReason.MODEL_READY,
+        reason=Reason.MODEL_READY,
         message=f"digest {want_digest[:12]} loaded on {ps_entry.device}, pinned",
         precision=precision,
     )

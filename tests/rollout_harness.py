@@ -24,15 +24,15 @@ from temporalio.client import Client, WorkflowHandle
 from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.worker import Worker
 
-from activities.kube import Kube
-from activities.settings import RolloutSettings
 from controller.dispatch import DispatchSettings, rollout_input
 from controller.worker import build_worker
 from decisionmodel.api import DecisionModel
+from decisionmodel.contracts import RolloutInput, RolloutOutcome, RolloutTuning, workflow_id
+from decisionmodel.settings import RolloutSettings
+from kube.client import Kube
 from localenv.cluster import LocalCluster
 from localenv.env import REGISTRY_HOST, REGISTRY_URL
 from simulators.answers import make_golden_set
-from workflows.contracts import RolloutInput, RolloutOutcome, RolloutTuning, workflow_id
 from workflows.rollout import RolloutWorkflow
 
 CRD_FILE = (

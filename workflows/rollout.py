@@ -1,15 +1,17 @@
 """RolloutWorkflow: one durable workflow per DecisionModel revision.
 
 Deterministic orchestration only: every side effect is an activity scheduled by name (see
-``workflows.contracts``), every wait is a Temporal timer or condition. The history this
+``decisionmodel.contracts``), every wait is a Temporal timer or condition. The history this
 workflow leaves is the rollout's audit trail: each activity carries a summary, each phase change
 upserts the ``DmPhase`` search attribute and records status through an activity.
 
-Steps (REFERENCE.md "Rollout steps"): resolve → prefetch → start → warmup_inspect →
-[evaluate] → [AwaitingPromotion] → promote → (grace timer) → delete the previous revision.
-Failure: record failedRevision and the reason first, then delete the candidate's objects
-(RolledBack with a stable, Failed without). Cancellation (a newer revision superseded this
-one): delete this candidate's objects and end with result Superseded.
+Steps (REFERENCE.md "Rollout steps"), one method each, in the order ``_steps`` runs them:
+resolve → prefetch → start → warmup_inspect → [evaluate] → [AwaitingPromotion] → promote →
+(grace timer) → delete the previous revision. Failure (``_fail``): record failedRevision and
+the reason first, then delete the candidate's objects (RolledBack with a stable, Failed without).
+Cancellation (``_superseded``: a newer revision superseded this one): delete this candidate's
+objects and end with result Superseded. What the workflow knows lives in one ``RolloutState``
+(``workflows/rollout_state.py``), which the ``progress`` query reads.
 
 Versioning: changes to the command sequence go behind ``workflow.patched(<id>)``; the replay
 test (tests/integration/test_workflow_replay.py) runs recorded histories through the Replayer
@@ -20,7 +22,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
 from temporalio import workflow
@@ -34,8 +36,7 @@ from temporalio.exceptions import (
 )
 
 with workflow.unsafe.imports_passed_through():
-    from workflows import search_attributes as sa
-    from workflows.contracts import (
+    from decisionmodel.contracts import (
         DELETE_REVISION,
         EVALUATE,
         PREFETCH,
@@ -49,6 +50,7 @@ with workflow.unsafe.imports_passed_through():
         DeleteRevisionResult,
         EvaluateInput,
         EvaluationOutcome,
+        EvaluationPolicy,
         Phase,
         PrefetchResult,
         PromoteInput,
@@ -68,38 +70,28 @@ with workflow.unsafe.imports_passed_through():
         WarmupResult,
         approval_token,
     )
+    from decisionmodel.vocabulary import (
+        PERMANENT_REASONS,
+        ConditionType,
+        EvaluationResult,
+        EventReason,
+        Reason,
+    )
+    from workflows import search_attributes as sa
+    from workflows.rollout_state import RolloutState
 
-# Reasons that end a rollout at once: retrying cannot change the answer. The activities raise
-# ApplicationErrors whose type is one of these with non_retryable=True; listing them here as
-# well makes the policy hold even if an activity forgot the flag.
-PERMANENT_REASONS = [
-    "ModelNotFound",
-    "InvalidModelName",
-    "RegistryNotAllowed",
-    "DigestMismatch",
-    "DatasetInvalid",
-    "ImageOverrideNotAllowed",
-    "PrefetchFailed",
-    "DecisionModelGone",
-]
-# Not listed, on purpose: APIKeyInvalid and ResourceConflict can be fixed while the rollout
-# waits (add the key, remove the foreign object) and retry until the phase deadline; where one
-# is final (a foreign Service at promotion) the activity marks its error non-retryable.
-
+# Reasons that end a rollout at once (decisionmodel.vocabulary.PERMANENT_REASONS): retrying
+# cannot change the answer. The activities raise ApplicationErrors whose type is one of these
+# with non_retryable=True; listing them here as well makes the policy hold even if an activity
+# forgot the flag. Not listed, on purpose: APIKeyInvalid and ResourceConflict can be fixed while
+# the rollout waits (add the key, remove the foreign object) and retry until the phase deadline;
+# where one is final (a foreign Service at promotion) the activity marks its error non-retryable.
 RETRY = RetryPolicy(
     initial_interval=timedelta(seconds=1),
     backoff_coefficient=2.0,
     maximum_interval=timedelta(seconds=30),
-    non_retryable_error_types=PERMANENT_REASONS,
+    non_retryable_error_types=sorted(str(r) for r in PERMANENT_REASONS),
 )
-
-CACHE_TIMEOUT = "CacheTimeout"
-START_TIMEOUT = "StartTimeout"
-EVALUATION_TIMEOUT = "EvaluationTimeout"
-EVALUATION_FAILED = "EvaluationFailed"
-ABORTED = "Aborted"
-CANDIDATE_REJECTED = "CandidateRejected"
-DECISION_MODEL_GONE = "DecisionModelGone"
 
 
 class RolloutFailure(Exception):
@@ -114,27 +106,14 @@ class RolloutFailure(Exception):
 @workflow.defn(name="RolloutWorkflow")
 class RolloutWorkflow:
     def __init__(self) -> None:
-        self._inp: RolloutInput | None = None
-        self._phase = Phase.PENDING
-        self._step = "pending"
-        self._record: RevisionRecord | None = None
-        self._expected_approval: str | None = None
-        self._approved = False
-        self._abort_reason: str | None = None
-        self._rejected: list[RejectedApproval] = []
-        self._evaluation: EvaluationOutcome | None = None
-        self._result: RolloutResult | None = None
-        self._reason: str | None = None
-        self._message: str | None = None
+        self._state = RolloutState()
+        # The task running the steps (not state: the handle abort cancels).
         self._main: asyncio.Task[RolloutOutcome] | None = None
-        # True while the steps before promotion run: the window in which an abort or a cancel
-        # stops the rollout. Off once promotion is committed and while a failure is recorded.
-        self._stoppable = True
 
     # -- entry point -----------------------------------------------------------------------
     @workflow.run
     async def run(self, inp: RolloutInput) -> RolloutOutcome:
-        self._inp = inp
+        self._state.inp = inp
         workflow.upsert_search_attributes(
             [
                 sa.DM_NAMESPACE.value_set(inp.dm.namespace),
@@ -148,14 +127,7 @@ class RolloutWorkflow:
         try:
             outcome = await self._main
         except asyncio.CancelledError:
-            if self._abort_reason is None:
-                # The workflow itself was cancelled: a newer revision superseded this one.
-                try:
-                    outcome = await self._superseded()
-                except RolloutFailure as gone:
-                    outcome = await self._fail(gone.reason, gone.message)
-            else:
-                outcome = await self._fail(ABORTED, f"aborted: {self._abort_reason}")
+            outcome = await self._stopped()
         self._finish(outcome)
         # Signals/updates in flight (e.g. a rejected approval being recorded) complete first.
         await workflow.wait_condition(workflow.all_handlers_finished)
@@ -170,48 +142,68 @@ class RolloutWorkflow:
             except RolloutFailure as gone:  # the DecisionModel went away while recording
                 return await self._fail(gone.reason, gone.message)
 
+    async def _stopped(self) -> RolloutOutcome:
+        """The steps were cancelled: by the ``abort`` signal, or the workflow's cancellation."""
+        abort_reason = self._state.abort_reason
+        if abort_reason is not None:
+            return await self._fail(Reason.ABORTED, f"aborted: {abort_reason}")
+        # The workflow itself was cancelled: a newer revision superseded this one.
+        try:
+            return await self._superseded()
+        except RolloutFailure as gone:
+            return await self._fail(gone.reason, gone.message)
+
     async def _steps(self, inp: RolloutInput) -> RolloutOutcome:
-        dm = inp.dm
-        # 1. resolve: tag → digest, guards, revision identity.
+        """The steps in order; a step that fails for good raises RolloutFailure."""
+        resolved = await self._resolve(inp)
+        objects = _revision_objects(inp, resolved)
+        await self._prefetch(inp, objects)
+        record = await self._start(inp, objects)
+        if inp.evaluation is not None:
+            await self._evaluate(inp, inp.evaluation, record)
+        # Manual promotion: the first revision of a DecisionModel is never held.
+        if inp.promotion == "Manual" and inp.stable is not None:
+            await self._await_approval(inp, record)
+        promoted = await self._promote_committed(inp, record)
+        if promoted.previous and promoted.previous != record.hash:
+            await self._retire_previous(inp, promoted.previous)
+        return RolloutOutcome(result=RolloutResult.PROMOTED, revision=record.hash)
+
+    # -- the steps ---------------------------------------------------------------------------
+    async def _resolve(self, inp: RolloutInput) -> ResolveResult:
+        """1. resolve: tag → digest, guards, revision identity."""
         await self._enter(Phase.RESOLVING, "resolve")
         resolved: ResolveResult = await self._activity(
             RESOLVE,
-            ResolveInput(dm=dm, revision=inp.revision),
+            ResolveInput(dm=inp.dm, revision=inp.revision),
             ResolveResult,
             summary=f"resolve {inp.revision.model}",
             start_to_close=timedelta(seconds=60),
             schedule_to_close=timedelta(minutes=5),
         )
         record = resolved.record
-        self._record = record
+        self._state.record = record
         workflow.upsert_search_attributes([sa.DM_REVISION.value_set(record.hash)])
         await self._record_status(
             candidate=record,
             clear_failed=True,
             conditions=[
                 ConditionUpdate(
-                    type="Resolved",
+                    type=ConditionType.RESOLVED,
                     status="True",
-                    reason="DigestResolved",
+                    reason=Reason.DIGEST_RESOLVED,
                     message=f"{resolved.canonical} resolved to digest {record.digest}",
                 )
             ],
-            event_reason="Resolved",
+            event_reason=EventReason.RESOLVED,
             event_message=f"{resolved.canonical} → revision {record.hash} "
             f"(digest {record.digest[:12]})",
         )
-        objects = RevisionObjectsInput(
-            dm=dm,
-            record=record,
-            revision=inp.revision,
-            store_manifest_path=resolved.store_manifest_path,
-            replicas=inp.replicas,
-            cache=inp.cache,
-            api_key=inp.api_key,
-            caching_timeout_seconds=inp.timeouts.caching,
-        )
+        return resolved
 
-        # 2. prefetch: per-revision store PVC + Job that pulls and verifies the digest.
+    async def _prefetch(self, inp: RolloutInput, objects: RevisionObjectsInput) -> None:
+        """2. prefetch: per-revision store PVC + Job that pulls and verifies the digest."""
+        dm, record = inp.dm, objects.record
         await self._enter(Phase.CACHING, "prefetch")
         caching = timedelta(seconds=inp.timeouts.caching)
         await self._activity(
@@ -222,22 +214,27 @@ class RolloutWorkflow:
             start_to_close=caching,
             schedule_to_close=caching,
             heartbeat=True,
-            timeout_reason=CACHE_TIMEOUT,
+            timeout_reason=Reason.CACHE_TIMEOUT,
         )
         await self._record_status(
             conditions=[
                 ConditionUpdate(
-                    type="Cached",
+                    type=ConditionType.CACHED,
                     status="True",
-                    reason="Prefetched",
+                    reason=Reason.PREFETCHED,
                     message=f"store {dm.name}-store-{record.hash} holds digest {record.digest}",
                 )
             ],
-            event_reason="Cached",
+            event_reason=EventReason.CACHED,
             event_message=f"weights of revision {record.hash} cached and verified",
         )
 
-        # 3. start + warmup_inspect, both under the starting deadline.
+    async def _start(self, inp: RolloutInput, objects: RevisionObjectsInput) -> RevisionRecord:
+        """3. start + warmup_inspect, both under the starting deadline.
+
+        Returns the candidate as warmup saw it (with the precision its Pods report).
+        """
+        dm, record = inp.dm, objects.record
         await self._enter(Phase.STARTING, "start")
         deadline = workflow.now() + timedelta(seconds=inp.timeouts.starting)
         await self._activity(
@@ -249,13 +246,19 @@ class RolloutWorkflow:
             start_to_close=deadline - workflow.now(),
             schedule_to_close=deadline - workflow.now(),
             heartbeat=True,
-            timeout_reason=START_TIMEOUT,
+            timeout_reason=Reason.START_TIMEOUT,
         )
-        self._step = "warmup_inspect"
+        return await self._warm_up(inp, record, deadline)
+
+    async def _warm_up(
+        self, inp: RolloutInput, record: RevisionRecord, deadline: datetime
+    ) -> RevisionRecord:
+        """3b. warmup_inspect: load the model in every Pod, inspect digest, device, pinning."""
+        self._state.step = "warmup_inspect"
         warm: WarmupResult = await self._activity(
             WARMUP_INSPECT,
             WarmupInput(
-                dm=dm,
+                dm=inp.dm,
                 record=record,
                 model=inp.revision.model,
                 replicas=inp.replicas,
@@ -267,117 +270,112 @@ class RolloutWorkflow:
             start_to_close=max(deadline - workflow.now(), timedelta(seconds=1)),
             schedule_to_close=max(deadline - workflow.now(), timedelta(seconds=1)),
             heartbeat=True,
-            timeout_reason=START_TIMEOUT,
+            timeout_reason=Reason.START_TIMEOUT,
         )
         if warm.precision:
             record = record.model_copy(update={"precision": warm.precision})
-            self._record = record
+            self._state.record = record
         await self._record_status(
             candidate=record,
-            event_reason="ModelReady",
+            event_reason=EventReason.MODEL_READY,
             event_message=f"{warm.model_ready}/{inp.replicas} Pods of {record.hash} model-ready",
         )
+        return record
 
-        # 4. evaluate (optional): golden set against the candidate, baseline against the stable.
-        if inp.evaluation is not None:
-            await self._enter(Phase.EVALUATING, "evaluate")
-            evaluating = timedelta(seconds=inp.timeouts.evaluating)
-            outcome: EvaluationOutcome = await self._activity(
-                EVALUATE,
-                EvaluateInput(
-                    dm=dm,
-                    candidate=record,
-                    model=inp.revision.model,
-                    stable=inp.stable,
-                    policy=inp.evaluation,
-                    api_key=inp.api_key,
-                ),
-                EvaluationOutcome,
-                summary=f"evaluate {record.hash} on {inp.evaluation.dataset.kind} "
-                f"{inp.evaluation.dataset.name} (≤{inp.evaluation.max_cases} cases)",
-                start_to_close=evaluating,
-                schedule_to_close=evaluating,
-                heartbeat=True,
-                timeout_reason=EVALUATION_TIMEOUT,
-            )
-            self._evaluation = outcome
-            passed = outcome.result == "Passed"
-            await self._record_status(
-                evaluation=outcome,
-                evaluation_gates=self._gates(),
-                conditions=[
-                    ConditionUpdate(
-                        type="Evaluated",
-                        status="True" if passed else "False",
-                        reason=outcome.reason,
-                        message=outcome.message,
-                    )
-                ],
-                event_reason="Evaluated",
-                event_message=f"{outcome.result}: accuracy {outcome.accuracy}, "
-                f"ECE {outcome.ece} on {outcome.cases} cases",
-                event_type="Normal" if passed else "Warning",
-            )
-            if not passed:
-                raise RolloutFailure(EVALUATION_FAILED, outcome.message)
+    async def _evaluate(
+        self, inp: RolloutInput, policy: EvaluationPolicy, record: RevisionRecord
+    ) -> None:
+        """4. evaluate (optional): golden set against the candidate, baseline against the stable."""
+        await self._enter(Phase.EVALUATING, "evaluate")
+        evaluating = timedelta(seconds=inp.timeouts.evaluating)
+        outcome: EvaluationOutcome = await self._activity(
+            EVALUATE,
+            EvaluateInput(
+                dm=inp.dm,
+                candidate=record,
+                model=inp.revision.model,
+                stable=inp.stable,
+                policy=policy,
+                api_key=inp.api_key,
+            ),
+            EvaluationOutcome,
+            summary=f"evaluate {record.hash} on {policy.dataset.kind} "
+            f"{policy.dataset.name} (≤{policy.max_cases} cases)",
+            start_to_close=evaluating,
+            schedule_to_close=evaluating,
+            heartbeat=True,
+            timeout_reason=Reason.EVALUATION_TIMEOUT,
+        )
+        self._state.evaluation = outcome
+        passed = outcome.result == EvaluationResult.PASSED
+        await self._record_evaluation(policy, outcome, passed)
+        if not passed:
+            raise RolloutFailure(Reason.EVALUATION_FAILED, outcome.message)
 
-        # 5. manual promotion: the first revision of a DecisionModel is never held.
-        if inp.promotion == "Manual" and inp.stable is not None:
-            self._expected_approval = approval_token(
-                record.hash,
-                inp.evaluation,
-                self._evaluation.dataset_digest if self._evaluation else None,
-            )
-            await self._enter(
-                Phase.AWAITING_PROMOTION,
-                "awaiting promotion",
-                event_reason="AwaitingPromotion",
-                event_message=f"candidate {record.hash} awaits approval {self._expected_approval}",
-            )
-            # No timeout (reference): a rollout may wait for a human as long as it takes.
-            await workflow.wait_condition(lambda: self._approved)
-            self._stop_if_requested()
+    async def _record_evaluation(
+        self, policy: EvaluationPolicy, outcome: EvaluationOutcome, passed: bool
+    ) -> None:
+        """The evaluation's figures and the gates they were held to, in status and an Event."""
+        await self._record_status(
+            evaluation=outcome,
+            evaluation_gates=policy.gates(),
+            conditions=[
+                ConditionUpdate(
+                    type=ConditionType.EVALUATED,
+                    status="True" if passed else "False",
+                    reason=outcome.reason,
+                    message=outcome.message,
+                )
+            ],
+            event_reason=EventReason.EVALUATED,
+            event_message=f"{outcome.result}: accuracy {outcome.accuracy}, "
+            f"ECE {outcome.ece} on {outcome.cases} cases",
+            event_type="Normal" if passed else "Warning",
+        )
 
-        # 6. promote: persist stableRevision, PDB, switch the Service. From the moment the
-        # phase says Promoting the rollout is committed (abort is refused from then on, see
-        # `abort`): a promotion half done (stable recorded, Service not yet switched) is worse
-        # than a finished one. A cancel lets it finish; a newer revision rolls from this stable.
-        # Entering the phase is inside the shield too, so status never shows Promoting for a
-        # rollout that then backs out (seen: a cancel landing during that status write).
-        self._stoppable = False
+    async def _await_approval(self, inp: RolloutInput, record: RevisionRecord) -> None:
+        """5. manual promotion: hold the candidate until the approval bound to it arrives."""
+        state = self._state
+        state.expected_approval = approval_token(
+            record.hash,
+            inp.evaluation,
+            state.evaluation.dataset_digest if state.evaluation else None,
+        )
+        await self._enter(
+            Phase.AWAITING_PROMOTION,
+            "awaiting promotion",
+            event_reason=EventReason.AWAITING_PROMOTION,
+            event_message=f"candidate {record.hash} awaits approval {state.expected_approval}",
+        )
+        # No timeout (reference): a rollout may wait for a human as long as it takes.
+        await workflow.wait_condition(lambda: self._state.approved)
+        self._stop_if_requested()
+
+    async def _promote_committed(self, inp: RolloutInput, record: RevisionRecord) -> PromoteResult:
+        """6. promote: persist stableRevision, PDB, switch the Service; then phase Ready."""
+        # From the moment the phase says Promoting the rollout is committed (abort is refused
+        # from then on, see `abort`): a promotion half done (stable recorded, Service not yet
+        # switched) is worse than a finished one. A cancel lets it finish; a newer revision rolls
+        # from this stable. Entering the phase is inside the shield too, so status never shows
+        # Promoting for a rollout that then backs out (seen: a cancel landing during that
+        # status write).
+        self._state.stoppable = False
         promotion = asyncio.create_task(self._promote(inp, record))
         try:
             promoted: PromoteResult = await asyncio.shield(promotion)
         except asyncio.CancelledError:
             promoted = await promotion
-        self._phase = Phase.READY
-        self._step = "promoted"
+        self._state.phase = Phase.READY
+        self._state.step = "promoted"
         workflow.upsert_search_attributes([sa.DM_PHASE.value_set(Phase.READY.value)])
         await self._record_status(
-            event_reason="Promoted",
-            event_message=f"Service {dm.name} now selects revision {record.hash}",
+            event_reason=EventReason.PROMOTED,
+            event_message=f"Service {inp.dm.name} now selects revision {record.hash}",
         )
-
-        # 7. the previous revision keeps running for the grace, then goes (a durable timer).
-        if promoted.previous and promoted.previous != record.hash:
-            self._step = "grace"
-            grace_ends = workflow.now() + timedelta(seconds=inp.tuning.promotion_grace_seconds)
-            try:
-                await workflow.sleep(
-                    timedelta(seconds=inp.tuning.promotion_grace_seconds),
-                    summary=f"grace before deleting revision {promoted.previous}",
-                )
-            except asyncio.CancelledError:
-                # Promoted already: a newer rollout must not orphan the previous revision. Let
-                # the grace run out (requests in flight drain), then delete it all the same.
-                remaining = grace_ends - workflow.now()
-                if remaining > timedelta(0):
-                    await workflow.sleep(remaining, summary="rest of the grace after a cancel")
-            self._step = "delete previous"
-            await self._delete_revision(promoted.previous, "superseded by promotion")
-        return RolloutOutcome(result=RolloutResult.PROMOTED, revision=record.hash)
+        return promoted
 
     async def _promote(self, inp: RolloutInput, record: RevisionRecord) -> PromoteResult:
+        """The shielded part of 6: phase Promoting, then the promote activity."""
         dm = inp.dm
         await self._enter(Phase.PROMOTING, "promote")
         promoted: PromoteResult = await self._activity(
@@ -390,34 +388,52 @@ class RolloutWorkflow:
         )
         return promoted
 
+    async def _retire_previous(self, inp: RolloutInput, previous: str) -> None:
+        """7. the previous revision keeps running for the grace, then goes (a durable timer)."""
+        self._state.step = "grace"
+        grace_ends = workflow.now() + timedelta(seconds=inp.tuning.promotion_grace_seconds)
+        try:
+            await workflow.sleep(
+                timedelta(seconds=inp.tuning.promotion_grace_seconds),
+                summary=f"grace before deleting revision {previous}",
+            )
+        except asyncio.CancelledError:
+            # Promoted already: a newer rollout must not orphan the previous revision. Let
+            # the grace run out (requests in flight drain), then delete it all the same.
+            remaining = grace_ends - workflow.now()
+            if remaining > timedelta(0):
+                await workflow.sleep(remaining, summary="rest of the grace after a cancel")
+        self._state.step = "delete previous"
+        await self._delete_revision(previous, "superseded by promotion")
+
     # -- failure, cancellation -------------------------------------------------------------
     async def _fail(self, reason: str, message: str) -> RolloutOutcome:
         """Record the failure first (status and Event), then delete the candidate's objects."""
-        self._stoppable = False
-        inp = self._require_input()
-        if reason == DECISION_MODEL_GONE:
+        state = self._state
+        state.stoppable = False
+        inp = state.require_input()
+        if reason == Reason.DECISION_MODEL_GONE:
             # Deleted (or re-created under another UID) mid-rollout: there is no status to
             # write, and garbage collection removes what it owned. End with a result all the
             # same, so history and visibility say what happened.
-            self._reason, self._message = reason, message
+            state.reason, state.message = reason, message
             return RolloutOutcome(
                 result=RolloutResult.ABORTED,
-                revision=self._record.hash if self._record else inp.requested_revision,
+                revision=state.record.hash if state.record else inp.requested_revision,
                 reason=reason,
                 message=message,
             )
+        return await self._roll_back(inp, reason, message)
+
+    async def _roll_back(self, inp: RolloutInput, reason: str, message: str) -> RolloutOutcome:
+        """Failed (no stable) or RolledBack (the stable keeps serving): record, then delete."""
+        state = self._state
         has_stable = inp.stable is not None
         phase = Phase.ROLLED_BACK if has_stable else Phase.FAILED
-        failed = self._record or RevisionRecord(
-            hash=inp.requested_revision,
-            engine=inp.revision.engine,
-            model=inp.revision.model,
-            digest=inp.revision.digest or "",
-            device=inp.revision.device,
-        )
-        self._phase = phase
-        self._step = "rollback"
-        self._reason, self._message = reason, message
+        failed = state.record or _unresolved_record(inp)
+        state.phase = phase
+        state.step = "rollback"
+        state.reason, state.message = reason, message
         workflow.upsert_search_attributes([sa.DM_PHASE.value_set(phase.value)])
         await self._record_status(
             phase=phase,
@@ -427,18 +443,18 @@ class RolloutWorkflow:
             clear_candidate=True,
             conditions=[
                 ConditionUpdate(
-                    type="Promoted",
+                    type=ConditionType.PROMOTED,
                     status="False",
-                    reason=CANDIDATE_REJECTED if has_stable else reason,
+                    reason=Reason.CANDIDATE_REJECTED if has_stable else reason,
                     message=f"revision {failed.hash} {reason}: {message}",
                 )
             ],
-            event_reason="RolledBack" if has_stable else "Failed",
+            event_reason=EventReason.ROLLED_BACK if has_stable else EventReason.FAILED,
             event_message=f"revision {failed.hash} {reason}: {message}",
             event_type="Warning",
         )
-        if self._record is not None:
-            await self._delete_revision(self._record.hash, f"rollback: {reason}")
+        if state.record is not None:
+            await self._delete_revision(state.record.hash, f"rollback: {reason}")
         result = RolloutResult.ROLLED_BACK if has_stable else RolloutResult.FAILED
         return RolloutOutcome(result=result, revision=failed.hash, reason=reason, message=message)
 
@@ -448,27 +464,29 @@ class RolloutWorkflow:
         Status is left to the newer rollout (it already owns candidateRevision); only an Event
         records what happened here.
         """
-        self._stoppable = False
-        self._step = "superseded cleanup"
-        if self._record is not None:
-            await self._delete_revision(self._record.hash, "superseded by a newer revision")
-        inp = self._require_input()
-        revision = self._record.hash if self._record else inp.requested_revision
+        state = self._state
+        state.stoppable = False
+        state.step = "superseded cleanup"
+        if state.record is not None:
+            await self._delete_revision(state.record.hash, "superseded by a newer revision")
+        inp = state.require_input()
+        revision = state.record.hash if state.record else inp.requested_revision
         await self._record_status(
-            event_reason="Superseded",
+            event_reason=EventReason.SUPERSEDED,
             event_message=f"rollout of {revision} cancelled: a newer revision supersedes it",
             write_status=False,
         )
         return RolloutOutcome(
             result=RolloutResult.SUPERSEDED,
-            revision=self._record.hash if self._record else None,
-            reason="Superseded",
+            revision=state.record.hash if state.record else None,
+            reason=Reason.SUPERSEDED,
         )
 
     def _finish(self, outcome: RolloutOutcome) -> None:
-        self._result = outcome.result
-        self._reason = outcome.reason
-        self._message = outcome.message
+        state = self._state
+        state.result = outcome.result
+        state.reason = outcome.reason
+        state.message = outcome.message
         workflow.upsert_search_attributes([sa.DM_RESULT.value_set(outcome.result.value)])
         workflow.set_current_details(f"**{outcome.result.value}** {outcome.reason or ''}")
 
@@ -476,22 +494,26 @@ class RolloutWorkflow:
     @workflow.signal
     async def promote(self, approval: str) -> None:
         """Manual promotion (Temporal UI, ``temporal workflow signal``, the annotation)."""
-        if self._approved and approval == self._expected_approval:
+        state = self._state
+        if state.is_repeated_approval(approval):
             return  # idempotent: the same approval twice
-        why = self._approval_problem(approval)
+        why = state.approval_problem(approval)
         if why is None:
-            self._approved = True
+            state.approved = True
             return
         # Never applied; recorded where a user looks: the query, status and an Event.
-        self._rejected.append(RejectedApproval(approval=approval, why=why))
+        state.rejected.append(RejectedApproval(approval=approval, why=why))
         with contextlib.suppress(RolloutFailure):  # the DecisionModel is gone: nothing to show
             await self._record_status(
                 conditions=[
                     ConditionUpdate(
-                        type="Promoted", status="False", reason="ApprovalRejected", message=why
+                        type=ConditionType.PROMOTED,
+                        status="False",
+                        reason=Reason.APPROVAL_REJECTED,
+                        message=why,
                     )
                 ],
-                event_reason="ApprovalRejected",
+                event_reason=EventReason.APPROVAL_REJECTED,
                 event_message=why,
                 event_type="Warning",
             )
@@ -499,85 +521,44 @@ class RolloutWorkflow:
     @workflow.update
     async def approve(self, approval: str) -> str:
         """The same operation for callers that want an answer (CLI, controller)."""
-        self._approved = True
-        return f"revision {self._record.hash if self._record else '?'} approved for promotion"
+        state = self._state
+        state.approved = True
+        return f"revision {state.record.hash if state.record else '?'} approved for promotion"
 
     @approve.validator
     def _validate_approve(self, approval: str) -> None:
-        if self._approved and approval == self._expected_approval:
+        if self._state.is_repeated_approval(approval):
             return
-        why = self._approval_problem(approval)
+        why = self._state.approval_problem(approval)
         if why is not None:
             raise ValueError(why)
 
     @workflow.signal
     def abort(self, reason: str) -> None:
         """Stop this rollout and roll back (the stable keeps serving)."""
-        if self._abort_reason is not None or self._result is not None:
+        state = self._state
+        if state.abort_reason is not None or state.result is not None:
             return
-        if not self._stoppable:
+        if not state.stoppable:
             return  # promoted (or being promoted), or already failing: nothing left to abort
-        self._abort_reason = reason or "no reason given"
+        state.abort_reason = reason or "no reason given"
         if self._main is not None and not self._main.done():
             self._main.cancel()
 
     @workflow.query
     def progress(self) -> RolloutProgress:
-        inp = self._inp
-        return RolloutProgress(
-            phase=self._phase,
-            step=self._step,
-            requested_revision=inp.requested_revision if inp else "",
-            revision=self._record.hash if self._record else None,
-            digest=self._record.digest if self._record else None,
-            expected_approval=self._expected_approval
-            if self._phase == Phase.AWAITING_PROMOTION
-            else None,
-            cases_total=inp.evaluation.max_cases if inp and inp.evaluation else 0,
-            cases_done=self._evaluation.cases if self._evaluation else 0,
-            evaluation=self._evaluation,
-            rejected_approvals=list(self._rejected),
-            result=self._result,
-            reason=self._reason,
-            message=self._message,
-        )
-
-    def _approval_problem(self, approval: str) -> str | None:
-        if self._phase != Phase.AWAITING_PROMOTION or self._expected_approval is None:
-            return (
-                f"approval {approval!r} refused: no candidate awaits promotion "
-                f"(phase {self._phase.value}); approve once the phase is AwaitingPromotion"
-            )
-        if approval != self._expected_approval:
-            return (
-                f"approval {approval!r} refused: it does not match the candidate awaiting "
-                f"promotion (expected {self._expected_approval!r}); a stale approval never "
-                "promotes a later candidate"
-            )
-        return None
+        return self._state.progress()
 
     # -- helpers ---------------------------------------------------------------------------
-    def _require_input(self) -> RolloutInput:
-        assert self._inp is not None
-        return self._inp
-
-    def _gates(self) -> dict[str, str]:
-        policy = self._require_input().evaluation
-        if policy is None:
-            return {}
-        gates = {
-            "minAccuracy": policy.min_accuracy,
-            "maxAccuracyDrop": policy.max_accuracy_drop,
-            "maxECE": policy.max_ece,
-            "maxECEIncrease": policy.max_ece_increase,
-        }
-        return {k: v for k, v in gates.items() if v is not None}
-
     async def _enter(
-        self, phase: Phase, step: str, event_reason: str | None = None, event_message: str = ""
+        self,
+        phase: Phase,
+        step: str,
+        event_reason: EventReason | None = None,
+        event_message: str = "",
     ) -> None:
-        self._phase = phase
-        self._step = step
+        self._state.phase = phase
+        self._state.step = step
         workflow.upsert_search_attributes([sa.DM_PHASE.value_set(phase.value)])
         workflow.set_current_details(f"**{phase.value}**: {step}")
         await self._record_status(
@@ -585,7 +566,7 @@ class RolloutWorkflow:
         )
 
     async def _record_status(self, write_status: bool = True, **fields: Any) -> None:
-        inp = self._require_input()
+        inp = self._state.require_input()
         update = StatusUpdate(dm=inp.dm, **fields)
         if not write_status:
             update = StatusUpdate(
@@ -605,13 +586,14 @@ class RolloutWorkflow:
                 f"{update.event_reason or ''}".strip(),
             )
         except ActivityError as e:
-            if isinstance(e.cause, ApplicationError) and e.cause.type == DECISION_MODEL_GONE:
-                raise RolloutFailure(DECISION_MODEL_GONE, e.cause.message) from None
+            cause = e.cause
+            if isinstance(cause, ApplicationError) and cause.type == Reason.DECISION_MODEL_GONE:
+                raise RolloutFailure(Reason.DECISION_MODEL_GONE, cause.message) from None
             raise
         self._stop_if_requested()
 
     async def _delete_revision(self, revision: str, why: str) -> None:
-        inp = self._require_input()
+        inp = self._state.require_input()
         await workflow.execute_activity(
             DELETE_REVISION,
             DeleteRevisionInput(dm=inp.dm, revision=revision, reason=why),
@@ -633,10 +615,10 @@ class RolloutWorkflow:
         start_to_close: timedelta,
         schedule_to_close: timedelta,
         heartbeat: bool = False,
-        timeout_reason: str | None = None,
+        timeout_reason: Reason | None = None,
     ) -> Any:
         """Run one step; turn its final failure into a RolloutFailure with the reason."""
-        inp = self._require_input()
+        inp = self._state.require_input()
         try:
             result = await workflow.execute_activity(
                 name,
@@ -672,13 +654,38 @@ class RolloutWorkflow:
         of history, so the check replays identically.
         """
         current = asyncio.current_task()
-        if current is None or current is not self._main or not self._stoppable:
+        if current is None or current is not self._main or not self._state.stoppable:
             return
-        if self._abort_reason is not None or current.cancelling() > 0:
+        if self._state.abort_reason is not None or current.cancelling() > 0:
             raise asyncio.CancelledError()
 
 
-def _failure_of(error: ActivityError, step: str, timeout_reason: str | None) -> RolloutFailure:
+def _revision_objects(inp: RolloutInput, resolved: ResolveResult) -> RevisionObjectsInput:
+    """What prefetch, start and delete need to name and render the candidate's objects."""
+    return RevisionObjectsInput(
+        dm=inp.dm,
+        record=resolved.record,
+        revision=inp.revision,
+        store_manifest_path=resolved.store_manifest_path,
+        replicas=inp.replicas,
+        cache=inp.cache,
+        api_key=inp.api_key,
+        caching_timeout_seconds=inp.timeouts.caching,
+    )
+
+
+def _unresolved_record(inp: RolloutInput) -> RevisionRecord:
+    """The requested revision as failedRevision, for a rollout that failed before resolve."""
+    return RevisionRecord(
+        hash=inp.requested_revision,
+        engine=inp.revision.engine,
+        model=inp.revision.model,
+        digest=inp.revision.digest or "",
+        device=inp.revision.device,
+    )
+
+
+def _failure_of(error: ActivityError, step: str, timeout_reason: Reason | None) -> RolloutFailure:
     cause = error.cause
     if (
         isinstance(cause, ApplicationError)
@@ -690,11 +697,11 @@ def _failure_of(error: ActivityError, step: str, timeout_reason: str | None) -> 
         # Evaluating until its timeout"): the deadline is the reason, the last error the why.
         return RolloutFailure(timeout_reason, f"{step} did not succeed in time: {cause.message}")
     if isinstance(cause, ApplicationError):
-        return RolloutFailure(cause.type or "ActivityFailed", cause.message)
+        return RolloutFailure(cause.type or Reason.ACTIVITY_FAILED, cause.message)
     if isinstance(cause, TimeoutError):
         details = ""
         if cause.last_heartbeat_details:
             details = f"; last progress: {cause.last_heartbeat_details[0]}"
-        reason = timeout_reason or "ActivityTimeout"
+        reason = timeout_reason or Reason.ACTIVITY_TIMEOUT
         return RolloutFailure(reason, f"{step} did not finish within its deadline{details}")
-    return RolloutFailure("ActivityFailed", f"{step} failed: {cause or error}")
+    return RolloutFailure(Reason.ACTIVITY_FAILED, f"{step} failed: {cause or error}")

@@ -19,18 +19,19 @@ round onto it and pass; at 4 places that is below any meaningful difference.
 from __future__ import annotations
 
 from decimal import Decimal, InvalidOperation, localcontext
-from typing import Any, Final, Literal
+from typing import Any, Final
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from decisionmodel.errors import EvaluationFailed
 from decisionmodel.evaluation.metrics import EvaluationFigures
+from decisionmodel.vocabulary import EvaluationResult, Gate, Reason
 
 # status.evaluation.reason and the Evaluated condition's reason (seed 001's reason names).
 EVALUATION_FAILED: Final = EvaluationFailed.reason
-EVALUATION_PASSED: Final = "EvaluationPassed"
+EVALUATION_PASSED: Final = Reason.EVALUATION_PASSED
 
-GateName = Literal["minAccuracy", "maxAccuracyDrop", "maxECE", "maxECEIncrease"]
+GateName = Gate
 
 
 class EvaluationGates(BaseModel):
@@ -78,7 +79,7 @@ class GateVerdict(BaseModel):
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
-    result: Literal["Passed", "Failed"]
+    result: EvaluationResult
     reason: str
     gate: GateName | None = None
     message: str
@@ -105,7 +106,7 @@ def _evaluate(
     checked: list[str] = []
 
     if accuracy < gates.min_accuracy:
-        return _failed("minAccuracy", f"accuracy {accuracy} < minAccuracy {gates.min_accuracy}")
+        return _failed(Gate.MIN_ACCURACY, f"accuracy {accuracy} < minAccuracy {gates.min_accuracy}")
     checked.append(f"accuracy {accuracy} >= minAccuracy {gates.min_accuracy}")
 
     if gates.max_accuracy_drop is not None:
@@ -117,13 +118,13 @@ def _evaluate(
             figures = f"accuracy drop {drop} (baseline {base} - accuracy {accuracy})"
             if drop > gates.max_accuracy_drop:
                 return _failed(
-                    "maxAccuracyDrop", f"{figures} > maxAccuracyDrop {gates.max_accuracy_drop}"
+                    Gate.MAX_ACCURACY_DROP, f"{figures} > maxAccuracyDrop {gates.max_accuracy_drop}"
                 )
             checked.append(f"{figures} <= maxAccuracyDrop {gates.max_accuracy_drop}")
 
     if gates.max_ece is not None:
         if ece > gates.max_ece:
-            return _failed("maxECE", f"ECE {ece} > maxECE {gates.max_ece}")
+            return _failed(Gate.MAX_ECE, f"ECE {ece} > maxECE {gates.max_ece}")
         checked.append(f"ECE {ece} <= maxECE {gates.max_ece}")
 
     if gates.max_ece_increase is not None:
@@ -135,14 +136,18 @@ def _evaluate(
             figures = f"ECE increase {increase} (ECE {ece} - baseline ECE {base_ece})"
             if increase > gates.max_ece_increase:
                 return _failed(
-                    "maxECEIncrease", f"{figures} > maxECEIncrease {gates.max_ece_increase}"
+                    Gate.MAX_ECE_INCREASE, f"{figures} > maxECEIncrease {gates.max_ece_increase}"
                 )
             checked.append(f"{figures} <= maxECEIncrease {gates.max_ece_increase}")
 
     return GateVerdict(
-        result="Passed", reason=EVALUATION_PASSED, message="passed: " + "; ".join(checked)
+        result=EvaluationResult.PASSED,
+        reason=EVALUATION_PASSED,
+        message="passed: " + "; ".join(checked),
     )
 
 
 def _failed(gate: GateName, message: str) -> GateVerdict:
-    return GateVerdict(result="Failed", reason=EVALUATION_FAILED, gate=gate, message=message)
+    return GateVerdict(
+        result=EvaluationResult.FAILED, reason=EVALUATION_FAILED, gate=gate, message=message
+    )

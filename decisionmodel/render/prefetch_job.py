@@ -34,6 +34,7 @@ from decisionmodel.render.pod import (
     store_volume,
 )
 from decisionmodel.render.proxy import prefetch_proxy_env
+from decisionmodel.vocabulary import Reason
 
 CONTAINER_NAME = "prefetch"
 BACKOFF_LIMIT = 4
@@ -42,9 +43,9 @@ EXIT_DIGEST_MISMATCH = 4
 EXIT_TAG_MOVED = 5
 PERMANENT_EXIT_CODES = (EXIT_MODEL_NOT_FOUND, EXIT_DIGEST_MISMATCH, EXIT_TAG_MOVED)
 
-REASON_MODEL_NOT_FOUND = "ModelNotFound"
-REASON_DIGEST_MISMATCH = "DigestMismatch"
-REASON_TAG_MOVED = "TagMoved"
+REASON_MODEL_NOT_FOUND = Reason.MODEL_NOT_FOUND.value
+REASON_DIGEST_MISMATCH = Reason.DIGEST_MISMATCH.value
+REASON_TAG_MOVED = Reason.TAG_MOVED.value
 REASON_PULL_FAILED = "PullFailed"
 REASON_MANIFEST_MISSING = "ManifestMissing"
 

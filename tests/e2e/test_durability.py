@@ -48,13 +48,13 @@ from temporalio.api.workflow.v1 import PendingActivityInfo
 from temporalio.client import Client, WorkflowHandle
 from temporalio.service import RPCError
 
+from decisionmodel.contracts import RolloutOutcome, RolloutResult
 from decisionmodel.render.labels import deployment_name, prefetch_job_name, store_pvc_name
 from localenv.cluster import LocalCluster
 from localenv.env import REGISTRY_URL, LocalEnv, Simulators
 from localenv.kwok_stages import JOB_POD_LABEL
 from localenv.temporal import TemporalDevServer
 from simulators.answers import expected_accuracy, make_golden_set
-from workflows.contracts import RolloutOutcome, RolloutResult
 
 pytestmark = [pytest.mark.e2e, pytest.mark.cluster, pytest.mark.temporal]
 

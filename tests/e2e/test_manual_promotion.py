@@ -19,9 +19,15 @@ from helpers import async_assert_eventually, eventually
 from rollout_harness import RolloutHarness, golden_jsonl, put_model
 from temporalio.client import WorkflowHandle, WorkflowUpdateFailedError
 
+from decisionmodel.contracts import (
+    Phase,
+    RolloutOutcome,
+    RolloutProgress,
+    RolloutResult,
+    workflow_id,
+)
 from localenv.paths import python_tool
 from localenv.temporal import TemporalDevServer
-from workflows.contracts import Phase, RolloutOutcome, RolloutProgress, RolloutResult, workflow_id
 from workflows.rollout import RolloutWorkflow
 
 pytestmark = [pytest.mark.e2e, pytest.mark.cluster, pytest.mark.temporal]

@@ -1,6 +1,10 @@
 """The object activities (prefetch, start, promote, delete_revision, record_status) against the
 local control plane, the fake kubelet and the registry simulator, called directly through
-Temporal's ActivityEnvironment (which also records heartbeats)."""
+Temporal's ActivityEnvironment (which also records heartbeats).
+
+The pure parts (classify_failure, build_rollout_status, kube.params) are unit tests:
+tests/unit/activities/test_prefetch_classify.py and tests/unit/kube/.
+"""
 
 from __future__ import annotations
 
@@ -9,7 +13,6 @@ import ipaddress
 import json
 import uuid
 from collections.abc import Iterator
-from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import httpx
@@ -20,30 +23,15 @@ from temporalio.exceptions import ApplicationError
 from temporalio.testing import ActivityEnvironment
 
 from activities.delete_revision import DeleteRevisionActivities
-from activities.kube import CONTROLLER_FIELD_MANAGER, ROLLOUT_FIELD_MANAGER, Kube
-from activities.params import (
-    prefetch_image,
-    prefetch_params,
-    registry_url,
-    serving_image,
-    serving_params,
-)
-from activities.prefetch import PrefetchActivities, classify_failure
+from activities.prefetch import PrefetchActivities
 from activities.promote import PromoteActivities
-from activities.settings import RolloutSettings
 from activities.start import StartActivities
-from activities.status import StatusActivities, build_rollout_status
-from decisionmodel.errors import ImageOverrideNotAllowed
-from decisionmodel.render import render_prefetch_job
-from decisionmodel.render.labels import ANNOTATION_APIKEY_CHECKSUM
-from localenv.cluster import POD_NETWORK, LocalCluster
-from localenv.env import Simulators
-from workflows.contracts import (
+from activities.status import StatusActivities
+from decisionmodel.contracts import (
     CachePolicy,
     ConditionUpdate,
     DeleteRevisionInput,
     DMRef,
-    EvaluationOutcome,
     KeyRef,
     Phase,
     PromoteInput,
@@ -52,6 +40,11 @@ from workflows.contracts import (
     RevisionSpec,
     StatusUpdate,
 )
+from decisionmodel.render.labels import ANNOTATION_APIKEY_CHECKSUM
+from decisionmodel.settings import RolloutSettings
+from kube.client import CONTROLLER_FIELD_MANAGER, ROLLOUT_FIELD_MANAGER, Kube
+from localenv.cluster import POD_NETWORK, LocalCluster
+from localenv.env import Simulators
 
 pytestmark = [pytest.mark.cluster]
 
@@ -260,47 +253,6 @@ async def test_prefetch_wrong_digest_is_digest_mismatch(
     assert err.value.non_retryable
     assert expected_text in err.value.message
     assert laya_digest in err.value.message  # what the registry really serves
-
-
-def test_classify_backoff_limit_is_prefetch_failed() -> None:
-    """Exit 1 until backoffLimit: PrefetchFailed carrying the last termination message (the
-    real Job takes minutes of backoff to get there, so this one is fed the Job's state)."""
-    job = {"metadata": {"name": "router-pf-x"}, "status": {"failed": 5}}
-    failure = {"reason": "BackoffLimitExceeded", "message": "Job has reached the backoff limit"}
-    pods = [
-        {
-            "status": {
-                "containerStatuses": [
-                    {
-                        "name": "prefetch",
-                        "state": {
-                            "terminated": {
-                                "exitCode": 1,
-                                "message": f"REGISTRY_ERROR: attempt {i}\n",
-                                "finishedAt": f"2030-01-01T00:00:0{i}Z",
-                            }
-                        },
-                    }
-                ]
-            }
-        }
-        for i in (3, 5, 4)
-    ]
-    error = classify_failure(job, failure, pods)
-    assert error.reason == "PrefetchFailed" and error.permanent
-    assert "BackoffLimitExceeded" in str(error)
-    assert "after 5 attempt(s); last attempt: REGISTRY_ERROR: attempt 5" in str(error)
-    # The Pod already gone: the Job controller's FailJob message still names the exit code.
-    gone = classify_failure(
-        job,
-        {
-            "reason": "PodFailurePolicy",
-            "message": "Container prefetch for pod ns/p failed with exit code 3 matching FailJob "
-            "rule at index 0",
-        },
-        [],
-    )
-    assert gone.reason == "ModelNotFound"
 
 
 # --- start ----------------------------------------------------------------------------------
@@ -581,109 +533,3 @@ async def test_record_status_coexists_with_the_controller(
     resolved = [e for e in events if e.get("reason") == "Resolved"]
     assert len(resolved) == 1
     assert resolved[0]["regarding"]["uid"] == dm.uid
-
-
-def test_build_rollout_status_keeps_times_of_repeated_writes() -> None:
-    t0 = datetime(2030, 1, 1, 12, 0, 0, tzinfo=UTC)
-    t1 = t0 + timedelta(minutes=5)
-    old = RevisionRecord(hash="aaaa", model="laya:en", digest="a" * 64)
-    new = RevisionRecord(hash="bbbb", model="laya:en", digest="b" * 64)
-    dm = DMRef(namespace="ns", name="router", uid="u", generation=3)
-    current = {
-        "phase": "Evaluating",
-        "phaseTransitionTime": "2030-01-01T11:00:00Z",
-        "stableRevision": old.to_status(),
-        "candidateRevision": new.to_status(),
-        "observedGeneration": 3,  # the controller's: never in the rollout's applied set
-        "conditions": [
-            {"type": "Ready", "status": "True", "reason": "Serving"},
-            {"type": "Resolved", "status": "True", "reason": "DigestResolved",
-             "lastTransitionTime": "2030-01-01T10:00:00Z", "observedGeneration": 2},
-        ],
-    }  # fmt: skip
-    outcome = EvaluationOutcome(
-        result="Passed", reason="GatesPassed", message="ok", accuracy="0.9200",
-        ece="0.0500", brier="0.0700", cases=10, failed_cases=1, dataset_digest="d" * 64,
-    )  # fmt: skip
-    same_phase = build_rollout_status(
-        current,
-        StatusUpdate(dm=dm, phase=Phase.EVALUATING, evaluation=outcome,
-                     evaluation_gates={"minAccuracy": "0.9", "maxCases": "10"}),
-        3, t1,
-    )  # fmt: skip
-    assert same_phase["phaseTransitionTime"] == "2030-01-01T11:00:00Z"
-    assert "observedGeneration" not in same_phase
-    assert [c["type"] for c in same_phase["conditions"]] == ["Resolved"]
-    assert same_phase["evaluation"] == {
-        "revision": "bbbb", "accuracy": "0.9200", "cases": 10, "failedCases": 1,
-        "ece": "0.0500", "brier": "0.0700", "result": "Passed", "reason": "GatesPassed",
-        "gates": {"minAccuracy": "0.9", "maxCases": 10}, "completedAt": "2030-01-01T12:05:00Z",
-    }  # fmt: skip
-    # The same evaluation again later keeps completedAt.
-    repeat = build_rollout_status(
-        {**current, "evaluation": same_phase["evaluation"]},
-        StatusUpdate(dm=dm, evaluation=outcome),
-        3, t1 + timedelta(minutes=1),
-    )  # fmt: skip
-    assert repeat["evaluation"]["completedAt"] == "2030-01-01T12:05:00Z"
-
-    promoted = build_rollout_status(
-        current,
-        StatusUpdate(
-            dm=dm, phase=Phase.READY, stable=new, previous_revision="aaaa", clear_candidate=True,
-            promoted=True,
-            conditions=[
-                ConditionUpdate(type="Promoted", status="True", reason="Promoted"),
-                ConditionUpdate(
-                    type="Resolved", status="True", reason="DigestResolved", message="m"
-                ),
-                ConditionUpdate(type="Ready", status="True", reason="Serving"),  # not ours
-            ],
-        ),
-        4, t1,
-    )  # fmt: skip
-    assert promoted["phaseTransitionTime"] == "2030-01-01T12:05:00Z"
-    assert promoted["previousRevision"] == old.to_status()
-    assert promoted["stableRevision"]["hash"] == "bbbb"
-    assert "candidateRevision" not in promoted
-    assert promoted["lastPromotionTime"] == "2030-01-01T12:05:00Z"
-    conds = {c["type"]: c for c in promoted["conditions"]}
-    assert set(conds) == {"Resolved", "Promoted"}
-    # Status unchanged: the transition time stays, the generation and message move on.
-    assert conds["Resolved"]["lastTransitionTime"] == "2030-01-01T10:00:00Z"
-    assert (conds["Resolved"]["observedGeneration"], conds["Resolved"]["message"]) == (4, "m")
-    assert conds["Promoted"]["lastTransitionTime"] == "2030-01-01T12:05:00Z"
-
-
-# --- params (pure) ----------------------------------------------------------------------------
-
-
-def test_params_image_and_registry_choice(settings: RolloutSettings) -> None:
-    dm = DMRef(namespace="ns", name="router", uid="u")
-    cuda = RevisionSpec(model="laya:en", device="cuda", runtime_version="0.11.2")
-    assert serving_image(cuda, settings) == "ghcr.io/ollaya-dev/ollaya:0.11.2-cuda"
-    assert prefetch_image(cuda, settings) == "ghcr.io/ollaya-dev/ollaya:0.11.2"
-    custom = RevisionSpec(model="laya:en", image="registry.corp/ollaya:patched")
-    with pytest.raises(ImageOverrideNotAllowed):
-        serving_image(custom, settings)
-    allowed = settings.model_copy(update={"allow_image_override": True})
-    assert serving_image(custom, allowed) == prefetch_image(custom, allowed)
-    assert serving_image(custom, allowed) == "registry.corp/ollaya:patched"
-
-    # OLLAYA_REGISTRY only for host-less names; a named host pulls from itself.
-    assert registry_url("acme/triage:v3", settings) == REGISTRY
-    assert registry_url("mirror.corp:8080/acme/triage:v3", settings) is None
-    assert registry_url("localhost/triage:v3", settings) is None
-    inp = objects_input(dm, "c" * 64, model="registry.example.com/acme/triage:v3")
-    job_params = prefetch_params(inp, settings)
-    assert job_params.registry_url is None
-    assert job_params.store_manifest_path == "manifests/registry.example.com/acme/triage/v3"
-    assert serving_params(inp, settings).registry_url is None
-    # Credentialed proxies never reach a Job (the renderer filters); no_proxy always does.
-    proxied = settings.model_copy(
-        update={"https_proxy": "http://user:pw@proxy:3128", "no_proxy": ".svc"}
-    )
-    job = render_prefetch_job(prefetch_params(objects_input(dm, "c" * 64), proxied))
-    names = {e["name"] for e in job["spec"]["template"]["spec"]["containers"][0]["env"]}
-    assert {"NO_PROXY", "no_proxy"} <= names
-    assert not {"HTTPS_PROXY", "https_proxy"} & names

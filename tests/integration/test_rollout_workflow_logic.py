@@ -20,8 +20,8 @@ from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.exceptions import ApplicationError
 from temporalio.worker import Worker
 
+from decisionmodel import contracts as c
 from localenv.temporal import TemporalDevServer
-from workflows import contracts as c
 from workflows.rollout import RolloutWorkflow
 
 pytestmark = pytest.mark.temporal

@@ -13,11 +13,11 @@ import uuid
 import pytest
 from rollout_harness import install_crd
 
-from activities.kube import Kube
-from activities.status import write_status
-from controller.status_writer import Cond, ControllerStatus, apply_controller_status
+from decisionmodel.contracts import ConditionUpdate, DMRef, Phase, RevisionRecord, StatusUpdate
+from kube.client import Kube
+from kube.controller_status import Cond, ControllerStatus, apply_controller_status
+from kube.rollout_status import write_status
 from localenv.cluster import LocalCluster
-from workflows.contracts import ConditionUpdate, DMRef, Phase, RevisionRecord, StatusUpdate
 
 pytestmark = pytest.mark.cluster
 

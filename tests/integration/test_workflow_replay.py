@@ -32,7 +32,7 @@ from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.worker import Replayer
 from temporalio.workflow import NondeterminismError
 
-from workflows.contracts import RolloutOutcome, RolloutResult
+from decisionmodel.contracts import RolloutOutcome, RolloutResult
 from workflows.rollout import RolloutWorkflow
 
 HISTORIES = Path(__file__).resolve().parent / "histories"

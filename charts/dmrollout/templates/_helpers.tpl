@@ -90,7 +90,7 @@ app.kubernetes.io/component: {{ .component }}
 {{- end }}
 {{- end -}}
 
-{{/* DMROLLOUT_*: activities/settings.py RolloutSettings (lists as JSON), and the proxy. */}}
+{{/* DMROLLOUT_*: decisionmodel/settings.py RolloutSettings (lists as JSON), and the proxy. */}}
 {{- define "dmrollout.rolloutEnv" -}}
 - name: DMROLLOUT_ALLOWED_REGISTRIES
   value: {{ .Values.allowedRegistries | toJson | quote }}

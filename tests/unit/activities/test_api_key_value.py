@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from activities.secrets import parse_api_key
+from decisionmodel.contracts import KeyRef
 from decisionmodel.errors import APIKeyInvalid
-from workflows.contracts import KeyRef
+from kube.secrets import parse_api_key
 
 REF = KeyRef(name="engine-key", key="token")
 

@@ -9,15 +9,13 @@ from pydantic import ValidationError
 
 from decisionmodel.api import Condition, ConditionStatus
 from decisionmodel.conditions import (
-    PERMANENT_REASONS,
-    ConditionType,
-    Reason,
     condition,
     get_condition,
     is_condition_true,
     remove_condition,
     set_condition,
 )
+from decisionmodel.vocabulary import PERMANENT_REASONS, ConditionType, Reason
 
 T0 = datetime(2026, 10, 2, 12, 0, 0, tzinfo=UTC)
 T1 = T0 + timedelta(minutes=5)

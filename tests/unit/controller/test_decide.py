@@ -8,7 +8,7 @@ from controller.dispatch import DispatchSettings, desired_revision, runtime_upda
 from controller.reconcile import decide
 from controller.rollouts import RunningRollout
 from decisionmodel.api import DecisionModel
-from workflows.contracts import DMRef, retry_key, workflow_id
+from decisionmodel.contracts import DMRef, retry_key, workflow_id
 
 DIGEST_A = "a" * 64
 DIGEST_B = "b" * 64

@@ -28,6 +28,13 @@ EXPECTED = {
     "SecretNotAllowed": False,
     "APIKeyInvalid": False,
     "ResourceConflict": False,
+    # References and hand-made inputs (kube.secrets, resolve, evaluate, the renderers' params).
+    "DatasetNotFound": False,
+    "SecretNotFound": False,
+    "SecretReadFailed": False,
+    "InvalidDigest": True,
+    "InvalidEvaluationPolicy": True,
+    "InvalidRevisionParams": True,
 }
 
 

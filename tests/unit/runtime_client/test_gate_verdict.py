@@ -8,7 +8,8 @@ from typing import Any
 import pytest
 
 from decisionmodel.errors import ProbeError
-from decisionmodel.runtime_client import GateReason, GateVerdict, PsModel, device_class, verdict
+from decisionmodel.runtime_client import GateVerdict, PsModel, device_class, verdict
+from decisionmodel.vocabulary import Reason
 
 DIGEST = "a" * 64
 OTHER = "b" * 64
@@ -32,7 +33,7 @@ def test_full_match_is_model_ready() -> None:
     result = verdict(DIGEST, "cpu", entry(), None)
     assert result == GateVerdict(
         ready=True,
-        reason=GateReason.MODEL_READY,
+        reason=Reason.MODEL_READY,
         message=f"digest {DIGEST[:12]} loaded on cpu, pinned",
         precision="F32",
     )
@@ -43,15 +44,15 @@ def test_full_match_is_model_ready() -> None:
     ("seen", "reason"),
     [
         # Everything wrong: digest is reported first.
-        (entry(digest=OTHER, device="cuda:0", expires_at=LATER), GateReason.DIGEST_MISMATCH),
+        (entry(digest=OTHER, device="cuda:0", expires_at=LATER), Reason.DIGEST_MISMATCH),
         # Device and pin wrong: device first.
-        (entry(device="cuda:0", expires_at=LATER), GateReason.DEVICE_MISMATCH),
-        (entry(expires_at=LATER), GateReason.NOT_PINNED),
-        (entry(digest=OTHER), GateReason.DIGEST_MISMATCH),
-        (entry(digest=""), GateReason.DIGEST_MISMATCH),
+        (entry(device="cuda:0", expires_at=LATER), Reason.DEVICE_MISMATCH),
+        (entry(expires_at=LATER), Reason.NOT_PINNED),
+        (entry(digest=OTHER), Reason.DIGEST_MISMATCH),
+        (entry(digest=""), Reason.DIGEST_MISMATCH),
     ],
 )
-def test_reasons_in_reference_order(seen: PsModel, reason: GateReason) -> None:
+def test_reasons_in_reference_order(seen: PsModel, reason: Reason) -> None:
     result = verdict(DIGEST, "cpu", seen, None)
     assert result.ready is False
     assert result.reason is reason
@@ -92,7 +93,7 @@ def test_messages_name_what_differs_and_the_fix() -> None:
 def test_device_class(expected: str, device: str, ready: bool) -> None:
     result = verdict(DIGEST, expected, entry(device=device), None)
     assert result.ready is ready
-    assert result.reason is (GateReason.MODEL_READY if ready else GateReason.DEVICE_MISMATCH)
+    assert result.reason is (Reason.MODEL_READY if ready else Reason.DEVICE_MISMATCH)
 
 
 @pytest.mark.parametrize(
@@ -106,18 +107,18 @@ def test_device_class_function(device: str, cls: str | None) -> None:
 def test_probe_error_and_absent_model() -> None:
     failed = verdict(DIGEST, "cpu", None, ProbeError("inspect: 401 UNAUTHORIZED", status=401))
     assert failed.ready is False
-    assert failed.reason is GateReason.PROBE_ERROR
+    assert failed.reason is Reason.PROBE_ERROR
     assert "401 UNAUTHORIZED" in failed.message
     assert failed.precision is None
 
     absent = verdict(DIGEST, "cpu", None, None)
-    assert absent.reason is GateReason.PROBE_ERROR
+    assert absent.reason is Reason.PROBE_ERROR
     assert "not loaded" in absent.message
 
 
 def test_expected_digest_is_normalised() -> None:
     result = verdict("sha256:" + DIGEST.upper(), "cpu", entry(digest="sha256:" + DIGEST), None)
-    assert result.reason is GateReason.MODEL_READY
+    assert result.reason is Reason.MODEL_READY
 
 
 def test_ps_entry_needs_the_fields_the_gate_reads() -> None:

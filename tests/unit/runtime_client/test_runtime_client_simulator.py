@@ -11,7 +11,8 @@ import pytest
 from runtime_harness import API_KEY, LAYA, RuntimeSim
 
 from decisionmodel.errors import ProbeError, QueueFull
-from decisionmodel.runtime_client import GateReason, GateVerdict, RuntimeClient, verdict
+from decisionmodel.runtime_client import GateVerdict, RuntimeClient, verdict
+from decisionmodel.vocabulary import Reason
 
 QUESTIONS = {"dept": {"type": "choice", "criteria": ["billing", "technical", "other"]}}
 
@@ -51,45 +52,45 @@ async def test_warmup_and_inspect_give_model_ready(runtime: RuntimeSim) -> None:
     assert (seen.digest, seen.device, seen.pinned) == (LAYA.digest, "cpu", True)
     result = verdict(LAYA.digest, "cpu", seen, None)
     assert result.ready is True
-    assert result.reason is GateReason.MODEL_READY
+    assert result.reason is Reason.MODEL_READY
     assert result.precision == "F32"
 
 
 async def test_cuda_pod_on_a_gpu_node_is_ready(runtime: RuntimeSim) -> None:
     runtime.add_pod("127.0.0.3", env={"OLLAYA_DEVICE": "cuda"}, node_has_gpu=True)
     result = await gate(runtime, "127.0.0.3", device="cuda")
-    assert (result.ready, result.reason) == (True, GateReason.MODEL_READY)
+    assert (result.ready, result.reason) == (True, Reason.MODEL_READY)
 
 
 async def test_silent_cpu_fallback_is_device_mismatch(runtime: RuntimeSim) -> None:
     runtime.add_pod("127.0.0.4", env={"OLLAYA_DEVICE": "cuda"}, annotations={"device": "cpu"})
     result = await gate(runtime, "127.0.0.4", device="cuda")
-    assert (result.ready, result.reason) == (False, GateReason.DEVICE_MISMATCH)
+    assert (result.ready, result.reason) == (False, Reason.DEVICE_MISMATCH)
 
 
 async def test_bare_cuda_device_is_not_class_cuda(runtime: RuntimeSim) -> None:
     runtime.add_pod("127.0.0.5", annotations={"device": "cuda"})
     result = await gate(runtime, "127.0.0.5", device="cuda")
-    assert result.reason is GateReason.DEVICE_MISMATCH
+    assert result.reason is Reason.DEVICE_MISMATCH
 
 
 async def test_wrong_digest_is_digest_mismatch(runtime: RuntimeSim) -> None:
     runtime.add_pod("127.0.0.6", annotations={"digest": "e" * 64, "device": "metal"})
     result = await gate(runtime, "127.0.0.6")
     # Digest first, although the device is wrong too.
-    assert (result.ready, result.reason) == (False, GateReason.DIGEST_MISMATCH)
+    assert (result.ready, result.reason) == (False, Reason.DIGEST_MISMATCH)
 
 
 async def test_never_pinned_is_not_pinned(runtime: RuntimeSim) -> None:
     runtime.add_pod("127.0.0.7", annotations={"never-pin": "true"})
     result = await gate(runtime, "127.0.0.7")
-    assert (result.ready, result.reason) == (False, GateReason.NOT_PINNED)
+    assert (result.ready, result.reason) == (False, Reason.NOT_PINNED)
 
 
 async def test_unauthorized_is_probe_error(runtime: RuntimeSim) -> None:
     runtime.add_pod("127.0.0.8", annotations={"unauthorized": "true"})
     result = await gate(runtime, "127.0.0.8")
-    assert (result.ready, result.reason) == (False, GateReason.PROBE_ERROR)
+    assert (result.ready, result.reason) == (False, Reason.PROBE_ERROR)
     assert "401" in result.message
     assert API_KEY not in result.message
 
@@ -111,7 +112,7 @@ async def test_lost_model_is_probe_error(runtime: RuntimeSim) -> None:
         seen = await rt.inspect("laya:en")
     assert seen is None
     result = verdict(LAYA.digest, "cpu", seen, None)
-    assert (result.ready, result.reason) == (False, GateReason.PROBE_ERROR)
+    assert (result.ready, result.reason) == (False, Reason.PROBE_ERROR)
 
 
 async def test_cuda_on_a_cpu_node_fails_the_load(runtime: RuntimeSim) -> None:
@@ -167,4 +168,4 @@ async def test_runtime_client_ignores_proxy_env(
         with pytest.raises(httpx.ConnectError):
             await env_client.get(f"{runtime.base_url('127.0.0.15')}/")
     result = await gate(runtime, "127.0.0.15")
-    assert result.reason is GateReason.MODEL_READY
+    assert result.reason is Reason.MODEL_READY

@@ -36,11 +36,11 @@ from shipped import (
     render_chart,
 )
 
-from activities.settings import RolloutSettings
 from controller.metrics import ControllerMetrics
 from controller.reconcile_metrics import ReconcileMetrics
 from controller.settings import ControllerSettings
 from controller.temporal_client import TemporalSettings
+from decisionmodel.settings import RolloutSettings
 
 VALUES = yaml.safe_load((CHART / "values.yaml").read_text())
 ALL_ON = yaml.safe_load(ALL_ON_VALUES.read_text())
@@ -123,6 +123,8 @@ UNMAPPED: dict[str, dict[str, str]] = {
         "kubeconfig": "in-cluster ServiceAccount credentials",
         "poll_interval_seconds": "internal tempo",
         "queue_full_attempts": "internal retry budget",
+        "kube_connect_timeout_seconds": "client tempo; the default bounds every API call",
+        "kube_read_timeout_seconds": "client tempo; the default bounds every API call",
     },
     "temporal": {
         "address": "a cluster DNS name instead of the dev server's loopback default",

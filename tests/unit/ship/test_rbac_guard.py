@@ -4,8 +4,8 @@ Renders deploy/ (kustomize: the cluster-wide install, core/ alone, the namespace
 Helm chart (defaults and ci/all-on-values.yaml), then checks: no wildcard anywhere; Secrets and
 ConfigMaps get-only; no escalate/bind/impersonate; the namespaced variants grant nothing
 cluster-wide; the grants are exactly the permission table below; and every Kubernetes API call
-in controller/ and activities/ is covered by that table (a new call without RBAC fails here, not
-in a cluster).
+in controller/, kube/ and activities/ is covered by that table (a new call without RBAC fails
+here, not in a cluster).
 """
 
 from __future__ import annotations
@@ -259,7 +259,7 @@ _WATCHED = {
 
 def code_permissions() -> set[Perm]:
     found: set[Perm] = set()
-    for package in ("controller", "activities"):
+    for package in ("controller", "kube", "activities"):
         for source in (ROOT / package).rglob("*.py"):
             for match in _CALL.finditer(source.read_text()):
                 verb, _, kind, _ = match.groups()
@@ -291,7 +291,7 @@ def test_no_kubernetes_call_escapes_the_scan() -> None:
     """Every `<verb>_namespaced_<kind>` / `list_<kind>_for_all_namespaces` name in the code maps
     to a known resource, so a call on a new kind cannot slip past the guard above."""
     unknown: set[str] = set()
-    for package in ("controller", "activities"):
+    for package in ("controller", "kube", "activities"):
         for source in (ROOT / package).rglob("*.py"):
             for match in _CALL.finditer(source.read_text()):
                 _verb, scope, kind, all_ns = match.groups()

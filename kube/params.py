@@ -13,9 +13,7 @@ import hashlib
 from collections.abc import Callable
 from typing import TypeVar
 
-from temporalio.exceptions import ApplicationError
-
-from activities.settings import RolloutSettings
+from decisionmodel.contracts import DMRef, KeyRef, RevisionObjectsInput, RevisionSpec
 from decisionmodel.engine_params import (
     OwnerRef,
     PrefetchParams,
@@ -28,14 +26,10 @@ from decisionmodel.engine_params import (
     StoreParams,
     default_image,
 )
-from decisionmodel.errors import ImageOverrideNotAllowed
+from decisionmodel.errors import ImageOverrideNotAllowed, InvalidRevisionParams
 from decisionmodel.names import parse_model_name
 from decisionmodel.render.labels import store_pvc_name
-from workflows.contracts import DMRef, KeyRef, RevisionObjectsInput, RevisionSpec
-
-# The ApplicationError type of inputs the renderers refuse (a name, digest or passthrough
-# fragment that cannot be rendered): retrying the same input cannot succeed.
-INVALID_REVISION_PARAMS = "InvalidRevisionParams"
+from decisionmodel.settings import RolloutSettings
 
 P = TypeVar("P")
 
@@ -116,11 +110,7 @@ def _validated(build: Callable[[], P]) -> P:
     except ValueError as e:  # pydantic's ValidationError, default_image's version check
         # pydantic lists the offending fields and values; none of them is a secret (only
         # Secret names and keys reach the params).
-        raise ApplicationError(
-            f"the revision cannot be rendered: {e}",
-            type=INVALID_REVISION_PARAMS,
-            non_retryable=True,
-        ) from None
+        raise InvalidRevisionParams(f"the revision cannot be rendered: {e}") from None
 
 
 def store_params(inp: RevisionObjectsInput) -> StoreParams:

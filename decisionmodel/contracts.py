@@ -10,13 +10,14 @@ from __future__ import annotations
 
 import hashlib
 import json
-from enum import StrEnum
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
 # One phase vocabulary: the API's (status.phase), also the workflow's DmPhase attribute.
 from decisionmodel.api_status import Phase as Phase
+from decisionmodel.vocabulary import EvaluationResult, Gate
+from decisionmodel.vocabulary import RolloutResult as RolloutResult
 
 # Activity names: the workflow schedules activities by name so that workflows/ never imports
 # the activities' modules (and with them kubernetes and httpx).
@@ -35,14 +36,6 @@ WORKFLOW_ID_PREFIX = "rollout"
 
 class Contract(BaseModel):
     model_config = ConfigDict(frozen=True, extra="ignore")
-
-
-class RolloutResult(StrEnum):
-    PROMOTED = "Promoted"
-    ROLLED_BACK = "RolledBack"
-    FAILED = "Failed"
-    SUPERSEDED = "Superseded"
-    ABORTED = "Aborted"
 
 
 class DMRef(Contract):
@@ -125,6 +118,16 @@ class EvaluationPolicy(Contract):
     @property
     def needs_baseline(self) -> bool:
         return self.max_accuracy_drop is not None or self.max_ece_increase is not None
+
+    def gates(self) -> dict[str, str]:
+        """The gates that are set, by their wire names (as spec and status spell them)."""
+        gates = {
+            Gate.MIN_ACCURACY: self.min_accuracy,
+            Gate.MAX_ACCURACY_DROP: self.max_accuracy_drop,
+            Gate.MAX_ECE: self.max_ece,
+            Gate.MAX_ECE_INCREASE: self.max_ece_increase,
+        }
+        return {str(k): v for k, v in gates.items() if v is not None}
 
     def fingerprint(self) -> str:
         """Binds a manual approval to the gates it was given for (12 hex of sha256)."""
@@ -244,7 +247,7 @@ class EvaluateInput(Contract):
 class EvaluationOutcome(Contract):
     """Figures only (rendered decimals); never a case or an answer."""
 
-    result: Literal["Passed", "Failed"]
+    result: EvaluationResult
     reason: str
     message: str
     accuracy: str

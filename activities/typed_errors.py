@@ -12,10 +12,9 @@ from contextlib import asynccontextmanager
 
 from temporalio.exceptions import ApplicationError
 
-from activities.kube import DecisionModelGone
 from decisionmodel.errors import DmrolloutError
-
-DECISION_MODEL_GONE = "DecisionModelGone"
+from decisionmodel.vocabulary import Reason
+from kube.client import APIServerUnavailable, DecisionModelGone
 
 
 def to_application_error(error: DmrolloutError) -> ApplicationError:
@@ -31,5 +30,9 @@ async def typed_errors() -> AsyncIterator[None]:
         yield
     except DmrolloutError as e:
         raise to_application_error(e) from None
+    except APIServerUnavailable as e:
+        raise ApplicationError(str(e), type=Reason.API_SERVER_UNAVAILABLE) from None
     except DecisionModelGone as e:
-        raise ApplicationError(str(e), type=DECISION_MODEL_GONE, non_retryable=True) from None
+        raise ApplicationError(
+            str(e), type=Reason.DECISION_MODEL_GONE, non_retryable=True
+        ) from None

@@ -18,13 +18,16 @@ from datetime import UTC, datetime
 from functools import partial
 from typing import Any, TypeVar
 
+import urllib3
 from kubernetes import client, config
 from kubernetes.client.rest import ApiException
 
 from decisionmodel.api import GROUP, PLURAL, VERSION
+from decisionmodel.contracts import DMRef
 from decisionmodel.errors import ResourceConflict
 from decisionmodel.render.labels import LABEL_NAME
-from workflows.contracts import DMRef
+from decisionmodel.settings import RolloutSettings
+from kube.timeouts import KubeTimeouts, bound_requests, configure
 
 T = TypeVar("T")
 
@@ -50,6 +53,11 @@ class DecisionModelGone(Exception):
     """The DecisionModel was deleted or re-created under the same name (another UID)."""
 
 
+class APIServerUnavailable(Exception):
+    """A Kubernetes call did not complete: the connection was refused, reset, or timed out (a
+    silent or half-open API server). Transient: the caller retries."""
+
+
 class ObjectNotSettled(RuntimeError):
     """An object of the wanted name is being deleted, or vanished while being adopted: wait
     and create it again (a RuntimeError, so callers that retried on it still do)."""
@@ -68,8 +76,15 @@ class KindOps:
 
 
 class Kube:
-    def __init__(self, api_client: client.ApiClient, instance: str | None = None) -> None:
+    def __init__(
+        self,
+        api_client: client.ApiClient,
+        instance: str | None = None,
+        timeouts: KubeTimeouts | None = None,
+    ) -> None:
         self.api_client = api_client
+        self.timeouts = timeouts or KubeTimeouts()
+        bound_requests(api_client, self.timeouts)
         self.core = client.CoreV1Api(api_client)
         self.apps = client.AppsV1Api(api_client)
         self.batch = client.BatchV1Api(api_client)
@@ -121,21 +136,41 @@ class Kube:
         }
 
     @classmethod
-    def from_config(cls, kubeconfig: str | None = None) -> Kube:
+    def from_config(
+        cls, kubeconfig: str | None = None, timeouts: KubeTimeouts | None = None
+    ) -> Kube:
         """A kubeconfig file when given, else in-cluster, else the default kubeconfig."""
+        timeouts = timeouts or KubeTimeouts()
+        configuration = client.Configuration()
         if kubeconfig:
-            return cls(config.new_client_from_config(config_file=kubeconfig))
-        try:
-            config.load_incluster_config()
-            return cls(client.ApiClient())
-        except config.ConfigException:
-            return cls(config.new_client_from_config())
+            config.load_kube_config(config_file=kubeconfig, client_configuration=configuration)
+        else:
+            try:
+                config.load_incluster_config(client_configuration=configuration)
+            except config.ConfigException:
+                config.load_kube_config(client_configuration=configuration)
+        configure(configuration, timeouts)
+        return cls(client.ApiClient(configuration), timeouts=timeouts)
+
+    @classmethod
+    def from_settings(cls, settings: RolloutSettings) -> Kube:
+        return cls.from_config(
+            settings.kubeconfig,
+            KubeTimeouts(
+                connect=settings.kube_connect_timeout_seconds,
+                read=settings.kube_read_timeout_seconds,
+            ),
+        )
 
     # -- plumbing --------------------------------------------------------------------------
     @staticmethod
     async def run(fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
-        """Run a blocking client call off the event loop."""
-        return await asyncio.to_thread(partial(fn, *args, **kwargs))
+        """Run a blocking client call off the event loop; a transport failure (bounded by
+        ``kube.timeouts``) is raised as APIServerUnavailable."""
+        try:
+            return await asyncio.to_thread(partial(fn, *args, **kwargs))
+        except urllib3.exceptions.HTTPError as e:
+            raise APIServerUnavailable(_transport_failure(e)) from e
 
     def raw(self, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
         """Call and return the JSON dict (camelCase), not the client's model objects."""
@@ -349,6 +384,15 @@ class Kube:
 
             return base64.b64decode(binary[key])
         raise KeyError(key)
+
+
+def _transport_failure(error: urllib3.exceptions.HTTPError) -> str:
+    cause = error.reason if isinstance(error, urllib3.exceptions.MaxRetryError) else error
+    what = "timed out" if isinstance(cause, urllib3.exceptions.TimeoutError) else "failed"
+    return (
+        f"the Kubernetes API server did not answer: the request {what} ({type(cause).__name__}); "
+        "retrying. Check that the API server is up and reachable from dmrollout"
+    )
 
 
 def dm_selector(dm_name: str) -> dict[str, str]:

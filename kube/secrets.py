@@ -28,14 +28,22 @@ from typing import Any, Final
 
 from kubernetes.client.rest import ApiException
 
-from activities.kube import Kube
-from decisionmodel.errors import APIKeyInvalid, DmrolloutError, SecretNotAllowed
-from workflows.contracts import DMRef, KeyRef
+from decisionmodel.contracts import DMRef, KeyRef
+from decisionmodel.errors import (
+    APIKeyInvalid,
+    DatasetNotFound,
+    DmrolloutError,
+    SecretNotAllowed,
+    SecretNotFound,
+    SecretReadFailed,
+)
+from decisionmodel.vocabulary import EventReason
+from kube.client import Kube
 
 log = logging.getLogger(__name__)
 
 LABEL_TRUE: Final = "true"
-DEPRECATED_SECRET_LABEL: Final = "DeprecatedSecretLabel"
+DEPRECATED_SECRET_LABEL: Final = EventReason.DEPRECATED_SECRET_LABEL
 
 
 class SecretCapability(StrEnum):
@@ -51,28 +59,6 @@ _FIELD: Final = {
     SecretCapability.EVAL_DATASET: "spec.rollout.evaluation.datasetRef.secretRef",
     SecretCapability.DOWNLOAD_TOKEN: "spec.cache.downloadTokenSecretRef",
 }
-
-
-class DatasetNotFound(DmrolloutError):
-    """The dataset ConfigMap or Secret, or its key, does not exist (yet). Transient: the
-    rollout stays in Evaluating until the user creates it or the phase times out."""
-
-    reason = "DatasetNotFound"
-    permanent = False
-
-
-class SecretNotFound(DmrolloutError):
-    """A referenced Secret (other than the API key's or a dataset's) or its key is missing."""
-
-    reason = "SecretNotFound"
-    permanent = False
-
-
-class SecretReadFailed(DmrolloutError):
-    """The API server refused or failed the read (RBAC, overload); retried."""
-
-    reason = "SecretReadFailed"
-    permanent = False
 
 
 def _missing(capability: SecretCapability, message: str) -> DmrolloutError:

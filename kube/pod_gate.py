@@ -20,21 +20,14 @@ from typing import Any, Final, Literal
 
 from kubernetes.client.rest import ApiException
 
-from activities.kube import Kube
 from decisionmodel.render.labels import READINESS_GATE
 from decisionmodel.runtime_client import GateVerdict
+from decisionmodel.vocabulary import POD_CONTAINERS_READY, POD_READY, Reason
+from kube.client import Kube
 
 GATE_TYPE: Final = READINESS_GATE
-READY_TYPE: Final = "Ready"
-CONTAINERS_READY_TYPE: Final = "ContainersReady"
-
-# Gate reasons (REFERENCE.md "Readiness gate"; runtime_client.GateReason has the same values).
-MODEL_READY: Final = "ModelReady"
-DIGEST_MISMATCH: Final = "DigestMismatch"
-DEVICE_MISMATCH: Final = "DeviceMismatch"
-NOT_PINNED: Final = "NotPinned"
-PROBE_ERROR: Final = "ProbeError"
-GATE_REASONS: Final = (MODEL_READY, DIGEST_MISMATCH, DEVICE_MISMATCH, NOT_PINNED, PROBE_ERROR)
+READY_TYPE: Final = POD_READY
+CONTAINERS_READY_TYPE: Final = POD_CONTAINERS_READY
 
 # Condition messages are shown by `kubectl describe pod`; a runtime error quoted at length
 # would only add noise (and the API server caps status size).
@@ -66,7 +59,7 @@ NOT_PINNED_MESSAGE: Final = (
 
 def state_from_verdict(found: GateVerdict) -> GateState:
     """The gate a runtime_client verdict asks for, with a message stable across probes."""
-    message = NOT_PINNED_MESSAGE if found.reason.value == NOT_PINNED else found.message
+    message = NOT_PINNED_MESSAGE if found.reason == Reason.NOT_PINNED else found.message
     return GateState(ready=found.ready, reason=found.reason.value, message=message)
 
 

@@ -49,6 +49,18 @@ class RolloutSettings(BaseSettings):
         description="How often waiting activities re-read the API (and heartbeat): tight enough "
         "that a rollout reacts within a second, cheap for the API server.",
     )
+    kube_connect_timeout_seconds: float = Field(
+        default=5.0,
+        gt=0,
+        description="Connect timeout of every Kubernetes API request (client side).",
+    )
+    kube_read_timeout_seconds: float = Field(
+        default=30.0,
+        gt=0,
+        description="Read timeout of every Kubernetes API request; a watch waits its own "
+        "server-side timeout plus 30 s. A silent or half-open API server fails the call "
+        "(retried) instead of hanging it.",
+    )
     queue_full_attempts: int = Field(
         default=20, description="Attempts per evaluation case on 503 QUEUE_FULL."
     )

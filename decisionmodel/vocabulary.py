@@ -1,0 +1,236 @@
+"""The one vocabulary: phases, condition types, reasons, Event reasons, results, gate names,
+and the permanent set.
+
+Every word dmrollout writes where a user reads it (a condition's type and reason, an Event's
+reason, a readiness-gate reason, an ApplicationError's type in workflow history) is spelled
+here once; code elsewhere names the member, never the string. ``tests/unit/api/
+test_vocabulary.py`` holds the product to that: no such literal outside this module, and the
+workflow's non-retryable set equal to the reasons the activities raise as permanent.
+
+Reasons are the reference operator's (seed 001, "Condition reasons you may see") plus the ones
+this project adds for timeouts, queueing and superseded rollouts. A reason doubles as the
+``type`` of the ApplicationError an activity raises, so a failure and the condition it produces
+share one name.
+"""
+
+from __future__ import annotations
+
+import enum
+from typing import Final
+
+
+class Phase(enum.StrEnum):
+    """The lifecycle phase shown in `kubectl get dm`."""
+
+    PENDING = "Pending"
+    RESOLVING = "Resolving"
+    CACHING = "Caching"
+    STARTING = "Starting"
+    EVALUATING = "Evaluating"
+    AWAITING_PROMOTION = "AwaitingPromotion"
+    PROMOTING = "Promoting"
+    READY = "Ready"
+    DEGRADED = "Degraded"
+    FAILED = "Failed"
+    ROLLED_BACK = "RolledBack"
+
+
+class EvaluationResult(enum.StrEnum):
+    """Outcome of the evaluation gates."""
+
+    PASSED = "Passed"
+    FAILED = "Failed"
+
+
+class RolloutResult(enum.StrEnum):
+    """How a rollout workflow ended (its result and the DmResult search attribute)."""
+
+    PROMOTED = "Promoted"
+    ROLLED_BACK = "RolledBack"
+    FAILED = "Failed"
+    SUPERSEDED = "Superseded"
+    ABORTED = "Aborted"
+
+
+class ConditionType(enum.StrEnum):
+    """The condition types a DecisionModel reports."""
+
+    RESOLVED = "Resolved"
+    CACHED = "Cached"
+    MODEL_READY = "ModelReady"
+    EVALUATED = "Evaluated"
+    PROMOTED = "Promoted"
+    READY = "Ready"
+    DEGRADED = "Degraded"
+    # Seed 001 "Upgrading the operator": a newer default runtime exists (policy Pinned).
+    RUNTIME_UPDATE_AVAILABLE = "RuntimeUpdateAvailable"
+
+
+class Reason(enum.StrEnum):
+    """Condition reasons, readiness-gate reasons and ApplicationError types."""
+
+    # --- seed 001's table ---------------------------------------------------------------
+    NO_MODEL_READY_PODS = "NoModelReadyPods"
+    REPLICAS_NOT_MODEL_READY = "ReplicasNotModelReady"
+    DIGEST_MISMATCH = "DigestMismatch"
+    DEVICE_MISMATCH = "DeviceMismatch"
+    NOT_PINNED = "NotPinned"
+    CACHE_NOT_SHAREABLE = "CacheNotShareable"
+    CACHE_SPEC_IMMUTABLE = "CacheSpecImmutable"
+    REGISTRY_NOT_ALLOWED = "RegistryNotAllowed"
+    IMAGE_OVERRIDE_NOT_ALLOWED = "ImageOverrideNotAllowed"
+    SECRET_NOT_ALLOWED = "SecretNotAllowed"
+    INVALID_MODEL_NAME = "InvalidModelName"
+    MODEL_NOT_FOUND = "ModelNotFound"
+    DATASET_INVALID = "DatasetInvalid"
+    EVALUATION_FAILED = "EvaluationFailed"
+    EVALUATION_TIMEOUT = "EvaluationTimeout"
+    RESOURCE_CONFLICT = "ResourceConflict"
+    STORE_LOST = "StoreLost"
+    STORE_PREFETCH_FAILED = "StorePrefetchFailed"
+    STORE_TERMINATING = "StoreTerminating"
+
+    # --- elsewhere in seeds 000/001 and REFERENCE.md ------------------------------------
+    PROBE_ERROR = "ProbeError"  # readiness gate: the runtime did not answer
+    API_KEY_INVALID = "APIKeyInvalid"  # labelled Secret without the referenced key
+    ROLLOUT_QUEUED = "RolloutQueued"  # --max-concurrent-rollouts budget exhausted
+    CANDIDATE_REJECTED = "CandidateRejected"  # Ready=True while phase RolledBack
+    TAG_MOVED = "TagMoved"  # prefetch exit code 5: the tag's manifest changed mid-pull
+    NAMESPACE_NOT_WATCHED = "NamespaceNotWatched"  # outside --watch-namespaces
+
+    # --- this project: failures -----------------------------------------------------------
+    CACHE_TIMEOUT = "CacheTimeout"
+    START_TIMEOUT = "StartTimeout"
+    PREFETCH_FAILED = "PrefetchFailed"
+    SUPERSEDED = "Superseded"  # a newer revision cancelled this rollout
+    ABORTED = "Aborted"  # the abort signal (CLI, annotation) stopped this rollout
+    REGISTRY_UNAVAILABLE = "RegistryUnavailable"  # transient resolve failure, retried
+    REGISTRY_ERROR = "RegistryError"  # the registry answered with an error (transient)
+    DATASET_NOT_FOUND = "DatasetNotFound"  # held in Evaluating until its timeout
+    SECRET_NOT_FOUND = "SecretNotFound"  # a referenced Secret or key is missing (transient)
+    SECRET_READ_FAILED = "SecretReadFailed"  # the API refused the read (transient)
+    QUEUE_FULL = "QueueFull"  # the runtime answered 503 QUEUE_FULL past its attempts
+    RUNTIME_REQUEST_REJECTED = "RuntimeRequestRejected"  # the runtime refused a request (4xx)
+    APPROVAL_REJECTED = "ApprovalRejected"  # a manual approval that does not match
+    DECISION_MODEL_GONE = "DecisionModelGone"  # deleted or re-created mid-rollout
+    INVALID_DIGEST = "InvalidDigest"  # a hand-made workflow input with a bad digest
+    INVALID_REVISION_PARAMS = "InvalidRevisionParams"  # a revision the renderers refuse
+    INVALID_EVALUATION_POLICY = "InvalidEvaluationPolicy"  # gates that are not decimals
+    API_SERVER_UNAVAILABLE = "APIServerUnavailable"  # a Kubernetes call timed out or was refused
+    ACTIVITY_FAILED = "ActivityFailed"  # a step failed without a typed reason
+    ACTIVITY_TIMEOUT = "ActivityTimeout"  # a step without a phase deadline timed out
+
+    # --- this project: progress and success -----------------------------------------------
+    RESOLVING = "Resolving"
+    DIGEST_RESOLVED = "DigestResolved"
+    DIGEST_PINNED = "DigestPinned"  # spec.digest set, nothing resolved
+    PREFETCHING = "Prefetching"
+    PREFETCHED = "Prefetched"  # Cached=True: the store holds the verified digest
+    PREFETCH_SUCCEEDED = "PrefetchSucceeded"
+    PODS_STARTING = "PodsStarting"
+    MODEL_READY = "ModelReady"  # also the readiness gate's True reason
+    EVALUATING = "Evaluating"
+    EVALUATION_PASSED = "EvaluationPassed"
+    EVALUATION_SKIPPED = "EvaluationSkipped"  # no spec.rollout.evaluation
+    AWAITING_PROMOTION = "AwaitingPromotion"
+    PROMOTED = "Promoted"
+    ROLLOUT_IN_PROGRESS = "RolloutInProgress"
+    NO_STABLE_REVISION = "NoStableRevision"  # Ready=False before the first promotion
+    SERVING = "Serving"  # Ready=True: the stable revision answers
+    AS_EXPECTED = "AsExpected"  # Degraded=False
+    RUNTIME_UPDATE_AVAILABLE = "RuntimeUpdateAvailable"
+
+
+class EventReason(enum.StrEnum):
+    """Reasons of the Events dmrollout records on a DecisionModel (beside the failure
+    reasons above, which an Event may carry too)."""
+
+    RESOLVED = "Resolved"
+    CACHED = "Cached"
+    MODEL_READY = "ModelReady"
+    EVALUATED = "Evaluated"
+    AWAITING_PROMOTION = "AwaitingPromotion"
+    PROMOTED = "Promoted"
+    ROLLED_BACK = "RolledBack"
+    FAILED = "Failed"
+    SUPERSEDED = "Superseded"
+    APPROVAL_REJECTED = "ApprovalRejected"
+    RUNTIME_UPDATE_AVAILABLE = "RuntimeUpdateAvailable"
+    DEPRECATED_SECRET_LABEL = "DeprecatedSecretLabel"  # seed 001 "Transition"
+
+
+# Failures no retry can fix (seed 001 marks them permanent; DESIGN.md "Things that must hold").
+# The activities raise them as non-retryable ApplicationErrors of this type, and the workflow's
+# RetryPolicy lists the same set, so the policy holds even if an activity forgot the flag.
+# Equal to the reasons of the error classes that are permanent by default (the vocabulary test
+# checks it). TagMoved is not a type of its own: the prefetch reports a moved tag as
+# DigestMismatch (its message says so). ResourceConflict is not here: it is transient by default
+# (removing the foreign object is the fix) and the one final case raises it non-retryable by
+# instance.
+# Reasons the workflow concludes itself (a phase deadline passed, the gates said no): final,
+# but never the type of an activity's error, so not in the RetryPolicy.
+WORKFLOW_VERDICTS: Final = frozenset(
+    {
+        Reason.CACHE_TIMEOUT,
+        Reason.START_TIMEOUT,
+        Reason.EVALUATION_TIMEOUT,
+        Reason.EVALUATION_FAILED,
+        Reason.ABORTED,
+        Reason.SUPERSEDED,
+    }
+)
+
+PERMANENT_REASONS: Final = frozenset(
+    {
+        Reason.INVALID_MODEL_NAME,
+        Reason.MODEL_NOT_FOUND,
+        Reason.REGISTRY_NOT_ALLOWED,
+        Reason.IMAGE_OVERRIDE_NOT_ALLOWED,
+        Reason.DIGEST_MISMATCH,
+        Reason.DEVICE_MISMATCH,
+        Reason.PREFETCH_FAILED,
+        Reason.DATASET_INVALID,
+        Reason.RUNTIME_REQUEST_REJECTED,
+        Reason.DECISION_MODEL_GONE,
+        Reason.INVALID_DIGEST,
+        Reason.INVALID_REVISION_PARAMS,
+        Reason.INVALID_EVALUATION_POLICY,
+    }
+)
+
+# Who owns which condition (DESIGN "Status has clear owners"): each side applies only its own
+# under its field manager, so neither write removes the other's.
+ROLLOUT_CONDITION_TYPES: Final = frozenset(
+    {ConditionType.RESOLVED, ConditionType.CACHED, ConditionType.EVALUATED, ConditionType.PROMOTED}
+)
+# RuntimeUpdateAvailable is the controller's too, but written only while it holds: an apply that
+# leaves it out removes it, so it is not among the conditions carried over from status.
+CONTROLLER_CONDITION_TYPES: Final = frozenset(
+    {ConditionType.READY, ConditionType.DEGRADED, ConditionType.MODEL_READY}
+)
+
+# The readiness gate's reasons, in the order the gate checks them (REFERENCE.md "Readiness
+# gate"): True only with ModelReady.
+GATE_REASONS: Final = (
+    Reason.DIGEST_MISMATCH,
+    Reason.DEVICE_MISMATCH,
+    Reason.NOT_PINNED,
+    Reason.PROBE_ERROR,
+    Reason.MODEL_READY,
+)
+
+# Pod condition types of Kubernetes itself that the gate logic reads.
+POD_READY: Final = "Ready"
+POD_CONTAINERS_READY: Final = "ContainersReady"
+# Job condition types of Kubernetes itself: the Job has failed for good (FailureTarget first).
+JOB_FAILED: Final = "Failed"
+JOB_FAILURE_TARGET: Final = "FailureTarget"
+
+
+class Gate(enum.StrEnum):
+    """Evaluation gates: the spec's (and status's) wire names."""
+
+    MIN_ACCURACY = "minAccuracy"
+    MAX_ACCURACY_DROP = "maxAccuracyDrop"
+    MAX_ECE = "maxECE"
+    MAX_ECE_INCREASE = "maxECEIncrease"

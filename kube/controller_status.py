@@ -1,0 +1,106 @@
+"""The controller's share of DecisionModel status: the pure builder and its writer.
+
+The controller owns observedGeneration, endpoint, replicas, lastRetryToken and the conditions
+Ready, Degraded and ModelReady (field manager ``dmrollout-controller``), written through
+``kube.status`` like the rollout's share (``kube.rollout_status``). ``phase`` has one owner, the
+rollout's field manager: when the controller decides a steady-state phase (Ready / Degraded /
+Pending while queued) it writes it through the rollout's writer, so no apply ever drops a phase
+the other side wrote.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any, Final, Literal
+
+from decisionmodel.contracts import ConditionUpdate, DMRef
+from decisionmodel.vocabulary import CONTROLLER_CONDITION_TYPES, ConditionType, Reason
+from kube.client import CONTROLLER_FIELD_MANAGER, Kube
+from kube.status import apply_owned_status, merge_conditions
+
+CONTROLLER_FIELDS: Final = ("observedGeneration", "endpoint", "replicas", "lastRetryToken")
+
+
+def Cond(
+    type_: ConditionType,
+    status: Literal["True", "False", "Unknown"],
+    reason: Reason | str,
+    message: str = "",
+) -> ConditionUpdate:
+    """A condition the controller wants: ConditionUpdate spelt positionally, from the
+    vocabulary only (the names are typed, so a literal does not pass mypy)."""
+    return ConditionUpdate(type=type_, status=status, reason=reason, message=message)
+
+
+@dataclass
+class ControllerStatus:
+    """What the controller wants its fields to say; None = leave as recorded."""
+
+    observed_generation: int | None = None
+    endpoint: str | None = None
+    replicas: dict[str, int] | None = None
+    last_retry_token: str | None = None
+    conditions: list[ConditionUpdate] = field(default_factory=list)
+
+
+def _owned_conditions(current: Mapping[str, Any]) -> list[Mapping[str, Any]]:
+    return sorted(
+        (
+            c
+            for c in current.get("conditions") or []
+            if isinstance(c, Mapping) and c.get("type") in CONTROLLER_CONDITION_TYPES
+        ),
+        key=lambda c: str(c["type"]),
+    )
+
+
+def build_controller_status(
+    current: Mapping[str, Any], want: ControllerStatus, generation: int, now: datetime
+) -> dict[str, Any]:
+    """The full controller-owned subset: recorded values with ``want`` laid over. Pure."""
+    owned: dict[str, Any] = {
+        k: copy.deepcopy(current[k]) for k in CONTROLLER_FIELDS if current.get(k) is not None
+    }
+    if want.observed_generation is not None:
+        owned["observedGeneration"] = want.observed_generation
+    if want.endpoint is not None:
+        owned["endpoint"] = want.endpoint
+    if want.replicas is not None:
+        owned["replicas"] = dict(want.replicas)
+    if want.last_retry_token is not None:
+        owned["lastRetryToken"] = want.last_retry_token
+    merged = merge_conditions(
+        _owned_conditions(current), CONTROLLER_CONDITION_TYPES, want.conditions, generation, now
+    )
+    if merged:
+        owned["conditions"] = sorted((c.to_wire() for c in merged), key=lambda c: c["type"])
+    return owned
+
+
+def recorded_controller_status(current: Mapping[str, Any]) -> dict[str, Any]:
+    """What the controller's share of ``current`` is now, in the form the builder returns."""
+    before = {k: current.get(k) for k in CONTROLLER_FIELDS if current.get(k) is not None}
+    conditions = _owned_conditions(current)
+    if conditions:
+        before["conditions"] = conditions
+    return before
+
+
+async def apply_controller_status(
+    kube: Kube, dm: DMRef, want: ControllerStatus
+) -> tuple[dict[str, Any], dict[str, Any]] | None:
+    """Apply; (status before, status after) as the server accepted it, or None when nothing
+    changed (no write: a steady DecisionModel costs no API write per re-check)."""
+
+    def build(current: Mapping[str, Any], generation: int, now: datetime) -> dict[str, Any] | None:
+        status = build_controller_status(current, want, generation, now)
+        return None if status == recorded_controller_status(current) else status
+
+    applied = await apply_owned_status(kube, dm, build, CONTROLLER_FIELD_MANAGER)
+    if applied is None:
+        return None
+    before, after = applied
+    return before, after.get("status") or {}

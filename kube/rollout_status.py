@@ -1,0 +1,224 @@
+"""The rollout's share of DecisionModel status: the pure builder and its writer.
+
+The rollout owns phase, phaseTransitionTime, candidateRevision, stableRevision,
+failedRevision, previousRevision, evaluation, lastPromotionTime and the conditions Resolved,
+Cached, Evaluated and Promoted, applied under the field manager ``dmrollout-rollout`` through
+``kube.status`` (the controller's share is ``kube.controller_status``). The record_status
+activity and promote write through here; the controller too, when it decides a steady-state
+phase (phase has one owner).
+"""
+
+from __future__ import annotations
+
+import copy
+import logging
+from collections.abc import Mapping
+from datetime import datetime
+from typing import Any, Final
+
+from decisionmodel.api_status import EvaluationGates, EvaluationStatus
+from decisionmodel.contracts import EvaluationOutcome, RevisionRecord, StatusUpdate
+from decisionmodel.vocabulary import ROLLOUT_CONDITION_TYPES
+from kube.client import ROLLOUT_FIELD_MANAGER, Kube
+from kube.status import apply_owned_status, emit_event, merge_conditions, wire_time
+
+log = logging.getLogger(__name__)
+
+ROLLOUT_STATUS_FIELDS: Final = (
+    "phase",
+    "phaseTransitionTime",
+    "candidateRevision",
+    "stableRevision",
+    "failedRevision",
+    "previousRevision",
+    "evaluation",
+    "lastPromotionTime",
+)
+
+
+def has_status_fields(update: StatusUpdate) -> bool:
+    """False for an Event-only update (nothing to apply)."""
+    return bool(
+        update.phase is not None
+        or update.candidate is not None
+        or update.clear_candidate
+        or update.stable is not None
+        or update.previous_revision is not None
+        or update.failed is not None
+        or update.clear_failed
+        or update.evaluation is not None
+        or update.evaluation_gates is not None
+        or update.promoted
+        or update.conditions
+    )
+
+
+def _hash_of(obj: Any) -> str | None:
+    return obj.get("hash") if isinstance(obj, Mapping) else None
+
+
+def _previous(current: Mapping[str, Any], revision: str) -> dict[str, Any]:
+    """previousRevision is a recorded identity: copy the full record when status has it (the
+    stable being replaced, or an earlier write of the same previous), else the hash alone."""
+    for key in ("stableRevision", "previousRevision"):
+        found = current.get(key)
+        if _hash_of(found) == revision:
+            return copy.deepcopy(dict(found))  # type: ignore[arg-type]
+    return {"hash": revision}
+
+
+def _failed(
+    current: Mapping[str, Any], update: StatusUpdate, record: RevisionRecord, now: datetime
+) -> dict[str, Any]:
+    failed: dict[str, Any] = record.to_status()
+    if update.failed_reason:
+        failed["reason"] = update.failed_reason
+    if update.failed_message:
+        failed["message"] = update.failed_message
+    old = current.get("failedRevision")
+    same = (
+        isinstance(old, Mapping)
+        and old.get("hash") == record.hash
+        and old.get("reason") == failed.get("reason")
+        and old.get("failedAt")
+    )
+    # A repeated write of the same failure (an activity retry) keeps when it was recorded.
+    failed["failedAt"] = old["failedAt"] if same else wire_time(now)  # type: ignore[index]
+    return failed
+
+
+def _gates(gates: Mapping[str, str]) -> dict[str, Any]:
+    # Accepts the wire names (minAccuracy, maxECE, …) and the Python ones alike.
+    return EvaluationGates.model_validate(dict(gates)).to_wire()
+
+
+def _evaluation(
+    current: Mapping[str, Any],
+    outcome: EvaluationOutcome | None,
+    gates: Mapping[str, str] | None,
+    revision: str | None,
+    now: datetime,
+) -> dict[str, Any] | None:
+    old = current.get("evaluation")
+    old = dict(old) if isinstance(old, Mapping) else None
+    if outcome is None:
+        if old is None or gates is None:
+            return old
+        return {**old, "gates": _gates(gates)}
+    status = EvaluationStatus(
+        revision=revision,
+        accuracy=outcome.accuracy,
+        baseline_accuracy=outcome.baseline_accuracy,
+        cases=outcome.cases,
+        failed_cases=outcome.failed_cases,
+        ece=outcome.ece,
+        brier=outcome.brier,
+        baseline_ece=outcome.baseline_ece,
+        result=outcome.result,
+        reason=outcome.reason,
+    ).to_wire()
+    if gates is not None:
+        status["gates"] = _gates(gates)
+    elif old is not None and "gates" in old:
+        status["gates"] = old["gates"]
+    unchanged = old is not None and {k: v for k, v in old.items() if k != "completedAt"} == status
+    kept = old.get("completedAt") if unchanged and old else None
+    status["completedAt"] = kept or wire_time(now)
+    return status
+
+
+def _conditions(
+    current: Mapping[str, Any], update: StatusUpdate, generation: int, now: datetime
+) -> list[dict[str, Any]]:
+    wanted = [c for c in update.conditions if c.type in ROLLOUT_CONDITION_TYPES]
+    merged = merge_conditions(
+        current.get("conditions") or [], ROLLOUT_CONDITION_TYPES, wanted, generation, now
+    )
+    return [c.to_wire() for c in merged]
+
+
+def build_rollout_status(
+    current: Mapping[str, Any], update: StatusUpdate, generation: int, now: datetime
+) -> dict[str, Any]:
+    """The complete rollout-owned status to apply: what ``current`` holds of it, with
+    ``update`` laid over. Pure, so the rules are unit-testable:
+
+    - phaseTransitionTime moves only when the phase changes;
+    - ``clear_*`` leaves the field out (server-side apply then removes it);
+    - previousRevision copies the full record of the stable it replaces;
+    - failedAt, evaluation.completedAt and lastPromotionTime keep their time when the same
+      value is written again (an activity retry), as condition lastTransitionTimes do.
+    """
+    owned: dict[str, Any] = {
+        key: copy.deepcopy(current[key])
+        for key in ROLLOUT_STATUS_FIELDS
+        if current.get(key) is not None
+    }
+    if update.phase is not None:
+        phase = update.phase.value
+        if current.get("phase") != phase or not current.get("phaseTransitionTime"):
+            owned["phaseTransitionTime"] = wire_time(now)
+        owned["phase"] = phase
+
+    if update.clear_candidate:
+        owned.pop("candidateRevision", None)
+    if update.candidate is not None:
+        owned["candidateRevision"] = update.candidate.to_status()
+
+    if update.previous_revision is not None:
+        owned["previousRevision"] = _previous(current, update.previous_revision)
+    if update.stable is not None:
+        owned["stableRevision"] = update.stable.to_status()
+    if update.promoted:
+        again = (
+            update.stable is not None
+            and _hash_of(current.get("stableRevision")) == update.stable.hash
+            and current.get("lastPromotionTime")
+        )
+        owned["lastPromotionTime"] = current["lastPromotionTime"] if again else wire_time(now)
+
+    if update.clear_failed:
+        owned.pop("failedRevision", None)
+    if update.failed is not None:
+        owned["failedRevision"] = _failed(current, update, update.failed, now)
+
+    if update.evaluation is not None or update.evaluation_gates is not None:
+        candidate = update.candidate.hash if update.candidate else None
+        candidate = candidate or _hash_of(current.get("candidateRevision"))
+        evaluation = _evaluation(
+            current, update.evaluation, update.evaluation_gates, candidate, now
+        )
+        if evaluation is not None:
+            owned["evaluation"] = evaluation
+
+    conditions = _conditions(current, update, generation, now)
+    if conditions:
+        owned["conditions"] = conditions
+    return owned
+
+
+async def write_status(kube: Kube, update: StatusUpdate) -> dict[str, Any] | None:
+    """Apply the update's rollout-owned fields; the DecisionModel as the server returned it,
+    or None for an Event-only update. Shared by record_status, promote and the controller."""
+    ignored = sorted({c.type for c in update.conditions} - ROLLOUT_CONDITION_TYPES)
+    if ignored:
+        # Ready, Degraded and ModelReady belong to the controller: writing them here would make
+        # the two managers fight over them.
+        log.warning("status update for %s: conditions %s are not the rollout's", update.dm, ignored)
+    if not has_status_fields(update):
+        return None
+
+    def build(current: Mapping[str, Any], generation: int, now: datetime) -> dict[str, Any]:
+        # Conditions are computed for the spec generation the rollout was dispatched with.
+        return build_rollout_status(current, update, update.dm.generation or generation, now)
+
+    applied = await apply_owned_status(kube, update.dm, build, ROLLOUT_FIELD_MANAGER)
+    return applied[1] if applied else None
+
+
+async def emit_update_event(kube: Kube, update: StatusUpdate) -> None:
+    """The update's Event, if it names one (best effort)."""
+    if update.event_reason:
+        await emit_event(
+            kube, update.dm, update.event_reason, update.event_message, update.event_type
+        )

@@ -1,0 +1,125 @@
+"""The one status writer: server-side apply of one owner's share of DecisionModel status.
+
+Two owners (DESIGN "Status has clear owners"), two field managers, one way of writing:
+
+- the rollout's activities own phase, the revisions, evaluation, lastPromotionTime and the
+  conditions Resolved, Cached, Evaluated, Promoted (``kube.rollout_status``);
+- the controller owns observedGeneration, endpoint, replicas, lastRetryToken and the conditions
+  Ready, Degraded, ModelReady (``kube.controller_status``).
+
+With server-side apply a manager *removes* a field it owned by leaving it out of its next
+apply, so every apply carries the owner's whole subset that should persist: read the
+DecisionModel, build the subset from what it holds with the update laid over (a pure builder),
+apply. The read and the apply are tied by ``metadata.resourceVersion``: a write in between makes
+the apply fail with 409 and it is rebuilt from a fresh read, never written back stale.
+
+Conditions of both owners go through :func:`merge_conditions`, on top of
+``decisionmodel.conditions.set_condition`` (lastTransitionTime moves only when status does).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Iterable, Mapping
+from datetime import UTC, datetime
+from typing import Any, Final
+
+from kubernetes.client.rest import ApiException
+
+from decisionmodel.api_status import Condition
+from decisionmodel.conditions import condition, set_condition
+from decisionmodel.contracts import ConditionUpdate, DMRef
+from kube.client import STATUS_APPLY_ATTEMPTS, Kube, conflict_backoff
+
+log = logging.getLogger("dmrollout.status")
+
+# The API server's cap on a condition message (metav1.Condition).
+MAX_CONDITION_MESSAGE: Final = 32768
+
+# (status as read, generation, resourceVersion) → the owner's subset to apply, or None: no write.
+Builder = Callable[[Mapping[str, Any], int, datetime], dict[str, Any] | None]
+
+
+def wire_time(now: datetime) -> str:
+    """metav1.Time: RFC 3339, whole seconds, UTC."""
+    return now.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def utcnow() -> datetime:
+    return datetime.now(UTC)
+
+
+def merge_conditions(
+    current: Iterable[Any],
+    owned: frozenset[str],
+    wanted: Iterable[ConditionUpdate],
+    generation: int,
+    now: datetime,
+) -> list[Condition]:
+    """The owner's conditions as recorded, with ``wanted`` set on them (others' are left out).
+
+    A malformed recorded condition is dropped (the update, or nothing, replaces it); a wanted
+    condition of a type the owner does not hold is the caller's to filter.
+    """
+    merged: list[Condition] = []
+    for raw in current:
+        if not isinstance(raw, Mapping) or raw.get("type") not in owned:
+            continue
+        try:
+            merged.append(Condition.model_validate(raw))
+        except ValueError:
+            continue
+    for want in wanted:
+        new = condition(
+            want.type,
+            want.status,  # type: ignore[arg-type]
+            want.reason,
+            want.message[:MAX_CONDITION_MESSAGE],
+            observed_generation=generation,
+        )
+        merged = set_condition(merged, new, now)
+    return merged
+
+
+async def apply_owned_status(
+    kube: Kube,
+    dm: DMRef,
+    build: Builder,
+    field_manager: str,
+) -> tuple[dict[str, Any], dict[str, Any]] | None:
+    """Read, build, apply conditionally; (status before, DecisionModel after) as the server
+    accepted it, or None when the builder asks for no write."""
+    for attempt in range(1, STATUS_APPLY_ATTEMPTS + 1):
+        obj = await Kube.run(kube.get_dm, dm)
+        meta = obj["metadata"]
+        current: dict[str, Any] = obj.get("status") or {}
+        status = build(current, int(meta.get("generation") or 0), utcnow())
+        if status is None:
+            return None
+        try:
+            result: dict[str, Any] = await Kube.run(
+                kube.apply_dm_status,
+                dm,
+                status,
+                field_manager=field_manager,
+                resource_version=meta["resourceVersion"],
+            )
+        except ApiException as e:
+            if e.status != 409 or attempt == STATUS_APPLY_ATTEMPTS:
+                raise
+            log.info("status of %s/%s changed while applying; re-reading", dm.namespace, dm.name)
+            await conflict_backoff(attempt)
+            continue
+        return current, result
+    raise AssertionError("unreachable")
+
+
+async def emit_event(
+    kube: Kube, dm: DMRef, reason: str, message: str, event_type: str = "Normal"
+) -> None:
+    """Best effort, as Kubernetes event recorders are: a refused Event never fails the step
+    whose status was already written."""
+    try:
+        await Kube.run(kube.emit_event, dm, reason, message, event_type)
+    except ApiException as e:
+        log.warning("event %s on %s refused: %s", reason, dm.name, e.status)
