@@ -64,6 +64,9 @@ from kube.secrets import SecretReader
 
 Phase = Literal["dataset", "candidate", "baseline"]
 
+# The heartbeat ticker stops beating after this long without a case done (see HeartbeatTicker).
+EVALUATE_STALL_SECONDS = 600.0
+
 
 class NoModelReadyPod(ProbeError):
     """No Pod of the revision has its gate True right now; transient (retried, resumed)."""
@@ -147,7 +150,12 @@ class EvaluateActivities:
             baseline = inp.stable if gates.needs_baseline else None
             previous = previous_heartbeat(activity.info().heartbeat_details, inp.candidate.hash)
             state = previous or EvaluationHeartbeat(candidate_revision=inp.candidate.hash)
-            async with HeartbeatTicker(self.settings.poll_interval_seconds) as ticker:
+            # A case is one decision (bounded by the runtime client's timeouts) and its retries
+            # on QUEUE_FULL (seconds each); reporting nothing for ten minutes is stuck.
+            stall = EVALUATE_STALL_SECONDS
+            async with HeartbeatTicker(
+                self.settings.poll_interval_seconds, stall_after=stall
+            ) as ticker:
                 try:
                     raw = await self.secrets.dataset(inp.dm.namespace, inp.policy.dataset, inp.dm)
                     digest = dataset_digest(raw)

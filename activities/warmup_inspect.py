@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import time
 from collections import Counter
 from collections.abc import Callable
 from types import TracebackType
@@ -63,6 +64,8 @@ RuntimeClientFactory = Callable[..., RuntimeClient]
 STARTING: Final = Phase.STARTING.value
 UNPROBED: Final = "Unprobed"
 _MESSAGE_CHARS: Final = 300
+# Beyond the longest a single step may take (a model load, one decision behind a full queue).
+STALL_MARGIN_SECONDS: Final = 60
 
 
 class WarmupHeartbeat(BaseModel):
@@ -83,20 +86,40 @@ class HeartbeatTicker:
     Activities heartbeat after each step; a single step may block far longer than the
     heartbeat timeout (a model load, a decision behind a full queue), and the ticker keeps the
     heartbeat alive meanwhile. Heartbeats are also how an activity learns it was cancelled.
+
+    The ticker reports progress, not only liveness: once no step has reported (``update``) for
+    ``stall_after`` seconds, longer than any single step may take, it stops beating. A step
+    that is stuck then misses its heartbeat timeout, and Temporal retries it elsewhere.
     """
 
-    def __init__(self, interval: float, details: Any = None) -> None:
+    def __init__(
+        self,
+        interval: float,
+        details: Any = None,
+        stall_after: float | None = None,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
         self._interval = max(interval, 0.05)
         self._details = details
+        self._stall_after = stall_after
+        self._clock = clock
+        self._updated = clock()
         self._task: asyncio.Task[None] | None = None
 
     def update(self, details: Any) -> None:
         self._details = details
+        self._updated = self._clock()
         activity.heartbeat(details)
+
+    def stalled(self) -> bool:
+        limit = self._stall_after
+        return limit is not None and self._clock() - self._updated > limit
 
     async def _tick(self) -> None:
         while True:
             await asyncio.sleep(self._interval)
+            if self.stalled():
+                continue  # no progress: let the heartbeat timeout say so
             if self._details is not None:
                 activity.heartbeat(self._details)
 
@@ -137,7 +160,11 @@ class WarmupActivities:
             selector = selector_labels(inp.dm.name, inp.record.hash)
             precision: str | None = None
             beat = WarmupHeartbeat(desired=inp.replicas)
-            async with HeartbeatTicker(self.settings.poll_interval_seconds, beat.model_dump()) as t:
+            # One round may wait for a model load (warmup_timeout); a round longer than that
+            # and a margin is stuck.
+            stall = inp.warmup_timeout_seconds + STALL_MARGIN_SECONDS
+            poll = self.settings.poll_interval_seconds
+            async with HeartbeatTicker(poll, beat.model_dump(), stall_after=stall) as t:
                 while True:
                     pods = await Kube.run(self.kube.list_pods, inp.dm.namespace, selector)
                     live = [p for p in pods if not is_terminating(p)]

@@ -15,8 +15,6 @@ from typing import Final
 
 from prometheus_client.exposition import CONTENT_TYPE_PLAIN_0_0_4
 
-from controller.metrics import ControllerMetrics
-
 log = logging.getLogger("dmrollout.controller.health")
 
 METRICS_PATH: Final = "/metrics"
@@ -26,13 +24,14 @@ _TEXT: Final = "text/plain; charset=utf-8"
 
 
 class HealthServer:
-    """Serves the controller's metrics and probes; `port=0` binds an ephemeral port."""
+    """Serves metrics (the rendered text) and probes; `port=0` binds an ephemeral port. Used by
+    the controller and the worker."""
 
     def __init__(
         self,
         bind: str,
         port: int,
-        metrics: ControllerMetrics,
+        metrics: Callable[[], bytes],
         ready: Callable[[], bool],
         healthy: Callable[[], bool],
     ) -> None:
@@ -82,7 +81,7 @@ class HealthServer:
             def do_GET(self) -> None:
                 path = self.path.split("?", 1)[0]
                 if path == METRICS_PATH:
-                    self._reply(200, owner._metrics.render(), CONTENT_TYPE_PLAIN_0_0_4)
+                    self._reply(200, owner._metrics(), CONTENT_TYPE_PLAIN_0_0_4)
                 elif path == HEALTHZ_PATH:
                     ok = _call(owner._healthy)
                     self._reply(200 if ok else 500, b"ok\n" if ok else b"unhealthy\n", _TEXT)

@@ -16,6 +16,7 @@ import time
 from controller.dispatch import DispatchSettings
 from controller.health import HealthServer
 from controller.leader import LeaderElector
+from controller.liveness import LoopProgress
 from controller.metrics import ControllerMetrics
 from controller.reconcile import Reconciler
 from controller.reconcile_metrics import ReconcileMetrics
@@ -51,13 +52,27 @@ class Manager:
         self.watcher: Watcher | None = None
         self.leading = False
         self.lost = False
+        # Reconciles in flight and when one last finished: /healthz fails when they are wedged.
+        self.progress = LoopProgress(settings.liveness_stall_seconds)
         self.health = HealthServer(
             settings.health_bind,
             settings.health_port,
-            self.metrics,
+            self.metrics.render,
             ready=self._ready,
-            healthy=lambda: not self.lost,
+            healthy=self._healthy,
         )
+
+    def _healthy(self) -> bool:
+        if self.lost:
+            return False
+        if not self.progress.healthy(waiting=len(self.queue) if self.leading else 0):
+            log.error(
+                "reconciles wedged: %d in flight, none finished for %.0f s",
+                self.progress.in_flight,
+                self.progress.stalled_for(),
+            )
+            return False
+        return True
 
     def _ready(self) -> bool:
         synced = self.watcher is not None and self.watcher.synced
@@ -141,6 +156,7 @@ class Manager:
                 return
             namespace, _, name = key.partition("/")
             began = time.monotonic()
+            self.progress.started()
             try:
                 again = await reconciler.reconcile(namespace, name)
                 self.queue.forget(key)
@@ -156,4 +172,5 @@ class Manager:
                 self.reconciles.observe(time.monotonic() - began, "error")
                 log.exception("reconcile %s failed; retrying in %.1fs", key, delay)
             finally:
+                self.progress.finished()
                 self.queue.done(key)

@@ -149,6 +149,19 @@ class ControllerMetrics:
             [*dm, "result"],
             registry=reg,
         )
+        # dmrollout's own fault series (beyond seed 004).
+        self.reaped_objects = Counter(
+            "dmrollout_reaped_objects",
+            "Objects of a revision no rollout owned, deleted by the reaper.",
+            [*dm, "kind"],
+            registry=reg,
+        )
+        self.rollout_restarts = Counter(
+            "dmrollout_rollout_restarts",
+            "Rollouts that ended without a verdict: restarted, or given up (exhausted).",
+            [*dm, "result"],
+            registry=reg,
+        )
         self.registry_resolve_duration = Histogram(
             "decisionmodel_registry_resolve_duration_seconds",
             "Duration of a model registry tag to digest resolution.",
@@ -212,6 +225,19 @@ class ControllerMetrics:
         state = self._state(namespace, name)
         self._ensure_counters(state, namespace, name)
         self.probe_results.labels(namespace, name, result).inc()
+
+    def record_reaped(self, namespace: str, name: str, kind: str) -> None:
+        state = self._state(namespace, name)
+        labels = (namespace, name, kind)
+        self.reaped_objects.labels(*labels).inc()
+        state.series.add((self.reaped_objects, labels))
+
+    def record_restart(self, namespace: str, name: str, result: str) -> None:
+        """``result``: "restarted" or "exhausted"."""
+        state = self._state(namespace, name)
+        labels = (namespace, name, result)
+        self.rollout_restarts.labels(*labels).inc()
+        state.series.add((self.rollout_restarts, labels))
 
     def observe_resolve(self, seconds: float) -> None:
         """One registry tag→digest resolution (only actual registry calls, seed 004)."""

@@ -20,6 +20,7 @@ import logging
 import time
 from collections import OrderedDict
 from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from kubernetes.client.rest import ApiException
@@ -32,14 +33,18 @@ from controller.dispatch import (
     rollout_input,
     runtime_update_available,
 )
+from controller.reaper import Reaper
+from controller.restarts import RestartPlan, RestartPolicy, exhausted_message, plan_restart
 from controller.rollouts import Rollouts, RunningRollout
 from controller.settings import ControllerSettings
 from controller.steady import SteadyState
 from decisionmodel.api import GROUP, PLURAL, VERSION, DecisionModel, DecisionModelInvalid
 from decisionmodel.conditions import is_condition_true
 from decisionmodel.contracts import (
+    ConditionUpdate,
     DMRef,
     Phase,
+    RevisionRecord,
     RolloutTuning,
     StatusUpdate,
     workflow_id,
@@ -181,6 +186,22 @@ class Reconciler:
     budget_lock: asyncio.Lock = field(default_factory=asyncio.Lock)
     # When this process started each rollout (monotonic), to bridge visibility's lag.
     started_at: dict[str, float] = field(default_factory=dict)
+    reaper: Reaper | None = None
+    # When each DecisionModel was last reaped (monotonic): a reap lists four kinds, so it runs
+    # once per reap grace, not on every reconcile.
+    reaped_at: dict[str, float] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if self.reaper is None:
+            grace = timedelta(seconds=self.settings.reap_grace_seconds)
+            on_reaped = self.metrics.record_reaped if self.metrics is not None else None
+            self.reaper = Reaper(self.kube, grace, on_reaped)
+
+    def restart_policy(self) -> RestartPolicy:
+        return RestartPolicy(
+            max_restarts=self.settings.max_rollout_restarts,
+            backoff=timedelta(seconds=self.settings.restart_backoff_seconds),
+        )
 
     def tuning(self) -> RolloutTuning:
         return RolloutTuning(
@@ -231,7 +252,12 @@ class Reconciler:
             await write_status(self.kube, StatusUpdate(dm=ref, clear_failed=True))
         requeue: float | None = self.settings.reinspect_seconds
         queued = False
+        plan = RestartPlan(start=True)
         if decision.start and decision.target_id:
+            plan = await self._restart_plan(ref, dm, desired, decision.target_id)
+        if plan.wait:
+            requeue = min(requeue or plan.wait.total_seconds(), plan.wait.total_seconds())
+        if decision.start and decision.target_id and plan.start:
             async with self.budget_lock:
                 allowed = await self._budget_allows(key)
                 if allowed:
@@ -243,6 +269,8 @@ class Reconciler:
                         )
                     inp = rollout_input(dm, self.dispatch, self.tuning(), decision.consume_retry)
                     await self.rollouts.start(inp)
+                    if plan.restarts:
+                        await self._restarted(ref, decision.target_id, plan)
                     self.started[key] = decision.target_id
                     self.started_at[decision.target_id] = time.monotonic()
                     self.queue_order.pop(key, None)
@@ -255,9 +283,82 @@ class Reconciler:
         else:
             self.queue_order.pop(key, None)
 
-        in_flight = bool(decision.target_id) and not queued
+        in_flight = bool(decision.target_id) and not queued and not plan.exhausted
+        await self._reap(ref, dm, obj, running)
         await self._steady(ref, dm, obj, in_flight, queued, decision.at_stable)
         return requeue
+
+    # -- restart discipline and the reaper (controller.restarts, controller.reaper) ----------
+    async def _restart_plan(
+        self, ref: DMRef, dm: DecisionModel, desired: DesiredRevision, wid: str
+    ) -> RestartPlan:
+        policy = self.restart_policy()
+        plan = plan_restart(await self.rollouts.closed_runs(wid), datetime.now(UTC), policy)
+        if plan.exhausted:
+            await self._give_up(ref, dm, desired, exhausted_message(wid, plan, policy))
+        return plan
+
+    async def _restarted(self, ref: DMRef, wid: str, plan: RestartPlan) -> None:
+        self.metrics.record_restart(ref.namespace, ref.name, "restarted")
+        message = (
+            f"rollout workflow {wid} ended without a verdict ({plan.last_status}); started it "
+            f"again (restart {plan.restarts} of {self.settings.max_rollout_restarts})"
+        )
+        log.warning("%s/%s: %s", ref.namespace, ref.name, message)
+        await emit_event(self.kube, ref, EventReason.ROLLOUT_RESTARTED, message, "Warning")
+
+    async def _give_up(
+        self, ref: DMRef, dm: DecisionModel, desired: DesiredRevision, message: str
+    ) -> None:
+        """Record the revision as failed, as a rollout would: no more starts without a new
+        decisionmodel.io/retry value, and the reaper collects what the runs left behind."""
+        self.metrics.record_restart(ref.namespace, ref.name, "exhausted")
+        has_stable = bool(dm.status and dm.status.stable_revision)
+        reason = Reason.ROLLOUT_RESTARTS_EXHAUSTED
+        revision = desired.revision
+        failed = RevisionRecord(
+            hash=desired.requested_hash,
+            engine=revision.engine,
+            model=revision.model,
+            digest=revision.digest or "",
+            device=revision.device,
+        )
+        update = StatusUpdate(
+            dm=ref,
+            phase=Phase.ROLLED_BACK if has_stable else Phase.FAILED,
+            failed=failed,
+            failed_reason=reason,
+            failed_message=message,
+            clear_candidate=True,
+            conditions=[
+                ConditionUpdate(
+                    type=ConditionType.PROMOTED, status="False", reason=reason, message=message
+                )
+            ],
+        )
+        await write_status(self.kube, update)
+        await emit_event(self.kube, ref, EventReason.ROLLOUT_RESTARTS_EXHAUSTED, message, "Warning")
+
+    async def _reap(
+        self, ref: DMRef, dm: DecisionModel, obj: dict[str, Any], running: list[RunningRollout]
+    ) -> None:
+        key = f"{ref.namespace}/{ref.name}"
+        now = time.monotonic()
+        if self.reaper is None or now - self.reaped_at.get(key, -1e9) < self.reaper_every():
+            return
+        if obj["metadata"].get("deletionTimestamp"):
+            return  # garbage collection takes everything
+        status = dm.status
+        keep = {r.revision for r in running if r.revision}
+        recorded = [status.stable_revision, status.candidate_revision] if status else []
+        if running and status is not None:
+            recorded.append(status.previous_revision)  # in its grace after a promotion
+        keep |= {r.hash for r in recorded if r is not None}
+        self.reaped_at[key] = now
+        await self.reaper.reap(ref, keep)
+
+    def reaper_every(self) -> float:
+        return max(self.settings.reap_grace_seconds, 1.0)
 
     async def _budget_allows(self, key: str) -> bool:
         limit = self.settings.max_concurrent_rollouts

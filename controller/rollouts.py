@@ -20,6 +20,7 @@ from temporalio.common import SearchAttributePair, TypedSearchAttributes, Workfl
 from temporalio.exceptions import WorkflowAlreadyStartedError
 from temporalio.service import RPCError
 
+from controller.restarts import ClosedRun
 from decisionmodel.contracts import Phase, RolloutInput, RolloutProgress, workflow_id
 from workflows import search_attributes as sa
 from workflows.rollout import RolloutWorkflow
@@ -105,6 +106,15 @@ class Rollouts:
         if namespaces:
             query += f" AND DmNamespace IN ({', '.join(_quote(n) for n in namespaces)})"
         return {wf.id async for wf in self.client.list_workflows(query)}
+
+    async def closed_runs(self, wid: str) -> list[ClosedRun]:
+        """The closed runs of one workflow ID (visibility), for the restart discipline."""
+        query = f"WorkflowId = {_quote(wid)} AND ExecutionStatus != 'Running'"
+        runs: list[ClosedRun] = []
+        async for wf in self.client.list_workflows(query):
+            if wf.status is not None and wf.close_time is not None:
+                runs.append(ClosedRun(wf.status.name, wf.close_time))
+        return runs
 
     async def is_in_flight(self, wid: str) -> bool:
         """The same test for one rollout, read from the workflow itself (no visibility lag)."""

@@ -77,5 +77,28 @@ class ControllerSettings(BaseSettings):
         default=30, description="The previous revision keeps running this long after a switch."
     )
 
+    max_rollout_restarts: int = Field(
+        default=3,
+        ge=0,
+        description="How often a rollout that ended without a verdict (terminated, timed out, "
+        "failed) is started again, with backoff, before its revision is recorded as failed "
+        "(RolloutRestartsExhausted; decisionmodel.io/retry starts a fresh count).",
+    )
+    restart_backoff_seconds: float = Field(
+        default=30.0, gt=0, description="First wait before such a restart; doubles each time."
+    )
+    reap_grace_seconds: float = Field(
+        default=300.0,
+        ge=0,
+        description="Age an object of a revision no rollout owns must reach before the reaper "
+        "deletes it (so a rollout starting right now is never raced).",
+    )
+    liveness_stall_seconds: float = Field(
+        default=300.0,
+        gt=0,
+        description="/healthz fails when reconciles are in flight or waiting and none has "
+        "finished for this long (every Kubernetes call is bounded, so a reconcile is too).",
+    )
+
     def watches(self, namespace: str) -> bool:
         return not self.watch_namespaces or namespace in self.watch_namespaces

@@ -15,12 +15,15 @@ import os
 import signal
 from datetime import timedelta
 
-from prometheus_client import CollectorRegistry, Histogram, start_http_server
+from prometheus_client import CollectorRegistry, Histogram, generate_latest
 from temporalio.client import Client
 from temporalio.worker import Worker
 
 from activities.registry import build_activities
+from controller.health import HealthServer
+from controller.liveness import LoopProgress
 from controller.temporal_client import TemporalSettings, check_namespace, connect, make_runtime
+from controller.worker_progress import ProgressInterceptor
 from decisionmodel.settings import RolloutSettings
 from kube.client import Kube
 from workflows.rollout import RolloutWorkflow
@@ -56,6 +59,7 @@ def build_worker(
     task_queue: str,
     max_concurrent_activities: int = MAX_CONCURRENT_ACTIVITIES,
     metrics: WorkerMetrics | None = None,
+    progress: LoopProgress | None = None,
 ) -> Worker:
     return Worker(
         client,
@@ -65,6 +69,7 @@ def build_worker(
             kube, settings, metrics.observe_resolve if metrics is not None else None
         ),
         max_concurrent_activities=max_concurrent_activities,
+        interceptors=[ProgressInterceptor(progress)] if progress is not None else [],
         # Let activities in flight finish (or reach a heartbeat and see the cancel) on SIGTERM.
         graceful_shutdown_timeout=timedelta(seconds=20),
     )
@@ -80,15 +85,44 @@ async def run_worker(temporal: TemporalSettings, settings: RolloutSettings) -> i
         concurrent.futures.ThreadPoolExecutor(max_workers=MAX_CONCURRENT_ACTIVITIES)
     )
     metrics = WorkerMetrics()
-    port = os.environ.get("DMROLLOUT_WORKER_METRICS_PORT")
-    if port:
-        start_http_server(int(port), registry=metrics.registry)
-    worker = build_worker(client, kube, settings, temporal.task_queue, metrics=metrics)
+    progress = LoopProgress(settings.worker_liveness_stall_seconds)
+    health = _health_server(metrics, progress)
+    worker = build_worker(
+        client, kube, settings, temporal.task_queue, metrics=metrics, progress=progress
+    )
     stop = asyncio.Event()
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, stop.set)
     log.info("worker on task queue %s of %s", temporal.task_queue, temporal.address)
-    async with worker:
-        await stop.wait()
-        log.info("shutting down: waiting for activities in flight")
+    try:
+        async with worker:
+            await stop.wait()
+            log.info("shutting down: waiting for activities in flight")
+    finally:
+        if health is not None:
+            health.stop()
     return 0
+
+
+def _health_server(metrics: WorkerMetrics, progress: LoopProgress) -> HealthServer | None:
+    """``/metrics`` (dmrollout's worker series), ``/healthz`` (activities not wedged) and
+    ``/readyz`` on DMROLLOUT_WORKER_METRICS_PORT."""
+    port = os.environ.get("DMROLLOUT_WORKER_METRICS_PORT")
+    if not port:
+        return None
+
+    def healthy() -> bool:
+        if progress.healthy():
+            return True
+        log.error(
+            "activities wedged: %d in flight, no heartbeat or completion for %.0f s",
+            progress.in_flight,
+            progress.stalled_for(),
+        )
+        return False
+
+    server = HealthServer(
+        "0.0.0.0", int(port), lambda: generate_latest(metrics.registry), lambda: True, healthy
+    )
+    server.start()
+    return server

@@ -149,6 +149,10 @@ class RolloutTuning(Contract):
     heartbeat_timeout_seconds: int = 30  # a killed worker's activity is retried after this
     promotion_grace_seconds: int = 30  # the previous revision keeps running this long
     warmup_timeout_seconds: int = 300  # one load of the model (OLLAYA_LOAD_TIMEOUT default 5m)
+    # One round of a compensation step's retries (record the failure, delete a revision); it
+    # is never given up: after a round it waits cleanup_pause_seconds and starts another.
+    cleanup_round_seconds: int = 600
+    cleanup_pause_seconds: int = 30
 
 
 class RolloutInput(Contract):
@@ -323,6 +327,14 @@ class RejectedApproval(Contract):
     why: str
 
 
+class CleanupProgress(Contract):
+    """A compensation step that has failed for at least one round and is being retried."""
+
+    step: str
+    rounds: int
+    last_error: str
+
+
 class RolloutProgress(Contract):
     """The query answer: what the rollout is doing now."""
 
@@ -339,6 +351,7 @@ class RolloutProgress(Contract):
     result: RolloutResult | None = None
     reason: str | None = None
     message: str | None = None
+    cleanup: CleanupProgress | None = None  # set while a compensation step keeps failing
 
 
 class RolloutOutcome(Contract):

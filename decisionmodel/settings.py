@@ -61,6 +61,13 @@ class RolloutSettings(BaseSettings):
         "server-side timeout plus 30 s. A silent or half-open API server fails the call "
         "(retried) instead of hanging it.",
     )
+    worker_liveness_stall_seconds: float = Field(
+        default=600.0,
+        gt=0,
+        description="The worker's /healthz fails when activities are in flight and none has "
+        "heartbeated or finished for this long (a wedged worker is restarted; Temporal retries "
+        "its activities elsewhere).",
+    )
     queue_full_attempts: int = Field(
         default=20, description="Attempts per evaluation case on 503 QUEUE_FULL."
     )

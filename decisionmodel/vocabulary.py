@@ -117,6 +117,8 @@ class Reason(enum.StrEnum):
     INVALID_REVISION_PARAMS = "InvalidRevisionParams"  # a revision the renderers refuse
     INVALID_EVALUATION_POLICY = "InvalidEvaluationPolicy"  # gates that are not decimals
     API_SERVER_UNAVAILABLE = "APIServerUnavailable"  # a Kubernetes call timed out or was refused
+    ROLLOUT_RESTARTS_EXHAUSTED = "RolloutRestartsExhausted"  # ended without a verdict N times
+    CLEANUP_PENDING = "CleanupPending"  # a compensation step keeps failing; it keeps retrying
     ACTIVITY_FAILED = "ActivityFailed"  # a step failed without a typed reason
     ACTIVITY_TIMEOUT = "ActivityTimeout"  # a step without a phase deadline timed out
 
@@ -157,6 +159,9 @@ class EventReason(enum.StrEnum):
     APPROVAL_REJECTED = "ApprovalRejected"
     RUNTIME_UPDATE_AVAILABLE = "RuntimeUpdateAvailable"
     DEPRECATED_SECRET_LABEL = "DeprecatedSecretLabel"  # seed 001 "Transition"
+    REAPED = "Reaped"  # an object of a revision no rollout owns was deleted
+    ROLLOUT_RESTARTED = "RolloutRestarted"  # a rollout that ended without a verdict runs again
+    ROLLOUT_RESTARTS_EXHAUSTED = "RolloutRestartsExhausted"
 
 
 # Failures no retry can fix (seed 001 marks them permanent; DESIGN.md "Things that must hold").

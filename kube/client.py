@@ -73,6 +73,7 @@ class KindOps:
     create: Callable[..., Any]
     delete: Callable[..., Any]
     patch: Callable[..., Any]
+    lister: Callable[..., Any]
 
 
 class Kube:
@@ -100,6 +101,7 @@ class Kube:
                 self.apps.create_namespaced_deployment,
                 self.apps.delete_namespaced_deployment,
                 self.apps.patch_namespaced_deployment,
+                self.apps.list_namespaced_deployment,
             ),
             "Job": KindOps(
                 "Job",
@@ -108,6 +110,7 @@ class Kube:
                 self.batch.create_namespaced_job,
                 self.batch.delete_namespaced_job,
                 self.batch.patch_namespaced_job,
+                self.batch.list_namespaced_job,
             ),
             "PersistentVolumeClaim": KindOps(
                 "PersistentVolumeClaim",
@@ -116,6 +119,7 @@ class Kube:
                 self.core.create_namespaced_persistent_volume_claim,
                 self.core.delete_namespaced_persistent_volume_claim,
                 self.core.patch_namespaced_persistent_volume_claim,
+                self.core.list_namespaced_persistent_volume_claim,
             ),
             "Service": KindOps(
                 "Service",
@@ -124,6 +128,7 @@ class Kube:
                 self.core.create_namespaced_service,
                 self.core.delete_namespaced_service,
                 self.core.patch_namespaced_service,
+                self.core.list_namespaced_service,
             ),
             "PodDisruptionBudget": KindOps(
                 "PodDisruptionBudget",
@@ -132,6 +137,7 @@ class Kube:
                 self.policy.create_namespaced_pod_disruption_budget,
                 self.policy.delete_namespaced_pod_disruption_budget,
                 self.policy.patch_namespaced_pod_disruption_budget,
+                self.policy.list_namespaced_pod_disruption_budget,
             ),
         }
 
@@ -347,6 +353,15 @@ class Kube:
             if e.status != 404:
                 raise
         return True
+
+    def list_labelled(
+        self, kind: str, namespace: str, selector: dict[str, str]
+    ) -> list[dict[str, Any]]:
+        """Objects of ``kind`` in ``namespace`` matching the labels (JSON dicts)."""
+        label_selector = ",".join(f"{k}={v}" for k, v in sorted(selector.items()))
+        body = self.raw(self.kinds[kind].lister, namespace, label_selector=label_selector)
+        items: list[dict[str, Any]] = body["items"]
+        return items
 
     def list_pods(self, namespace: str, selector: dict[str, str]) -> list[dict[str, Any]]:
         label_selector = ",".join(f"{k}={v}" for k, v in sorted(selector.items()))

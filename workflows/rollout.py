@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+from collections.abc import Awaitable, Callable
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -45,6 +46,7 @@ with workflow.unsafe.imports_passed_through():
         RESOLVE,
         START,
         WARMUP_INSPECT,
+        CleanupProgress,
         ConditionUpdate,
         DeleteRevisionInput,
         DeleteRevisionResult,
@@ -92,6 +94,12 @@ RETRY = RetryPolicy(
     maximum_interval=timedelta(seconds=30),
     non_retryable_error_types=sorted(str(r) for r in PERMANENT_REASONS),
 )
+
+
+# The change id of "compensation is never given up" (see ``_until_done``).
+CLEANUP_NEVER_GIVEN_UP = "cleanup-never-given-up"
+# One round of a status write's retries outside compensation: the old fixed window.
+_ROUND = timedelta(minutes=10)
 
 
 class RolloutFailure(Exception):
@@ -452,6 +460,7 @@ class RolloutWorkflow:
             event_reason=EventReason.ROLLED_BACK if has_stable else EventReason.FAILED,
             event_message=f"revision {failed.hash} {reason}: {message}",
             event_type="Warning",
+            must_finish=True,
         )
         if state.record is not None:
             await self._delete_revision(state.record.hash, f"rollback: {reason}")
@@ -475,6 +484,7 @@ class RolloutWorkflow:
             event_reason=EventReason.SUPERSEDED,
             event_message=f"rollout of {revision} cancelled: a newer revision supersedes it",
             write_status=False,
+            must_finish=True,
         )
         return RolloutOutcome(
             result=RolloutResult.SUPERSEDED,
@@ -565,7 +575,11 @@ class RolloutWorkflow:
             phase=phase, event_reason=event_reason, event_message=event_message
         )
 
-    async def _record_status(self, write_status: bool = True, **fields: Any) -> None:
+    async def _record_status(
+        self, write_status: bool = True, must_finish: bool = False, **fields: Any
+    ) -> None:
+        """Status and Event through record_status. ``must_finish``: a compensation step, never
+        given up (see ``_until_done``); else a final failure fails the rollout (compensated)."""
         inp = self._state.require_input()
         update = StatusUpdate(dm=inp.dm, **fields)
         if not write_status:
@@ -575,35 +589,69 @@ class RolloutWorkflow:
                 event_message=update.event_message,
                 event_type=update.event_type,
             )
-        try:
+        summary = f"status: {update.phase.value if update.phase else ''} "
+        summary = (summary + (update.event_reason or "")).strip()
+
+        async def attempt(window: timedelta) -> None:
             await workflow.execute_activity(
                 RECORD_STATUS,
                 update,
                 start_to_close_timeout=timedelta(seconds=30),
-                schedule_to_close_timeout=timedelta(minutes=10),
+                schedule_to_close_timeout=window,
                 retry_policy=RETRY,
-                summary=f"status: {update.phase.value if update.phase else ''} "
-                f"{update.event_reason or ''}".strip(),
+                summary=summary,
             )
+
+        try:
+            await (self._until_done(summary, attempt) if must_finish else attempt(_ROUND))
         except ActivityError as e:
-            cause = e.cause
-            if isinstance(cause, ApplicationError) and cause.type == Reason.DECISION_MODEL_GONE:
-                raise RolloutFailure(Reason.DECISION_MODEL_GONE, cause.message) from None
-            raise
+            raise _status_failure(e) from None
         self._stop_if_requested()
 
     async def _delete_revision(self, revision: str, why: str) -> None:
+        """Delete a revision's objects: compensation, never given up (``_until_done``)."""
         inp = self._state.require_input()
-        await workflow.execute_activity(
-            DELETE_REVISION,
-            DeleteRevisionInput(dm=inp.dm, revision=revision, reason=why),
-            result_type=DeleteRevisionResult,
-            start_to_close_timeout=timedelta(seconds=60),
-            schedule_to_close_timeout=timedelta(minutes=10),
-            retry_policy=RETRY,
-            cancellation_type=workflow.ActivityCancellationType.WAIT_CANCELLATION_COMPLETED,
-            summary=f"delete revision {revision} ({why})",
-        )
+
+        async def attempt(window: timedelta) -> None:
+            await workflow.execute_activity(
+                DELETE_REVISION,
+                DeleteRevisionInput(dm=inp.dm, revision=revision, reason=why),
+                result_type=DeleteRevisionResult,
+                start_to_close_timeout=timedelta(seconds=60),
+                schedule_to_close_timeout=window,
+                retry_policy=RETRY,
+                cancellation_type=workflow.ActivityCancellationType.WAIT_CANCELLATION_COMPLETED,
+                summary=f"delete revision {revision} ({why})",
+            )
+
+        await self._until_done(f"delete revision {revision}", attempt)
+
+    async def _until_done(self, step: str, attempt: Callable[[timedelta], Awaitable[None]]) -> None:
+        """Compensation is never given up: after a round of retries (``cleanup_round_seconds``,
+        the old 10-minute deadline) it says so (query, current details) and starts another
+        round after a pause, until the step is done. Only a non-retryable failure or a
+        cancellation ends it. Histories from before this rule failed the workflow there
+        instead; ``workflow.patched`` keeps them replaying that way."""
+        tuning = self._state.require_input().tuning
+        rounds = 0
+        while True:
+            try:
+                await attempt(timedelta(seconds=tuning.cleanup_round_seconds))
+            except ActivityError as e:
+                if not _round_ran_out(e) or not workflow.patched(CLEANUP_NEVER_GIVEN_UP):
+                    raise
+                rounds += 1
+                error = _cause_message(e)
+                self._state.cleanup = CleanupProgress(step=step, rounds=rounds, last_error=error)
+                workflow.set_current_details(
+                    f"**{Reason.CLEANUP_PENDING}**: {step} failed for {rounds} round(s); "
+                    f"retrying: {error}"
+                )
+                pause = timedelta(seconds=tuning.cleanup_pause_seconds)
+                await workflow.sleep(pause, summary=f"retry {step}")
+                continue
+            self._state.cleanup = None
+            return
 
     async def _activity(
         self,
@@ -658,6 +706,34 @@ class RolloutWorkflow:
             return
         if self._state.abort_reason is not None or current.cancelling() > 0:
             raise asyncio.CancelledError()
+
+
+def _round_ran_out(error: ActivityError) -> bool:
+    """The step was retried until its window closed (not refused for good, not cancelled)."""
+    cause = error.cause
+    if isinstance(cause, CancelledError):
+        return False
+    if isinstance(cause, ApplicationError) and cause.non_retryable:
+        return False
+    return error.retry_state in (RetryState.TIMEOUT, RetryState.MAXIMUM_ATTEMPTS_REACHED)
+
+
+def _cause_message(error: ActivityError) -> str:
+    cause = error.cause
+    if isinstance(cause, ApplicationError):
+        return f"{cause.type or Reason.ACTIVITY_FAILED}: {cause.message}"
+    return str(cause or error)
+
+
+def _status_failure(error: ActivityError) -> BaseException:
+    """A status write that failed for good: the DecisionModel is gone, or (since the cleanup
+    rule) a failure of the rollout, which compensation then records; before it, the error."""
+    cause = error.cause
+    if isinstance(cause, ApplicationError) and cause.type == Reason.DECISION_MODEL_GONE:
+        return RolloutFailure(Reason.DECISION_MODEL_GONE, cause.message)
+    if isinstance(cause, CancelledError) or not workflow.patched(CLEANUP_NEVER_GIVEN_UP):
+        return error
+    return _failure_of(error, RECORD_STATUS, None)
 
 
 def _revision_objects(inp: RolloutInput, resolved: ResolveResult) -> RevisionObjectsInput:

@@ -10,6 +10,7 @@ from __future__ import annotations
 from pydantic import BaseModel, ConfigDict, Field
 
 from decisionmodel.contracts import (
+    CleanupProgress,
     EvaluationOutcome,
     Phase,
     RejectedApproval,
@@ -40,6 +41,7 @@ class RolloutState(BaseModel):
     # True while the steps before promotion run: the window in which an abort or a cancel
     # stops the rollout. Off once promotion is committed and while a failure is recorded.
     stoppable: bool = True
+    cleanup: CleanupProgress | None = None  # a compensation step failing, being retried
 
     def require_input(self) -> RolloutInput:
         assert self.inp is not None
@@ -64,6 +66,7 @@ class RolloutState(BaseModel):
             result=self.result,
             reason=self.reason,
             message=self.message,
+            cleanup=self.cleanup,
         )
 
     def is_repeated_approval(self, approval: str) -> bool:

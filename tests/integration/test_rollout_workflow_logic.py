@@ -45,6 +45,8 @@ class FakeCluster:
     hold_status_of: c.Phase | None = None
     status_held: asyncio.Event = field(default_factory=asyncio.Event)
     release_status: asyncio.Event = field(default_factory=asyncio.Event)
+    # delete_revision and failure records fail (retryably) until this is set, when given.
+    cleanup_down: asyncio.Event | None = None
 
     def activities(self) -> list[Any]:
         cluster = self
@@ -109,6 +111,8 @@ class FakeCluster:
 
         @activity.defn(name=c.DELETE_REVISION)
         async def delete_revision(inp: c.DeleteRevisionInput) -> c.DeleteRevisionResult:
+            if cluster.cleanup_down is not None and not cluster.cleanup_down.is_set():
+                raise ApplicationError("the API server did not answer", type="APIServerUnavailable")
             cluster.calls.append(f"delete:{inp.revision}")
             cluster.deleted.append(inp.revision)
             return c.DeleteRevisionResult(deleted=[inp.revision])
@@ -119,6 +123,9 @@ class FakeCluster:
                 raise ApplicationError(
                     "DecisionModel ns/x is gone", type="DecisionModelGone", non_retryable=True
                 )
+            down = cluster.cleanup_down is not None and not cluster.cleanup_down.is_set()
+            if down and update.failed is not None:
+                raise ApplicationError("the API server did not answer", type="APIServerUnavailable")
             if update.phase is not None and update.phase == cluster.hold_status_of:
                 cluster.status_held.set()
                 await cluster.release_status.wait()
@@ -161,6 +168,7 @@ def make_input(
     stable: bool = False,
     evaluation: bool = False,
     promotion: str = "Automatic",
+    cleanup_round_seconds: int = 600,
 ) -> c.RolloutInput:
     return c.RolloutInput(
         dm=c.DMRef(namespace="ns", name=f"dm-{uuid.uuid4().hex[:6]}", uid="uid-1", generation=2),
@@ -176,7 +184,12 @@ def make_input(
         stable=c.RevisionRecord(hash="stable0000000000", model="laya:old", digest="b" * 64)
         if stable
         else None,
-        tuning=c.RolloutTuning(promotion_grace_seconds=1, heartbeat_timeout_seconds=5),
+        tuning=c.RolloutTuning(
+            promotion_grace_seconds=1,
+            heartbeat_timeout_seconds=5,
+            cleanup_round_seconds=cleanup_round_seconds,
+            cleanup_pause_seconds=1,
+        ),
     )
 
 
@@ -237,6 +250,51 @@ async def test_failed_evaluation_records_failure_before_deleting(
     failure = next(s for s in cluster.statuses if s.failed is not None)
     assert failure.phase == c.Phase.ROLLED_BACK and failure.clear_candidate
     assert failure.failed_reason == "EvaluationFailed"
+
+
+async def wait_cleanup(
+    handle: WorkflowHandle[Any, Any], rounds: int, timeout: float = 60
+) -> c.CleanupProgress:
+    deadline = asyncio.get_running_loop().time() + timeout
+    while True:
+        p = await handle.query(RolloutWorkflow.progress, result_type=c.RolloutProgress)
+        if p.cleanup is not None and p.cleanup.rounds >= rounds:
+            return p.cleanup
+        if asyncio.get_running_loop().time() > deadline:
+            raise AssertionError(f"cleanup not retried {rounds} round(s): {p.cleanup}")
+        await asyncio.sleep(0.2)
+
+
+async def test_compensation_outlives_its_old_deadline_and_finishes(
+    client: Client, queue: str, cluster: FakeCluster
+) -> None:
+    """The failure record and the candidate's delete fail for longer than a round (the old
+    deadline, shortened here): the rollout says so and keeps retrying, then finishes both."""
+    cluster.evaluation_result = "Failed"
+    cluster.cleanup_down = asyncio.Event()
+    inp = make_input(stable=True, evaluation=True, cleanup_round_seconds=2)
+    handle = await start(client, queue, inp)
+    pending = await wait_cleanup(handle, rounds=2)
+    assert pending.step.startswith("status: RolledBack")
+    assert "APIServerUnavailable" in pending.last_error
+    cluster.cleanup_down.set()
+    outcome = await handle.result()
+    assert outcome.result == c.RolloutResult.ROLLED_BACK and outcome.reason == "EvaluationFailed"
+    assert cluster.calls[-2:] == ["record-failure", "delete:r:en"]
+    final = await handle.query(RolloutWorkflow.progress, result_type=c.RolloutProgress)
+    assert final.cleanup is None
+
+
+async def test_delete_of_the_previous_revision_is_never_given_up(
+    client: Client, queue: str, cluster: FakeCluster
+) -> None:
+    cluster.cleanup_down = asyncio.Event()
+    handle = await start(client, queue, make_input(stable=True, cleanup_round_seconds=2))
+    pending = await wait_cleanup(handle, rounds=1)
+    assert pending.step == "delete revision stable0000000000"
+    cluster.cleanup_down.set()
+    assert (await handle.result()).result == c.RolloutResult.PROMOTED
+    assert cluster.calls[-1] == "delete:stable0000000000"
 
 
 async def test_permanent_error_without_stable_is_failed(

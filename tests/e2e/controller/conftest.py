@@ -60,7 +60,14 @@ def controller(
         health_port=18080,
         extra_args=("--watch-namespaces", ",".join(CTL_NAMESPACES)),
         # Re-inspection every 10 s instead of 60 s: the steady-state tests wait for it.
-        extra_env={"DMROLLOUT_CONTROLLER_REINSPECT_SECONDS": "10"},
+        # Restart discipline and reaper quick enough to test (tests/e2e/controller/
+        # test_controller_faults.py).
+        extra_env={
+            "DMROLLOUT_CONTROLLER_REINSPECT_SECONDS": "10",
+            "DMROLLOUT_CONTROLLER_MAX_ROLLOUT_RESTARTS": "2",
+            "DMROLLOUT_CONTROLLER_RESTART_BACKOFF_SECONDS": "1",
+            "DMROLLOUT_CONTROLLER_REAP_GRACE_SECONDS": "15",
+        },
     )
     c.start()
     yield c

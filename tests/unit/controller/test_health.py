@@ -30,7 +30,7 @@ def metrics() -> ControllerMetrics:
 
 @pytest.fixture
 def server(flags: Flags, metrics: ControllerMetrics) -> Iterator[HealthServer]:
-    srv = HealthServer("127.0.0.1", 0, metrics, lambda: flags.ready, lambda: flags.healthy)
+    srv = HealthServer("127.0.0.1", 0, metrics.render, lambda: flags.ready, lambda: flags.healthy)
     srv.start()
     yield srv
     srv.stop()
@@ -77,7 +77,7 @@ def test_raising_check_is_a_failure(metrics: ControllerMetrics) -> None:
     def boom() -> bool:
         raise RuntimeError("loop stuck")
 
-    srv = HealthServer("127.0.0.1", 0, metrics, boom, boom)
+    srv = HealthServer("127.0.0.1", 0, metrics.render, boom, boom)
     srv.start()
     try:
         assert get(url(srv, "/healthz")).status_code == 500
@@ -91,7 +91,7 @@ def test_unknown_path_is_404(server: HealthServer) -> None:
 
 
 def test_stop_closes_the_socket(flags: Flags, metrics: ControllerMetrics) -> None:
-    srv = HealthServer("127.0.0.1", 0, metrics, lambda: True, lambda: True)
+    srv = HealthServer("127.0.0.1", 0, metrics.render, lambda: True, lambda: True)
     srv.start()
     port = srv.port
     assert get(f"http://127.0.0.1:{port}/healthz").status_code == 200

@@ -118,6 +118,10 @@ UNMAPPED: dict[str, dict[str, str]] = {
         "lease_name": "<fullname>-controller, tied to the leader-election Role's resourceNames",
         "queued_recheck_seconds": "internal tempo",
         "heartbeat_timeout_seconds": "part of the workflow contract, not an install choice",
+        "max_rollout_restarts": "fault tempo; the default suits every install",
+        "restart_backoff_seconds": "fault tempo; the default suits every install",
+        "reap_grace_seconds": "fault tempo; the default suits every install",
+        "liveness_stall_seconds": "fault tempo; the default suits every install",
     },
     "rollout": {
         "kubeconfig": "in-cluster ServiceAccount credentials",
@@ -125,6 +129,7 @@ UNMAPPED: dict[str, dict[str, str]] = {
         "queue_full_attempts": "internal retry budget",
         "kube_connect_timeout_seconds": "client tempo; the default bounds every API call",
         "kube_read_timeout_seconds": "client tempo; the default bounds every API call",
+        "worker_liveness_stall_seconds": "fault tempo; the default suits every install",
     },
     "temporal": {
         "address": "a cluster DNS name instead of the dev server's loopback default",
