@@ -30,7 +30,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, ValidationError
 from temporalio import activity
 
-from activities.typed_errors import typed_errors
+from activities.typed_errors import show_guards, typed_errors
 from activities.warmup_inspect import HeartbeatTicker, RuntimeClientFactory
 from decisionmodel.contracts import (
     EVALUATE,
@@ -55,9 +55,9 @@ from decisionmodel.evaluation import (
     finalize,
     parse_dataset,
 )
-from decisionmodel.render.labels import selector_labels
 from decisionmodel.runtime_client import RuntimeClient
 from decisionmodel.settings import RolloutSettings
+from decisionmodel.vocabulary import ConditionType
 from kube.client import Kube
 from kube.pod_gate import gate_true, pod_ip, probe_eligible
 from kube.secrets import SecretReader
@@ -145,7 +145,7 @@ class EvaluateActivities:
 
     @activity.defn(name=EVALUATE)
     async def evaluate(self, inp: EvaluateInput) -> EvaluationOutcome:
-        async with typed_errors():
+        async with typed_errors(show_guards(self.kube, inp.dm, ConditionType.EVALUATED)):
             gates = gates_of(inp.policy)
             baseline = inp.stable if gates.needs_baseline else None
             previous = previous_heartbeat(activity.info().heartbeat_details, inp.candidate.hash)
@@ -248,7 +248,7 @@ class EvaluateActivities:
 
     async def _pick_pod(self, namespace: str, dm_name: str, revision: str) -> dict[str, Any]:
         """One model-ready Pod of ``revision``, the same one each attempt while it lasts."""
-        pods = await Kube.run(self.kube.list_pods, namespace, selector_labels(dm_name, revision))
+        pods = await Kube.run(self.kube.list_revision_pods, namespace, dm_name, revision)
         ready = sorted(
             (p for p in pods if probe_eligible(p) and gate_true(p)),
             key=lambda p: str(p["metadata"]["name"]),

@@ -26,7 +26,7 @@ from typing import Any
 
 from temporalio import activity
 
-from activities.typed_errors import typed_errors
+from activities.typed_errors import show_guards, typed_errors
 from decisionmodel.contracts import PREFETCH, PrefetchResult, RevisionObjectsInput
 from decisionmodel.errors import DigestMismatch, DmrolloutError, ModelNotFound, PrefetchFailed
 from decisionmodel.render import render_prefetch_job, render_store_pvc
@@ -37,7 +37,7 @@ from decisionmodel.render.prefetch_job import (
     EXIT_TAG_MOVED,
 )
 from decisionmodel.settings import RolloutSettings
-from decisionmodel.vocabulary import JOB_FAILED, JOB_FAILURE_TARGET
+from decisionmodel.vocabulary import JOB_FAILED, JOB_FAILURE_TARGET, ConditionType
 from kube import params
 from kube.client import Kube
 from kube.secrets import SecretCapability, SecretReader
@@ -132,7 +132,7 @@ class PrefetchActivities:
     async def prefetch(self, inp: RevisionObjectsInput) -> PrefetchResult:
         """Create or adopt PVC ``<dm>-store-<rev>`` and Job ``<dm>-pf-<rev>``, then wait for
         the Job: Complete → the result; Failed → the classified, non-retryable error."""
-        async with typed_errors():
+        async with typed_errors(show_guards(self.kube, inp.dm, ConditionType.CACHED)):
             ns, uid = inp.dm.namespace, inp.dm.uid
             if inp.cache.download_token is not None:
                 # The capability guard: a Job must not reference an arbitrary Secret. The value

@@ -23,23 +23,34 @@ from typing import Any
 from kubernetes.client.rest import ApiException
 from temporalio import activity
 
-from activities.typed_errors import typed_errors
+from activities.typed_errors import show_guards, typed_errors
 from decisionmodel.contracts import (
     PROMOTE,
     ConditionUpdate,
     Phase,
     PromoteInput,
     PromoteResult,
+    RevisionRecord,
     StatusUpdate,
 )
-from decisionmodel.errors import ResourceConflict
+from decisionmodel.errors import ProbeError, ResourceConflict
 from decisionmodel.render import render_pdb, render_service
 from decisionmodel.render.labels import LABEL_REVISION, selector_labels, service_name
+from decisionmodel.runtime_client import GateVerdict, RuntimeClient, verdict
 from decisionmodel.settings import RolloutSettings
 from decisionmodel.vocabulary import ConditionType, Reason
 from kube import params
 from kube.client import Kube
+from kube.pod_gate import (
+    gate_event,
+    is_model_ready,
+    is_terminating,
+    pod_ip,
+    set_gate,
+    state_from_verdict,
+)
 from kube.rollout_status import write_status
+from kube.secrets import SecretReader
 
 
 def selected_revision(service: dict[str, Any] | None) -> str | None:
@@ -54,13 +65,18 @@ class PromoteActivities:
     def __init__(self, kube: Kube, settings: RolloutSettings) -> None:
         self.kube = kube
         self.settings = settings
+        self.secrets = SecretReader(kube)
 
     @activity.defn(name=PROMOTE)
     async def promote(self, inp: PromoteInput) -> PromoteResult:
         """Record → PDB → Service (see the module docstring for why in this order). Returns
         the revision the Service selected before (else the old stable), for the workflow to
         delete after the grace; None when there is nothing to delete."""
-        async with typed_errors():
+        async with typed_errors(show_guards(self.kube, inp.dm, ConditionType.PROMOTED)):
+            if inp.model and activity.info().attempt == 1:
+                # Once, before anything is recorded: a later attempt may find the candidate
+                # already recorded as the stable, which must then be finished, not undone.
+                await self._recheck(inp)
             dm, candidate = inp.dm, inp.candidate.hash
             name = service_name(dm.name)
             service = await Kube.run(self.kube.get, "Service", dm.namespace, name)
@@ -99,6 +115,46 @@ class PromoteActivities:
 
             await self._switch_service(inp, service)
             return PromoteResult(previous=previous)
+
+    async def _recheck(self, inp: PromoteInput) -> None:
+        """Inspect the candidate's model-ready Pods again (``/api/ps``): a Pod that lost its
+        model, its pin, or serves another digest loses its gate, and without ``replicas`` of
+        them left the promotion is refused (the candidate is rolled back; the stable serves)."""
+        dm, record = inp.dm, inp.candidate
+        api_key = await self.secrets.api_key(dm.namespace, inp.api_key)
+        pods = await Kube.run(self.kube.list_revision_pods, dm.namespace, dm.name, record.hash)
+        ready, lost = 0, []
+        for pod in (p for p in pods if is_model_ready(p) and not is_terminating(p)):
+            found = await self._inspect(pod, inp.model, record, api_key)
+            if found.ready:
+                ready += 1
+                continue
+            lost.append(f"{pod['metadata']['name']}: {found.reason} ({found.message[:200]})")
+            if await set_gate(self.kube, pod, state_from_verdict(found)):
+                await gate_event(self.kube, dm, pod, found)
+        if ready < inp.replicas:
+            raise ProbeError(
+                f"candidate {record.hash} is no longer model-ready ({ready}/{inp.replicas}) "
+                f"while awaiting promotion: {'; '.join(lost) or 'no model-ready Pod'}; it is "
+                "rolled back and the stable keeps serving; set decisionmodel.io/retry to roll "
+                "it out again",
+                permanent=True,
+            )
+
+    async def _inspect(
+        self, pod: dict[str, Any], model: str, record: RevisionRecord, api_key: str | None
+    ) -> GateVerdict:
+        ip = pod_ip(pod)
+        assert ip is not None  # is_model_ready: the Pod ran with an IP
+        client = RuntimeClient.for_pod(
+            ip, api_key=api_key, default_registry=self.settings.ollaya_registry
+        )
+        try:
+            async with client:
+                entry = await client.inspect(model)
+        except ProbeError as err:
+            return verdict(record.digest, record.device, None, err)
+        return verdict(record.digest, record.device, entry, None)
 
     @staticmethod
     def _refuse_foreign(service: dict[str, Any], uid: str) -> None:

@@ -9,6 +9,7 @@ from activities.delete_revision import DeleteRevisionActivities
 from activities.evaluate import EvaluateActivities
 from activities.prefetch import PrefetchActivities
 from activities.promote import PromoteActivities
+from activities.recover_store import StoreRecoveryActivities
 from activities.resolve import ResolveActivities
 from activities.start import StartActivities
 from activities.status import StatusActivities
@@ -17,18 +18,25 @@ from decisionmodel.settings import RolloutSettings
 from kube.client import Kube
 
 
+def _store_recovery(kube: Kube, settings: RolloutSettings) -> list[Callable[..., Any]]:
+    recovery = StoreRecoveryActivities(kube, settings)
+    return [recovery.begin, recovery.end]
+
+
 def build_activities(
     kube: Kube,
     settings: RolloutSettings,
     on_resolve_duration: Callable[[float], None] | None = None,
+    on_probe_transition: Callable[[str, str, str], None] | None = None,
 ) -> list[Callable[..., Any]]:
     return [
-        ResolveActivities(settings, on_resolve_duration=on_resolve_duration).resolve,
+        ResolveActivities(settings, on_resolve_duration=on_resolve_duration, kube=kube).resolve,
         PrefetchActivities(kube, settings).prefetch,
         StartActivities(kube, settings).start,
-        WarmupActivities(kube, settings).warmup_inspect,
+        WarmupActivities(kube, settings, on_probe_transition=on_probe_transition).warmup_inspect,
         EvaluateActivities(kube, settings).evaluate,
         PromoteActivities(kube, settings).promote,
         DeleteRevisionActivities(kube, settings).delete_revision,
         StatusActivities(kube, settings).record_status,
+        *_store_recovery(kube, settings),
     ]

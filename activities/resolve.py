@@ -4,8 +4,10 @@ Order, each step before anything leaves the process: parse ``spec.model`` (expli
 required, InvalidModelName), the allowed-registries and insecure-registry guard
 (RegistryNotAllowed), the image-override guard (ImageOverrideNotAllowed) — all permanent — then
 the digest: the input's digest when given (``spec.digest``, or the one the controller reused
-from status for the same model), else the registry's (ModelNotFound permanent, RegistryError
-transient: Temporal retries it).
+from status for the same model), else the registry's (ModelNotFound permanent; RegistryUnavailable
+and RegistryError transient: Temporal retries them, and each failed attempt shows
+Resolved=False with the reason and the fix at once, so a rollout held by its registry says why
+instead of sitting in Resolving).
 
 The record is built by ``decisionmodel.spec_mapping.record_for``, the one construction of a
 revision's identity, which the controller's dispatch uses too: both always agree.
@@ -18,7 +20,7 @@ from collections.abc import Callable
 
 from temporalio import activity
 
-from activities.typed_errors import typed_errors
+from activities.typed_errors import OnGuard, show_guards, typed_errors
 from decisionmodel.contracts import (
     RESOLVE,
     ResolveInput,
@@ -30,6 +32,8 @@ from decisionmodel.names import ModelRef, check_registry_allowed, parse_model_na
 from decisionmodel.resolver import RegistryResolver
 from decisionmodel.settings import RolloutSettings
 from decisionmodel.spec_mapping import digest_hex, record_for
+from decisionmodel.vocabulary import ConditionType
+from kube.client import Kube
 
 ResolverFactory = Callable[[RolloutSettings], RegistryResolver]
 
@@ -60,8 +64,12 @@ class ResolveActivities:
         settings: RolloutSettings,
         resolver_factory: ResolverFactory = _default_resolver,
         on_resolve_duration: Callable[[float], None] | None = None,
+        kube: Kube | None = None,
     ) -> None:
         self.settings = settings
+        # Where a registry that holds the step is shown (Resolved=False); None: not shown
+        # (tests that run the activity without a cluster).
+        self.kube = kube
         # decisionmodel_registry_resolve_duration_seconds (seed 004): observed only on a real
         # registry call, where the call happens — in the worker.
         self.on_resolve_duration = on_resolve_duration
@@ -70,9 +78,14 @@ class ResolveActivities:
         # and a resolve is one request, so pooling across calls gains nothing.
         self.resolver_factory = resolver_factory
 
+    def _on_guard(self, inp: ResolveInput) -> OnGuard | None:
+        if self.kube is None:
+            return None
+        return show_guards(self.kube, inp.dm, ConditionType.RESOLVED)
+
     @activity.defn(name=RESOLVE)
     async def resolve(self, inp: ResolveInput) -> ResolveResult:
-        async with typed_errors():
+        async with typed_errors(self._on_guard(inp)):
             revision = inp.revision
             ref = parse_and_guard(revision, self.settings)
             if revision.digest:

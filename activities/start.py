@@ -14,15 +14,17 @@ from typing import Any
 
 from temporalio import activity
 
-from activities.typed_errors import typed_errors
+from activities.typed_errors import show_guards, typed_errors
 from decisionmodel.contracts import START, RevisionObjectsInput, StartResult
 from decisionmodel.errors import APIKeyInvalid
 from decisionmodel.render import render_serving_deployment
 from decisionmodel.render.labels import selector_labels
 from decisionmodel.settings import RolloutSettings
+from decisionmodel.vocabulary import ConditionType, Reason
 from kube import params
 from kube.client import Kube
 from kube.pod_gate import condition_true
+from kube.rollout_status import show_guard
 from kube.secrets import SecretCapability, SecretReader
 
 
@@ -68,7 +70,7 @@ class StartActivities:
     async def start(self, inp: RevisionObjectsInput) -> StartResult:
         """Create or adopt the Deployment, then wait until ``inp.replicas`` of its Pods run
         with an IP and ContainersReady."""
-        async with typed_errors():
+        async with typed_errors(show_guards(self.kube, inp.dm, ConditionType.PROMOTED)):
             checksum = await self._apikey_checksum(inp)
             deployment = render_serving_deployment(
                 params.serving_params(inp, self.settings, checksum)
@@ -77,6 +79,17 @@ class StartActivities:
             await self.kube.ensure_owned(
                 deployment, inp.dm.uid, self.settings.poll_interval_seconds, activity.heartbeat
             )
+            if activity.info().attempt > 1:
+                # A guard may have held an earlier attempt (its condition is still shown): the
+                # cause is fixed, say the rollout goes on.
+                await show_guard(
+                    self.kube,
+                    inp.dm,
+                    ConditionType.PROMOTED,
+                    Reason.PODS_STARTING,
+                    f"Deployment {name} created; its Pods are starting",
+                    first=False,
+                )
             selector = selector_labels(inp.dm.name, inp.record.hash)
             while True:
                 pods = await Kube.run(self.kube.list_pods, inp.dm.namespace, selector)

@@ -7,14 +7,18 @@ non-retryable, so a permanent failure is never retried whatever raised it.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
+from typing import Final
 
+from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
+from decisionmodel.contracts import DMRef
 from decisionmodel.errors import DmrolloutError
-from decisionmodel.vocabulary import Reason
-from kube.client import APIServerUnavailable, DecisionModelGone
+from decisionmodel.vocabulary import ConditionType, Reason
+from kube.client import APIServerUnavailable, DecisionModelGone, Kube
+from kube.rollout_status import show_guard
 
 
 def to_application_error(error: DmrolloutError) -> ApplicationError:
@@ -23,12 +27,44 @@ def to_application_error(error: DmrolloutError) -> ApplicationError:
     return ApplicationError(str(error), type=error.reason, non_retryable=error.permanent)
 
 
+# Failures a user fixes while the rollout waits (label the Secret, create the dataset, remove
+# the foreign object, bring the registry back or name it with the right scheme): the step is
+# retried until its deadline, and says so at once (seed 001: "the condition appears at once;
+# the operator goes on about 60 s after the fix").
+GUARD_REASONS: Final = frozenset(
+    {
+        Reason.SECRET_NOT_ALLOWED,
+        Reason.API_KEY_INVALID,
+        Reason.SECRET_NOT_FOUND,
+        Reason.DATASET_NOT_FOUND,
+        Reason.RESOURCE_CONFLICT,
+        Reason.REGISTRY_UNAVAILABLE,
+        Reason.REGISTRY_ERROR,
+    }
+)
+# What an activity does when a guard holds it: show the condition (kube.rollout_status).
+OnGuard = Callable[[DmrolloutError], Awaitable[None]]
+
+
+def show_guards(kube: Kube, dm: DMRef, condition: ConditionType) -> OnGuard:
+    """The ``on_guard`` of a step whose guards show on ``condition``."""
+
+    async def show(error: DmrolloutError) -> None:
+        first = activity.in_activity() and activity.info().attempt == 1
+        await show_guard(kube, dm, condition, error.reason, str(error), first)
+
+    return show
+
+
 @asynccontextmanager
-async def typed_errors() -> AsyncIterator[None]:
-    """Wrap an activity body: DmrolloutError → ApplicationError with its reason."""
+async def typed_errors(on_guard: OnGuard | None = None) -> AsyncIterator[None]:
+    """Wrap an activity body: DmrolloutError → ApplicationError with its reason; a guard that
+    holds the step is shown first (``on_guard``), then retried."""
     try:
         yield
     except DmrolloutError as e:
+        if on_guard is not None and not e.permanent and e.reason in GUARD_REASONS:
+            await on_guard(e)
         raise to_application_error(e) from None
     except APIServerUnavailable as e:
         raise ApplicationError(str(e), type=Reason.API_SERVER_UNAVAILABLE) from None

@@ -22,12 +22,19 @@ e.g. "0/2 Pods model-ready; gate reasons: DeviceMismatch=2".
 
 Heartbeats keep flowing while a warmup call blocks (a large model loads for minutes) through
 :class:`HeartbeatTicker`, which the evaluate activity uses too.
+
+A heartbeat is read only when the deadline passes, so a Pod whose runtime cannot be reached or
+answers the warm-up with an error (ProbeError) is also shown on ``Promoted=False`` (where the
+start step's guards show) as soon as a round sees it: :class:`HoldDisplay` writes it when what
+holds the rollout changes, not every round. A runtime that refuses the model name itself
+(RuntimeRequestRejected) fails the step at once: no later round can get past it.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import math
 import time
 from collections import Counter
 from collections.abc import Callable
@@ -38,23 +45,25 @@ from pydantic import BaseModel, ConfigDict, Field
 from temporalio import activity
 
 from activities.typed_errors import typed_errors
-from decisionmodel.contracts import WARMUP_INSPECT, WarmupInput, WarmupResult
+from decisionmodel.contracts import WARMUP_INSPECT, DMRef, WarmupInput, WarmupResult
 from decisionmodel.errors import ProbeError
-from decisionmodel.render.labels import selector_labels
 from decisionmodel.runtime_client import GateVerdict, RuntimeClient, RuntimeTimeouts, verdict
 from decisionmodel.settings import RolloutSettings
-from decisionmodel.vocabulary import Phase, Reason
+from decisionmodel.vocabulary import ConditionType, Phase, Reason
 from kube.client import Kube
 from kube.pod_gate import (
+    gate_event,
     gate_reason,
     gate_true,
     is_model_ready,
     is_terminating,
     pod_ip,
     probe_eligible,
+    probe_result,
     set_gate,
     state_from_verdict,
 )
+from kube.rollout_status import show_guard
 from kube.secrets import SecretReader
 
 RuntimeClientFactory = Callable[..., RuntimeClient]
@@ -66,6 +75,14 @@ UNPROBED: Final = "Unprobed"
 _MESSAGE_CHARS: Final = 300
 # Beyond the longest a single step may take (a model load, one decision behind a full queue).
 STALL_MARGIN_SECONDS: Final = 60
+# Gate reasons shown on Promoted while they hold the rollout: the runtime cannot be reached or
+# answers the warm-up with an error. The mismatches have their own Warning Event (pod_gate).
+SHOWN_HOLDS: Final = frozenset({Reason.PROBE_ERROR})
+# A hold whose reason stays the same but whose text changes (another Pod, another error) is
+# rewritten at most this often: rounds run every poll interval (0.2 s in tests).
+HOLD_REWRITE_SECONDS: Final = 30.0
+# Longer than the heartbeat's: the fix comes last in a probe message, and a condition has room.
+_HOLD_MESSAGE_CHARS: Final = 1000
 
 
 class WarmupHeartbeat(BaseModel):
@@ -141,51 +158,133 @@ class HeartbeatTicker:
                 await self._task
 
 
+class HoldDisplay:
+    """Shows what holds the warm-up on ``Promoted=False`` (reason and message of the first
+    failing Pod), as start's guards are shown, with a Warning Event the first time in the
+    activity's first attempt. Writes only when the hold changes: at once for a new reason, at
+    most every HOLD_REWRITE_SECONDS for new text under the same reason."""
+
+    def __init__(self, kube: Kube, dm: DMRef, clock: Callable[[], float] = time.monotonic) -> None:
+        self._kube = kube
+        self._dm = dm
+        self._clock = clock
+        self._shown: tuple[str, str] | None = None
+        self._shown_at = -math.inf
+
+    @staticmethod
+    def hold_of(
+        live: list[dict[str, Any]], judged: dict[str, GateVerdict]
+    ) -> tuple[str, str] | None:
+        """(reason, message) of the first live Pod held for a reason worth showing."""
+        for pod in live:
+            name = pod["metadata"]["name"]
+            found = judged.get(name)
+            if found is not None and not found.ready and found.reason in SHOWN_HOLDS:
+                return found.reason.value, f"Pod {name}: {found.message}"[:_HOLD_MESSAGE_CHARS]
+        return None
+
+    def _due(self, hold: tuple[str, str]) -> bool:
+        if hold == self._shown:
+            return False
+        same_reason = self._shown is not None and self._shown[0] == hold[0]
+        return not same_reason or self._clock() - self._shown_at >= HOLD_REWRITE_SECONDS
+
+    async def show(self, hold: tuple[str, str] | None) -> bool:
+        """Write ``hold`` when due; True when written. No hold: nothing to write (the
+        condition is left to the next step, as the start step's guards are)."""
+        if hold is None or not self._due(hold):
+            return False
+        first = self._shown is None and activity.in_activity() and activity.info().attempt == 1
+        reason, message = hold
+        await show_guard(self._kube, self._dm, ConditionType.PROMOTED, reason, message, first)
+        self._shown, self._shown_at = hold, self._clock()
+        return True
+
+    async def cleared(self, ready: int, desired: int) -> None:
+        """The Pods got past what was shown: say so, so a stale hold does not sit on Promoted
+        through evaluation (promote writes Promoted=True later). Nothing shown: nothing to do."""
+        if self._shown is None:
+            return
+        message = f"{ready}/{desired} Pods model-ready; not promoted yet"
+        await show_guard(
+            self._kube, self._dm, ConditionType.PROMOTED, Reason.MODEL_READY, message, False
+        )
+        self._shown = None
+
+
 class WarmupActivities:
     def __init__(
         self,
         kube: Kube,
         settings: RolloutSettings,
         runtime_client_factory: RuntimeClientFactory = RuntimeClient.for_pod,
+        on_probe_transition: Callable[[str, str, str], None] | None = None,
     ) -> None:
         self.kube = kube
         self.settings = settings
         self.runtime_client_factory = runtime_client_factory
+        # decisionmodel_probe_results_total for candidate Pods (seed 004), on a gate change.
+        self.on_probe_transition = on_probe_transition
         self.secrets = SecretReader(kube)
 
     @activity.defn(name=WARMUP_INSPECT)
     async def warmup_inspect(self, inp: WarmupInput) -> WarmupResult:
         async with typed_errors():
             api_key = await self.secrets.api_key(inp.dm.namespace, inp.api_key)
-            selector = selector_labels(inp.dm.name, inp.record.hash)
+            revision = inp.record.hash
             precision: str | None = None
             beat = WarmupHeartbeat(desired=inp.replicas)
             # One round may wait for a model load (warmup_timeout); a round longer than that
             # and a margin is stuck.
             stall = inp.warmup_timeout_seconds + STALL_MARGIN_SECONDS
             poll = self.settings.poll_interval_seconds
+            holds = HoldDisplay(self.kube, inp.dm)
             async with HeartbeatTicker(poll, beat.model_dump(), stall_after=stall) as t:
                 while True:
-                    pods = await Kube.run(self.kube.list_pods, inp.dm.namespace, selector)
+                    pods = await Kube.run(
+                        self.kube.list_revision_pods, inp.dm.namespace, inp.dm.name, revision
+                    )
                     live = [p for p in pods if not is_terminating(p)]
                     probe = [p for p in live if probe_eligible(p) and not gate_true(p)]
-                    verdicts = await asyncio.gather(
-                        *(self._probe(pod, inp, api_key) for pod in probe)
-                    )
+                    verdicts = await self._probe_all(probe, inp, api_key)
                     judged: dict[str, GateVerdict] = {}
                     for pod, found in zip(probe, verdicts, strict=True):
-                        await set_gate(self.kube, pod, state_from_verdict(found))
+                        if await set_gate(self.kube, pod, state_from_verdict(found)):
+                            await gate_event(self.kube, inp.dm, pod, found)
+                            self._count(inp, found)
                         judged[pod["metadata"]["name"]] = found
                         if found.ready and precision is None:
                             precision = found.precision
                     ready = [p for p in live if is_model_ready(p)]
                     beat = self._heartbeat(inp.replicas, live, ready, judged)
                     t.update(beat.model_dump())
+                    await holds.show(HoldDisplay.hold_of(live, judged))
                     if len(ready) >= inp.replicas:
+                        await holds.cleared(len(ready), inp.replicas)
                         if precision is None:
                             precision = await self._precision(ready[0], inp, api_key)
                         return WarmupResult(model_ready=len(ready), precision=precision)
                     await asyncio.sleep(self.settings.poll_interval_seconds)
+
+    def _count(self, inp: WarmupInput, found: GateVerdict) -> None:
+        if self.on_probe_transition is not None:
+            self.on_probe_transition(inp.dm.namespace, inp.dm.name, probe_result(found))
+
+    async def _probe_all(
+        self, pods: list[dict[str, Any]], inp: WarmupInput, api_key: str | None
+    ) -> list[GateVerdict]:
+        """Every Pod's verdict, probed concurrently. A refusal no later round can get past
+        (RuntimeRequestRejected) is raised only once every probe is done, so no probe outlives
+        the activity."""
+        results = await asyncio.gather(
+            *(self._probe(pod, inp, api_key) for pod in pods), return_exceptions=True
+        )
+        verdicts: list[GateVerdict] = []
+        for result in results:
+            if isinstance(result, BaseException):
+                raise result
+            verdicts.append(result)
+        return verdicts
 
     async def _probe(
         self, pod: dict[str, Any], inp: WarmupInput, api_key: str | None

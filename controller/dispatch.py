@@ -50,6 +50,19 @@ class DesiredRevision:
     revision: RevisionSpec
     requested_hash: str
     resolved: bool  # the hash is the real revision hash (digest known)
+    image: str = ""
+
+    def is_revision(self, recorded: RevisionStatus | None) -> bool:
+        """True when ``recorded`` is the revision this spec asks for: the same hash, or, while
+        the digest is unknown, the hash this spec has with the digest ``recorded`` resolved
+        (a failed revision is recognised without reusing its digest)."""
+        if recorded is None:
+            return False
+        if recorded.hash == self.requested_hash:
+            return True
+        if self.resolved or not recorded.digest or recorded.model != self.revision.model:
+            return False
+        return record_for(self.revision, recorded.digest, self.image).hash == recorded.hash
 
 
 def _runtime_version(dm: DecisionModel, settings: DispatchSettings) -> str:
@@ -88,12 +101,14 @@ def image_for(dm: DecisionModel, settings: DispatchSettings) -> str:
 
 
 def _recorded_digest(dm: DecisionModel) -> str | None:
+    # The stable's or the candidate's digest only, as the reference: a failed revision's digest
+    # may be the very thing that failed (a tag moved under it), and reusing it would make a
+    # retry skip the registry and fail the same way again.
     if dm.status is None:
         return None
     recorded: list[RevisionStatus | None] = [
         dm.status.stable_revision,
         dm.status.candidate_revision,
-        dm.status.failed_revision,
     ]
     for rev in recorded:
         if rev is not None and rev.model == dm.spec.model and rev.digest:
@@ -107,7 +122,8 @@ def desired_revision(dm: DecisionModel, settings: DispatchSettings) -> DesiredRe
     revision = revision_spec(dm, digest, _runtime_version(dm, settings))
     image = image_for(dm, settings)
     if digest is not None:
-        return DesiredRevision(revision, record_for(revision, digest, image).hash, resolved=True)
+        requested = record_for(revision, digest, image).hash
+        return DesiredRevision(revision, requested, resolved=True, image=image)
     unresolved = {
         "engine": spec.engine.value,
         "model": spec.model,
@@ -117,7 +133,7 @@ def desired_revision(dm: DecisionModel, settings: DispatchSettings) -> DesiredRe
         "placement": placement_hash(spec.scheduling),
     }
     digest_of = hashlib.sha256(("unresolved:" + canonical_json(unresolved)).encode()).hexdigest()
-    return DesiredRevision(revision, "u" + digest_of[:15], resolved=False)
+    return DesiredRevision(revision, "u" + digest_of[:15], resolved=False, image=image)
 
 
 def rollout_input(
@@ -161,4 +177,5 @@ def record_of(rev: RevisionStatus | None) -> RevisionRecord | None:
         resources=rev.resources or {},
         precision=rev.precision,
         placement=rev.placement,
+        scheduling=rev.scheduling.to_wire() if rev.scheduling else {},
     )

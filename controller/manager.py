@@ -23,6 +23,7 @@ from controller.reconcile_metrics import ReconcileMetrics
 from controller.rollouts import Rollouts
 from controller.settings import ControllerSettings
 from controller.steady import SteadyState
+from controller.store_recovery import StoreRecoveries
 from controller.temporal_client import TemporalSettings, check_namespace, connect
 from controller.watch import Watcher
 from controller.workqueue import QueueShutDown, WorkQueue
@@ -86,7 +87,12 @@ class Manager:
         reconciler = Reconciler(
             kube=kube,
             rollouts=rollouts,
-            steady=SteadyState(kube, self.rollout, self.settings),
+            steady=SteadyState(
+                kube,
+                self.rollout,
+                self.settings,
+                StoreRecoveries(client, self.temporal.task_queue),
+            ),
             settings=self.settings,
             dispatch=DispatchSettings(
                 runtime_version=self.rollout.runtime_version,

@@ -39,6 +39,7 @@ from controller.rollouts import Rollouts, RunningRollout
 from controller.settings import ControllerSettings
 from controller.steady import SteadyState
 from decisionmodel.api import GROUP, PLURAL, VERSION, DecisionModel, DecisionModelInvalid
+from decisionmodel.api_status import DecisionModelStatus
 from decisionmodel.conditions import is_condition_true
 from decisionmodel.contracts import (
     ConditionUpdate,
@@ -49,7 +50,7 @@ from decisionmodel.contracts import (
     StatusUpdate,
     workflow_id,
 )
-from decisionmodel.render.labels import ANNOTATION_PROMOTE, ANNOTATION_RETRY
+from decisionmodel.render.labels import ANNOTATION_PROMOTE, ANNOTATION_RETRY, selector_labels
 from decisionmodel.spec_mapping import dm_ref
 from decisionmodel.vocabulary import ConditionType, EventReason, Reason
 from kube.client import DecisionModelGone, Kube
@@ -121,13 +122,18 @@ def decide(dm: DecisionModel, desired: DesiredRevision, running: list[RunningRol
             why="the spec asks for the stable revision",
         )
     retry = None
-    if failed is not None and failed.hash == desired.requested_hash:
+    if failed is not None and desired.is_revision(failed):
         if not token or token == consumed:
             # A run of this revision may still be finishing its rollback (status is recorded
             # before the candidate's objects go), or be the retry of the consumed token: let it.
+            # The run of the consumed retry token is this revision too, whatever hash its
+            # search attribute shows (the unresolved one, or a new digest's after resolve).
+            retry_run = workflow_id(ref, desired.requested_hash, consumed) if consumed else None
             return Decision(
                 cancel=tuple(
-                    r.workflow_id for r in running if r.revision not in (None, failed.hash)
+                    r.workflow_id
+                    for r in running
+                    if r.revision not in (None, failed.hash) and r.workflow_id != retry_run
                 ),
                 why=f"revision {failed.hash} failed ({failed.reason}); set a new "
                 f"{ANNOTATION_RETRY} value to retry",
@@ -416,6 +422,10 @@ class Reconciler:
         progress = await self.rollouts.progress(wid)
         if progress is None or progress.phase != Phase.AWAITING_PROMOTION:
             return  # early: keep the annotation, forward once the candidate waits
+        if approval == progress.revision and progress.expected_approval:
+            # The reference's form: the candidate's hash. It names the candidate that waits
+            # now, so it stands for that candidate's full token (a stale hash never matches).
+            approval = progress.expected_approval
         refusal = await self.rollouts.approve(wid, approval)
         if refusal is not None:
             await emit_event(self.kube, ref, EventReason.APPROVAL_REJECTED, refusal, "Warning")
@@ -445,17 +455,12 @@ class Reconciler:
             for result in health.probe_transitions:
                 self.metrics.record_probe_transition(ref.namespace, ref.name, result)
             want.replicas = {"desired": health.desired, "modelReady": health.model_ready}
+            want.selector = ",".join(
+                f"{k}={v}" for k, v in sorted(selector_labels(ref.name, record.hash).items())
+            )
             want.conditions = list(health.conditions)
             if phase_now == Phase.ROLLED_BACK:
-                want.conditions = [c for c in want.conditions if c.type != ConditionType.READY]
-                want.conditions.append(
-                    Cond(
-                        ConditionType.READY,
-                        "True" if health.model_ready else "False",
-                        Reason.CANDIDATE_REJECTED,
-                        "the candidate was rejected; the stable revision keeps serving",
-                    )
-                )
+                want.conditions = _rejected(want.conditions, status, health.model_ready > 0)
             # Steady phases follow the stable's health; a RolledBack/Failed phase stays until the
             # spec changes — and returning the spec to the stable revision is such a change.
             steady = phase_now in (Phase.READY, Phase.DEGRADED, Phase.PENDING, None)
@@ -465,6 +470,7 @@ class Reconciler:
                 new_phase = Phase.DEGRADED if degraded else Phase.READY
         else:
             want.replicas = {"desired": dm.spec.replicas, "modelReady": 0}
+            want.conditions.append(_no_stable(phase_now))
         await self._runtime_update(ref, dm, want)
         if queued:
             new_phase = Phase.PENDING
@@ -490,6 +496,39 @@ class Reconciler:
         key = f"{ref.namespace}/{ref.name}"
         self.metrics.record_accepted_status(ref.namespace, ref.name, self.seen.get(key), current)
         self.seen[key] = current
+
+
+def _rejected(
+    conditions: list[ConditionUpdate], status: DecisionModelStatus | None, serving: bool
+) -> list[ConditionUpdate]:
+    """RolledBack (seed 001): Ready says the stable serves, Degraded=True says why the
+    candidate was rejected (its failure reason), until the spec changes."""
+    failed = status.failed_revision if status else None
+    reason = failed.reason if failed is not None and failed.reason else Reason.CANDIDATE_REJECTED
+    why = f"candidate {failed.hash} rejected: {failed.message}" if failed else "candidate rejected"
+    kept = [c for c in conditions if c.type not in (ConditionType.READY, ConditionType.DEGRADED)]
+    return [
+        *kept,
+        Cond(
+            ConditionType.READY,
+            "True" if serving else "False",
+            Reason.CANDIDATE_REJECTED,
+            "the candidate was rejected; the stable revision keeps serving",
+        ),
+        Cond(ConditionType.DEGRADED, "True", reason, f"{why}; the stable revision keeps serving"),
+    ]
+
+
+def _no_stable(phase: str | None) -> ConditionUpdate:
+    """Ready=False before the first promotion (reference: NoStableRevision)."""
+    where = f" (phase {phase})" if phase else ""
+    return Cond(
+        ConditionType.READY,
+        "False",
+        Reason.NO_STABLE_REVISION,
+        f"no revision has been promoted yet{where}; the Service serves once the first "
+        "rollout promotes",
+    )
 
 
 __all__ = ["Decision", "Reconciler", "decide"]

@@ -25,6 +25,7 @@ from typing import Any
 from kubernetes.client.rest import ApiException
 
 from controller.settings import ControllerSettings
+from controller.store_recovery import StoreHealth, StoreRecoveries, store_health
 from decisionmodel.api import DecisionModel
 from decisionmodel.contracts import (
     ConditionUpdate,
@@ -40,9 +41,10 @@ from decisionmodel.render import (
 )
 from decisionmodel.render.labels import (
     ANNOTATION_APIKEY_CHECKSUM,
+    ANNOTATION_RETRY,
     deployment_name,
     pdb_name,
-    selector_labels,
+    prefetch_job_name,
     service_name,
     store_pvc_name,
 )
@@ -54,11 +56,13 @@ from kube import params
 from kube.client import Kube
 from kube.controller_status import Cond
 from kube.pod_gate import (
+    gate_event,
     gate_true,
     is_model_ready,
     is_terminating,
     pod_ip,
     probe_eligible,
+    probe_result,
     set_gate,
     state_from_verdict,
 )
@@ -71,14 +75,6 @@ READY, DEGRADED, MODEL_READY = (
     ConditionType.DEGRADED,
     ConditionType.MODEL_READY,
 )
-
-PROBE_RESULT = {
-    Reason.MODEL_READY: "ready",
-    Reason.DIGEST_MISMATCH: "digest_mismatch",
-    Reason.DEVICE_MISMATCH: "device_mismatch",
-    Reason.NOT_PINNED: "not_pinned",
-    Reason.PROBE_ERROR: "error",
-}
 
 
 @dataclass
@@ -108,10 +104,18 @@ def _quantity_bytes(q: str) -> float:
 
 
 class SteadyState:
-    def __init__(self, kube: Kube, rollout: RolloutSettings, settings: ControllerSettings) -> None:
+    def __init__(
+        self,
+        kube: Kube,
+        rollout: RolloutSettings,
+        settings: ControllerSettings,
+        recoveries: StoreRecoveries | None = None,
+    ) -> None:
         self.kube = kube
         self.rollout = rollout
         self.settings = settings
+        # Starts and reads store recovery workflows (seed 001 StoreLost); None: not checked.
+        self.recoveries = recoveries
         self.secrets = SecretReader(kube)
         # Consecutive probe errors per Pod UID (in memory: a restart forgives, harmlessly).
         self.probe_errors: dict[str, int] = {}
@@ -144,17 +148,14 @@ class SteadyState:
         await self._ensure_pdb(inp, conflicts)
         await self._ensure_service(dm, stable.hash, conflicts)
         await self._cache(inp, cache_problems)
+        store = await self._store(model, inp)
 
-        pods = await Kube.run(
-            self.kube.list_pods, dm.namespace, selector_labels(dm.name, stable.hash)
-        )
-        for pod in pods:
-            result = await self._probe(pod, stable, api_key)
+        pods = await Kube.run(self.kube.list_revision_pods, dm.namespace, dm.name, stable.hash)
+        for pod in pods if store.probe else []:
+            result = await self._probe(dm, pod, stable, api_key)
             if result is not None:
                 health.probe_transitions.append(result)
-        pods = await Kube.run(
-            self.kube.list_pods, dm.namespace, selector_labels(dm.name, stable.hash)
-        )
+        pods = await Kube.run(self.kube.list_revision_pods, dm.namespace, dm.name, stable.hash)
         health.model_ready = sum(1 for p in pods if is_model_ready(p) and not is_terminating(p))
 
         ready, desired = health.model_ready, health.desired
@@ -187,12 +188,30 @@ class SteadyState:
             health.conditions.append(
                 Cond(READY, "False", Reason.RESOURCE_CONFLICT, "; ".join(conflicts))
             )
+        elif store.condition is not None:
+            degraded = store.condition
+            health.degraded_reason = store.condition.reason
         elif ready < desired:
             reason = Reason.REPLICAS_NOT_MODEL_READY if ready else Reason.NO_MODEL_READY_PODS
             degraded = Cond(DEGRADED, "True", reason, f"{ready}/{desired} replicas model-ready")
         elif cache_problems:
             degraded = cache_problems[0]
         health.conditions.append(degraded or Cond(DEGRADED, "False", Reason.AS_EXPECTED, ""))
+        return health
+
+    async def _store(self, model: DecisionModel, inp: RevisionObjectsInput) -> StoreHealth:
+        """The stable's store: lost, being recovered, failed to recover, or being deleted."""
+        if self.recoveries is None:
+            return StoreHealth()
+        name = store_pvc_name(inp.dm.name, inp.record.hash)
+        pvc = await Kube.run(self.kube.get, "PersistentVolumeClaim", inp.dm.namespace, name)
+        retry = (model.metadata.annotations or {}).get(ANNOTATION_RETRY)
+        health = await store_health(self.recoveries, inp, pvc, retry)
+        if health.condition is not None and health.condition.reason == Reason.STORE_TERMINATING:
+            # The finished prefetch Job's Pod references the PVC too and can keep it Terminating
+            # (seen: the PVC outlived the stable Pods); it is ours and done: remove it.
+            job = prefetch_job_name(inp.dm.name, inp.record.hash)
+            await Kube.run(self.kube.delete_owned, "Job", inp.dm.namespace, job, inp.dm.uid)
         return health
 
     # -- objects ---------------------------------------------------------------------------
@@ -336,7 +355,7 @@ class SteadyState:
 
     # -- probing ---------------------------------------------------------------------------
     async def _probe(
-        self, pod: dict[str, Any], stable: RevisionRecord, api_key: str | None
+        self, dm: DMRef, pod: dict[str, Any], stable: RevisionRecord, api_key: str | None
     ) -> str | None:
         """Inspect one Pod and set its gate; the probe-result label when the gate changed."""
         if not probe_eligible(pod):
@@ -374,7 +393,9 @@ class SteadyState:
         if found.reason == Reason.DIGEST_MISMATCH:
             log.warning("stable Pod %s reports another digest", pod["metadata"]["name"])
         written = await set_gate(self.kube, pod, state)
-        return PROBE_RESULT.get(found.reason, "error") if written else None
+        if written:
+            await gate_event(self.kube, dm, pod, found)
+        return probe_result(found) if written else None
 
 
 def _api_key_env(deployment: dict[str, Any]) -> dict[str, Any] | None:

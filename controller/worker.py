@@ -15,7 +15,7 @@ import os
 import signal
 from datetime import timedelta
 
-from prometheus_client import CollectorRegistry, Histogram, generate_latest
+from prometheus_client import CollectorRegistry, Counter, Histogram, generate_latest
 from temporalio.client import Client
 from temporalio.worker import Worker
 
@@ -27,6 +27,7 @@ from controller.worker_progress import ProgressInterceptor
 from decisionmodel.settings import RolloutSettings
 from kube.client import Kube
 from workflows.rollout import RolloutWorkflow
+from workflows.store_recovery import StoreRecoveryWorkflow
 
 log = logging.getLogger("dmrollout.worker")
 
@@ -47,6 +48,17 @@ class WorkerMetrics:
             "Duration of a model registry tag→digest resolution.",
             registry=self.registry,
         )
+        # The gate transitions of candidate Pods, judged here during warm-up (the controller
+        # counts the stable's): the same series, summed by namespace and name in the alerts.
+        self.probe_results = Counter(
+            "decisionmodel_probe_results",
+            "Model-readiness probe outcomes, counted on a gate transition.",
+            ["namespace", "name", "result"],
+            registry=self.registry,
+        )
+
+    def record_probe_transition(self, namespace: str, name: str, result: str) -> None:
+        self.probe_results.labels(namespace, name, result).inc()
 
     def observe_resolve(self, seconds: float) -> None:
         self.resolve_duration.observe(seconds)
@@ -64,9 +76,12 @@ def build_worker(
     return Worker(
         client,
         task_queue=task_queue,
-        workflows=[RolloutWorkflow],
+        workflows=[RolloutWorkflow, StoreRecoveryWorkflow],
         activities=build_activities(
-            kube, settings, metrics.observe_resolve if metrics is not None else None
+            kube,
+            settings,
+            metrics.observe_resolve if metrics is not None else None,
+            metrics.record_probe_transition if metrics is not None else None,
         ),
         max_concurrent_activities=max_concurrent_activities,
         interceptors=[ProgressInterceptor(progress)] if progress is not None else [],

@@ -14,7 +14,7 @@ from typing import Any, Final
 
 from pydantic import Field
 
-from decisionmodel.api_spec import DIGEST_PATTERN, Device, Engine, WireModel
+from decisionmodel.api_spec import DIGEST_PATTERN, Device, Engine, SchedulingSpec, WireModel
 from decisionmodel.vocabulary import EvaluationResult as EvaluationResult
 from decisionmodel.vocabulary import Phase as Phase
 
@@ -87,6 +87,11 @@ class RevisionStatus(WireModel):
         default=None,
         max_length=64,
         description="Hash of the scheduling constraints; unset when there were none.",
+    )
+    scheduling: SchedulingSpec | None = Field(
+        default=None,
+        description="The scheduling constraints the revision's Pods run with, recorded so the "
+        "stable keeps its placement when it is restored after spec.scheduling changed.",
     )
 
 
@@ -193,6 +198,12 @@ class DecisionModelStatus(WireModel):
     )
     replicas: ReplicasStatus | None = Field(
         default=None, description="Replica counts of the stable revision."
+    )
+    selector: str | None = Field(
+        default=None,
+        max_length=1024,
+        description="Label selector of the stable revision's Pods, for the scale subresource "
+        "(an HorizontalPodAutoscaler or KEDA targets the DecisionModel, never its Deployment).",
     )
     evaluation: EvaluationStatus | None = Field(
         default=None, description="Result of the latest evaluation."

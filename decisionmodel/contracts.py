@@ -29,9 +29,12 @@ EVALUATE = "evaluate"
 PROMOTE = "promote"
 DELETE_REVISION = "delete_revision"
 RECORD_STATUS = "record_status"
+RECOVER_STORE_BEGIN = "recover_store_begin"
+RECOVER_STORE_END = "recover_store_end"
 
 TASK_QUEUE = "dmrollout-rollouts"
 WORKFLOW_ID_PREFIX = "rollout"
+STORE_WORKFLOW_ID_PREFIX = "store"
 
 
 class Contract(BaseModel):
@@ -82,6 +85,7 @@ class RevisionRecord(Contract):
     resources: dict[str, Any] = Field(default_factory=dict)
     precision: str | None = None
     placement: str | None = None
+    scheduling: dict[str, Any] = Field(default_factory=dict)  # wire form, as RevisionSpec's
 
     def to_status(self) -> dict[str, Any]:
         wire = {
@@ -95,6 +99,7 @@ class RevisionRecord(Contract):
             "resources": self.resources or None,
             "precision": self.precision,
             "placement": self.placement,
+            "scheduling": self.scheduling or None,
         }
         # An unresolved revision (failed before resolve) has no digest: leave it out.
         return {k: v for k, v in wire.items() if v not in (None, "")}
@@ -187,6 +192,13 @@ def workflow_id(dm: DMRef, revision: str, retry_token: str | None = None) -> str
     return f"{base}/{retry_key(retry_token)}" if retry_token else base
 
 
+def store_workflow_id(dm: DMRef, revision: str, retry_token: str | None = None) -> str:
+    """``store/<ns>/<name>/<revision>[/<retry generation>]``: one recovery of a stable store at a
+    time; a decisionmodel.io/retry value starts a new one after a failed recovery."""
+    base = f"{STORE_WORKFLOW_ID_PREFIX}/{dm.namespace}/{dm.name}/{revision}"
+    return f"{base}/{retry_key(retry_token)}" if retry_token else base
+
+
 # --- activity inputs and results --------------------------------------------------------------
 
 
@@ -269,6 +281,10 @@ class PromoteInput(Contract):
     candidate: RevisionRecord
     replicas: int
     stable: RevisionRecord | None = None
+    # For the re-check of the candidate's Pods right before the promotion is recorded (a
+    # candidate held for an approval may have lost its model or its pin since warm-up).
+    model: str = ""
+    api_key: KeyRef | None = None
 
 
 class PromoteResult(Contract):
@@ -320,6 +336,19 @@ class StatusUpdate(Contract):
 
 
 # --- messages ---------------------------------------------------------------------------------
+
+
+class StoreRecoveryInput(Contract):
+    """The stable revision whose store PVC is lost, as the steady state renders it."""
+
+    objects: RevisionObjectsInput
+    retry_token: str | None = None
+
+
+class StoreRecoveryOutcome(Contract):
+    recovered: bool
+    reason: str | None = None
+    message: str | None = None
 
 
 class RejectedApproval(Contract):

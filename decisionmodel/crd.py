@@ -254,7 +254,17 @@ def render_crd() -> dict[str, Any]:
                     "name": VERSION,
                     "served": True,
                     "storage": True,
-                    "subresources": {"status": {}},
+                    # The scale subresource: an HPA or KEDA scales spec.replicas, which the
+                    # controller applies to the stable in place (seed 000: autoscaler
+                    # compatible); its Pods are found through status.selector.
+                    "subresources": {
+                        "status": {},
+                        "scale": {
+                            "specReplicasPath": ".spec.replicas",
+                            "statusReplicasPath": ".status.replicas.modelReady",
+                            "labelSelectorPath": ".status.selector",
+                        },
+                    },
                     "additionalPrinterColumns": [dict(c) for c in PRINTER_COLUMNS],
                     "schema": {"openAPIV3Schema": root_schema()},
                 }

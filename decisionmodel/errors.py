@@ -74,10 +74,20 @@ class ModelNotFound(DmrolloutError):
 
 
 class RegistryError(DmrolloutError):
-    """The registry could not be read: transport error, 5xx/429 past the retry budget, an
-    unexpected status, a body that is not a schema-2 manifest, a refused redirect."""
+    """The registry answered, but not with a usable manifest: an unexpected status (401, 403…),
+    a body that is not a schema-2 manifest, a refused redirect, a body over the cap."""
 
     reason = Reason.REGISTRY_ERROR
+    permanent = False
+
+
+class RegistryUnavailable(RegistryError):
+    """The registry could not be reached, or kept answering 429/5xx or nothing, past the
+    resolver's retry budget: down, unreachable from the worker, or spoken to in the wrong scheme
+    (a plain-http registry named without ``http://``). A RegistryError, so callers that handle
+    registry failures as one class keep doing so; its own reason tells the two apart."""
+
+    reason = Reason.REGISTRY_UNAVAILABLE
     permanent = False
 
 
@@ -252,6 +262,7 @@ ALL_ERRORS: tuple[type[DmrolloutError], ...] = (
     RegistryNotAllowed,
     ModelNotFound,
     RegistryError,
+    RegistryUnavailable,
     DigestMismatch,
     PrefetchFailed,
     DeviceMismatch,

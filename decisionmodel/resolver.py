@@ -11,6 +11,8 @@ Behaviour, each point because of a failure seen or a guard the reference has:
   RegistryError (transient at the activity level);
 - transport errors, 429 and 5xx are retried with exponential backoff and jitter, honouring
   ``Retry-After`` (seconds or HTTP-date), within a bounded number of attempts and total time;
+  past that budget they are RegistryUnavailable (a RegistryError), whose message names the
+  registry and what to check: reachability, and the scheme (a host without one is https);
 - the body is streamed and capped, so a hostile registry cannot exhaust memory;
 - redirects are followed by hand and refused when they change scheme, host or port, so a
   registry cannot bounce the resolver to a host the allow-list never approved;
@@ -34,7 +36,7 @@ from types import TracebackType
 import httpx
 from pydantic import BaseModel, ConfigDict
 
-from decisionmodel.errors import ModelNotFound, RegistryError
+from decisionmodel.errors import ModelNotFound, RegistryError, RegistryUnavailable
 from decisionmodel.names import ModelRef, check_registry_allowed
 
 MANIFEST_MEDIA_TYPE = "application/vnd.docker.distribution.manifest.v2+json"
@@ -104,6 +106,24 @@ def retry_after_seconds(value: str | None, now: datetime) -> float | None:
 def _origin(url: httpx.URL) -> tuple[str, str, int | None]:
     port = url.port if url.port is not None else _DEFAULT_PORTS.get(url.scheme)
     return url.scheme, url.host, port
+
+
+def unavailable_fix(ref: ModelRef, allow_insecure: bool) -> str:
+    """What to check when ``ref``'s registry cannot be reached. An https registry may really be
+    a plain-http one named without a scheme (RUNTIME_API.md: a host without a scheme is https),
+    which fails as a TLS error that reads like an outage; say how to name it instead."""
+    check = (
+        f"check that {ref.registry_base} is up and reachable from the worker (proxy, NO_PROXY, "
+        "egress policy)"
+    )
+    if ref.scheme == "http":
+        return check
+    insecure = "" if allow_insecure else ", which needs --allow-insecure-registries (dev only)"
+    return (
+        f"{check}; a registry host without a scheme means https: if {ref.host} serves plain "
+        f"http, name it http://{ref.host}/{ref.namespace}/{ref.model}:{ref.tag} in spec.model "
+        f"(or http://{ref.host} in --ollaya-registry for names without a host){insecure}"
+    )
 
 
 class _Retryable(Exception):
@@ -195,29 +215,33 @@ class RegistryResolver:
                 problem = err.message
                 retry_after = retry_after_seconds(err.retry_after, self._now())
             except TimeoutError:
-                raise RegistryError(
-                    f"resolving {ref.canonical}: no answer from {ref.registry_base} within the "
-                    f"{policy.total_timeout:g} s resolve budget; check the registry or the proxy"
+                raise self._unavailable(
+                    ref,
+                    f"no answer from {ref.registry_base} within the "
+                    f"{policy.total_timeout:g} s resolve budget",
                 ) from None
             else:
                 return self._accept(ref, body)
 
             if failures >= policy.max_attempts:
-                raise RegistryError(
-                    f"resolving {ref.canonical}: gave up after {failures} attempts, last: "
-                    f"{problem}; check the registry {ref.registry_base} (or the proxy)"
-                )
+                raise self._unavailable(ref, f"gave up after {failures} attempts, last: {problem}")
             if retry_after is not None:
                 wait = min(retry_after, policy.max_retry_after)
             else:
                 wait = policy.backoff(failures, self._rng())
             if self._clock() + wait > deadline:
-                raise RegistryError(
-                    f"resolving {ref.canonical}: gave up after {failures} attempts within the "
-                    f"{policy.total_timeout:g} s resolve budget, last: {problem}; check the "
-                    f"registry {ref.registry_base} (or the proxy)"
+                raise self._unavailable(
+                    ref,
+                    f"gave up after {failures} attempts within the {policy.total_timeout:g} s "
+                    f"resolve budget, last: {problem}",
                 )
             await self._sleep(wait)
+
+    def _unavailable(self, ref: ModelRef, what: str) -> RegistryUnavailable:
+        return RegistryUnavailable(
+            f"resolving {ref.canonical}: registry {ref.registry_base} unavailable: {what}; "
+            f"{unavailable_fix(ref, self._allow_insecure)}"
+        )
 
     async def _fetch(self, ref: ModelRef) -> bytes:
         """One attempt: GET the manifest, following same-origin redirects. Returns the body of

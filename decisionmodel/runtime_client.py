@@ -8,6 +8,9 @@ HTTP(S)_PROXY"). The key is held privately and never appears in a message, repr 
 The gate (REFERENCE.md "Readiness gate"): warmup ``POST /api/decide {"model", "keep_alive": -1}``
 expecting ``done_reason: "load"``, then ``GET /api/ps``; ``verdict`` turns what was seen into
 ModelReady or the first failing reason of DigestMismatch, DeviceMismatch, NotPinned, ProbeError.
+A warmup the runtime refuses as malformed (a 4xx other than 401/404/408/429: in practice a model
+name it does not accept) is RuntimeRequestRejected, permanent: the same Pods will refuse the same
+name every round, so waiting for the starting deadline would only hide it.
 """
 
 from __future__ import annotations
@@ -44,6 +47,9 @@ DEFAULT_QUEUE_FULL_WAIT = 1.0
 # load failures, too short to carry a payload back into Events.
 _QUOTED_TEXT_LIMIT = 200
 _CUDA_DEVICE_RE = re.compile(r"cuda:[0-9]+")
+# 4xx answers that another attempt may get past: the key (401), a store still being filled
+# (404), a slow server (408), a full queue (429). Any other 4xx refuses the request itself.
+_RETRYABLE_4XX = frozenset({401, 404, 408, 429})
 
 Sleep = Callable[[float], Awaitable[None]]
 DeviceClass = Literal["cpu", "cuda"]
@@ -308,6 +314,15 @@ class RuntimeClient:
                 status=500,
                 code="MODEL_LOAD_FAILED",
             )
+        if 400 <= answer.status < 500 and answer.status not in _RETRYABLE_4XX:
+            raise RuntimeRequestRejected(
+                f"warmup of {model}: the runtime at {self._base_url} refused it "
+                f"({answer.status} {answer.error_code() or 'no code'}: {answer.error_text()!r}); "
+                "spec.model must be [http(s)://][host/][namespace/]model:tag (RUNTIME_API.md): "
+                "fix spec.model, or run a runtime version that accepts it (spec.runtimeVersion)",
+                status=answer.status,
+                code=answer.error_code(),
+            )
         self._raise_for_probe(answer, f"warmup of {model}")
         data = answer.json_object()
         done_reason = data.get("done_reason") if data else None
@@ -462,7 +477,14 @@ class RuntimeClient:
                     await response.aclose()
         except (TimeoutError, httpx.TimeoutException):
             raise ProbeError(
-                f"{what}: {self._base_url} did not answer within {seconds:g} s"
+                f"{what}: {self._base_url} did not answer within {seconds:g} s; check the "
+                "runtime's logs (a load slower than the warm-up timeout, an overloaded Pod)"
+            ) from None
+        except httpx.TransportError as err:
+            raise ProbeError(
+                f"{what}: {self._base_url} cannot be reached ({type(err).__name__}: {err}); "
+                "check the Pod's runtime is up and its port is reachable from the worker "
+                "(NetworkPolicy)"
             ) from None
         except httpx.HTTPError as err:
             raise ProbeError(f"{what}: {self._base_url}: {type(err).__name__}: {err}") from None

@@ -31,6 +31,7 @@ from decisionmodel.contracts import (
 )
 from decisionmodel.engine_params import DEFAULT_RUNTIME_VERSION, default_image
 from decisionmodel.revision import RevisionInputs, placement_hash, revision_hash
+from decisionmodel.sizing import effective_resources
 
 
 def dm_ref(dm: DecisionModel) -> DMRef:
@@ -109,8 +110,11 @@ def record_for(
         device=revision.device,
         image=image,
         runtime_version=runtime_version,
-        resources=dict(revision.resources),
+        # What the Pods run (built-in requests when the spec sets none), recorded so the stable
+        # keeps them; the hash above is over the spec's resources only.
+        resources=effective_resources(revision.model, revision.resources),
         placement=inputs.placement,
+        scheduling=dict(revision.scheduling) if inputs.placement else {},
     )
 
 
@@ -165,9 +169,11 @@ def stable_objects_input(
     """The stable revision as recorded, with today's in-place settings (replicas, cache, auth)
     from the spec: never the live identity fields."""
     spec = dm.spec
-    scheduling = spec.scheduling.to_wire()
+    # The recorded constraints (revisions recorded before they were); else today's spec when it
+    # still hashes to the recorded placement (the hash cannot be inverted).
+    scheduling = dict(stable.scheduling) or spec.scheduling.to_wire()
     if placement_hash(scheduling) != stable.placement:
-        scheduling = {}  # the spec moved on; the recorded placement hash cannot be inverted
+        scheduling = {}
     recorded = RevisionSpec(
         model=stable.model, device=stable.device, runtime_version=stable.runtime_version
     )

@@ -25,13 +25,15 @@ from kubernetes.client.rest import ApiException
 from decisionmodel.api import GROUP, PLURAL, VERSION
 from decisionmodel.contracts import DMRef
 from decisionmodel.errors import ResourceConflict
-from decisionmodel.render.labels import LABEL_NAME
+from decisionmodel.render.labels import LABEL_NAME, deployment_name, selector_labels
 from decisionmodel.settings import RolloutSettings
 from kube.timeouts import KubeTimeouts, bound_requests, configure
 
 T = TypeVar("T")
 
 ROLLOUT_FIELD_MANAGER = "dmrollout-rollout"
+# The label the Deployment controller puts on a ReplicaSet's Pods (and in its name).
+POD_TEMPLATE_HASH = "pod-template-hash"
 CONTROLLER_FIELD_MANAGER = "dmrollout-controller"
 REPORTING_CONTROLLER = "decisionmodel.io/dmrollout"
 
@@ -363,6 +365,13 @@ class Kube:
         items: list[dict[str, Any]] = body["items"]
         return items
 
+    def list_revision_pods(self, namespace: str, dm: str, revision: str) -> list[dict[str, Any]]:
+        """The serving Pods of one revision: labelled for it *and* controlled by a ReplicaSet of
+        its Deployment. A Pod that only carries the labels (anyone who can create Pods can set
+        them) is never probed, so it never receives the engine API key nor counts as ready."""
+        pods = self.list_pods(namespace, selector_labels(dm, revision))
+        return [p for p in pods if revision_replica_set(p) == deployment_name(dm, revision)]
+
     def list_pods(self, namespace: str, selector: dict[str, str]) -> list[dict[str, Any]]:
         label_selector = ",".join(f"{k}={v}" for k, v in sorted(selector.items()))
         body = self.raw(self.core.list_namespaced_pod, namespace, label_selector=label_selector)
@@ -408,6 +417,19 @@ def _transport_failure(error: urllib3.exceptions.HTTPError) -> str:
         f"the Kubernetes API server did not answer: the request {what} ({type(cause).__name__}); "
         "retrying. Check that the API server is up and reachable from dmrollout"
     )
+
+
+def revision_replica_set(pod: dict[str, Any]) -> str | None:
+    """The Deployment a Pod's controlling ReplicaSet belongs to: a ReplicaSet of Deployment
+    ``d`` is named ``d-<pod-template-hash>``, the hash the Pod carries as a label."""
+    meta = pod["metadata"]
+    template_hash = (meta.get("labels") or {}).get(POD_TEMPLATE_HASH)
+    for ref in meta.get("ownerReferences") or []:
+        if ref.get("controller") and ref.get("kind") == "ReplicaSet" and template_hash:
+            name = str(ref.get("name", ""))
+            suffix = f"-{template_hash}"
+            return name[: -len(suffix)] if name.endswith(suffix) else None
+    return None
 
 
 def dm_selector(dm_name: str) -> dict[str, str]:

@@ -21,7 +21,13 @@ from decisionmodel.vocabulary import CONTROLLER_CONDITION_TYPES, ConditionType, 
 from kube.client import CONTROLLER_FIELD_MANAGER, Kube
 from kube.status import apply_owned_status, merge_conditions
 
-CONTROLLER_FIELDS: Final = ("observedGeneration", "endpoint", "replicas", "lastRetryToken")
+CONTROLLER_FIELDS: Final = (
+    "observedGeneration",
+    "endpoint",
+    "replicas",
+    "lastRetryToken",
+    "selector",
+)
 
 
 def Cond(
@@ -43,6 +49,7 @@ class ControllerStatus:
     endpoint: str | None = None
     replicas: dict[str, int] | None = None
     last_retry_token: str | None = None
+    selector: str | None = None
     conditions: list[ConditionUpdate] = field(default_factory=list)
 
 
@@ -72,6 +79,8 @@ def build_controller_status(
         owned["replicas"] = dict(want.replicas)
     if want.last_retry_token is not None:
         owned["lastRetryToken"] = want.last_retry_token
+    if want.selector is not None:
+        owned["selector"] = want.selector
     merged = merge_conditions(
         _owned_conditions(current), CONTROLLER_CONDITION_TYPES, want.conditions, generation, now
     )

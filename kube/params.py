@@ -30,6 +30,7 @@ from decisionmodel.errors import ImageOverrideNotAllowed, InvalidRevisionParams
 from decisionmodel.names import parse_model_name
 from decisionmodel.render.labels import store_pvc_name
 from decisionmodel.settings import RolloutSettings
+from decisionmodel.sizing import effective_resources
 
 P = TypeVar("P")
 
@@ -166,7 +167,7 @@ def serving_params(
             store_claim_name=store_pvc_name(inp.dm.name, inp.record.hash),
             registry_url=registry_url(inp.revision.model, settings),
             replicas=inp.replicas,
-            resources=dict(inp.revision.resources),
+            resources=effective_resources(inp.revision.model, inp.revision.resources),
             access_modes=tuple(inp.cache.access_modes),
             api_key_secret_ref=secret_key_ref(inp.api_key),
             apikey_checksum=checksum,

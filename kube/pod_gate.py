@@ -20,10 +20,12 @@ from typing import Any, Final, Literal
 
 from kubernetes.client.rest import ApiException
 
+from decisionmodel.contracts import DMRef
 from decisionmodel.render.labels import READINESS_GATE
 from decisionmodel.runtime_client import GateVerdict
 from decisionmodel.vocabulary import POD_CONTAINERS_READY, POD_READY, Reason
 from kube.client import Kube
+from kube.status import emit_event
 
 GATE_TYPE: Final = READINESS_GATE
 READY_TYPE: Final = POD_READY
@@ -55,6 +57,32 @@ NOT_PINNED_MESSAGE: Final = (
     "loaded but not pinned (expires_at is set), the runtime may evict it; the warmup pins it "
     "with keep_alive -1, persisting means the runtime drops the pin"
 )
+
+
+MISMATCH_REASONS: Final = frozenset({Reason.DIGEST_MISMATCH, Reason.DEVICE_MISMATCH})
+
+# decisionmodel_probe_results_total's `result` label per gate reason (seed 004).
+PROBE_RESULTS: Final = {
+    Reason.MODEL_READY: "ready",
+    Reason.DIGEST_MISMATCH: "digest_mismatch",
+    Reason.DEVICE_MISMATCH: "device_mismatch",
+    Reason.NOT_PINNED: "not_pinned",
+    Reason.PROBE_ERROR: "error",
+}
+
+
+def probe_result(found: GateVerdict) -> str:
+    return PROBE_RESULTS.get(found.reason, "error")
+
+
+async def gate_event(kube: Kube, dm: DMRef, pod: dict[str, Any], found: GateVerdict) -> None:
+    """A Warning Event on the DecisionModel when a Pod's gate turns False for a wrong digest or
+    device (seed 001: the Pod looks healthy to Kubernetes but serves the wrong model)."""
+    if found.ready or found.reason not in MISMATCH_REASONS:
+        return
+    name = pod["metadata"]["name"]
+    message = f"Pod {name} kept out of the Service: {found.message[:MAX_MESSAGE_CHARS]}"
+    await emit_event(kube, dm, found.reason, message, "Warning")
 
 
 def state_from_verdict(found: GateVerdict) -> GateState:

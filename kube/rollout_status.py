@@ -16,10 +16,18 @@ from collections.abc import Mapping
 from datetime import datetime
 from typing import Any, Final
 
+from kubernetes.client.rest import ApiException
+
 from decisionmodel.api_status import EvaluationGates, EvaluationStatus
-from decisionmodel.contracts import EvaluationOutcome, RevisionRecord, StatusUpdate
-from decisionmodel.vocabulary import ROLLOUT_CONDITION_TYPES
-from kube.client import ROLLOUT_FIELD_MANAGER, Kube
+from decisionmodel.contracts import (
+    ConditionUpdate,
+    DMRef,
+    EvaluationOutcome,
+    RevisionRecord,
+    StatusUpdate,
+)
+from decisionmodel.vocabulary import ROLLOUT_CONDITION_TYPES, ConditionType
+from kube.client import ROLLOUT_FIELD_MANAGER, APIServerUnavailable, Kube
 from kube.status import apply_owned_status, emit_event, merge_conditions, wire_time
 
 log = logging.getLogger(__name__)
@@ -214,6 +222,26 @@ async def write_status(kube: Kube, update: StatusUpdate) -> dict[str, Any] | Non
 
     applied = await apply_owned_status(kube, update.dm, build, ROLLOUT_FIELD_MANAGER)
     return applied[1] if applied else None
+
+
+async def show_guard(
+    kube: Kube, dm: DMRef, condition: ConditionType, reason: str, message: str, first: bool
+) -> None:
+    """A guard holds a step (an unlabelled Secret, a foreign object): the step's condition says
+    so at once, False with the guard's reason and the fix, and a Warning Event on the first
+    attempt. Best effort: the step is retried either way, and the next attempt shows it again."""
+    update = StatusUpdate(
+        dm=dm,
+        conditions=[
+            ConditionUpdate(type=condition, status="False", reason=reason, message=message)
+        ],
+    )
+    try:
+        await write_status(kube, update)
+        if first:
+            await emit_event(kube, dm, reason, message, "Warning")
+    except (ApiException, APIServerUnavailable) as e:
+        log.warning("could not show %s on %s: %s", reason, dm.name, e)
 
 
 async def emit_update_event(kube: Kube, update: StatusUpdate) -> None:

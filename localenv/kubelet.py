@@ -5,14 +5,16 @@
   (kwok's stages set Ready only for Pods without gates: ``localenv.kwok_stages``).
 - **Job Pods.** kwok leaves Pods of Jobs alone; this runs them. A Pod with a container named
   ``prefetch`` (dmrollout's prefetch Job) behaves as that container's script does with the real
-  ``ollaya pull``: it pulls ``$MODEL`` from the registry (``$OLLAYA_REGISTRY``, else the model's
-  host, else ollaya.dev — unreachable here, so a transient failure) into the PVC mounted at the
-  store path, then compares the sha256 of the stored manifest with ``$EXPECTED_DIGEST``. Exit
-  codes are the Job's contract: 0 ok, 1 PullFailed (registry error: the Job controller retries
-  under backoffLimit), 3 ModelNotFound, 4 DigestMismatch (digest pinned by the user), 5 the tag
-  moved (digest resolved from the tag by dmrollout). The reason line goes into the container's
-  termination message, as ``/dev/termination-log`` would. Any other Job Pod exits with the code
-  in annotation ``sim.dmrollout.dev/exit-code`` (default 0).
+  ``ollaya pull``: it reads ``$MODEL`` as the runtime does (``simulators.model_names``: the
+  name's own host and scheme, https when it has none; for a host-less name ``$OLLAYA_REGISTRY``,
+  else ollaya.dev — unreachable here, so a transient failure), pulls it into the PVC mounted at
+  ``$OLLAYA_MODELS`` where the runtime keeps it, then compares the sha256 of
+  ``$STORE_MANIFEST`` (ManifestMissing when that is not where the pull wrote) with
+  ``$EXPECTED_DIGEST``. Exit codes are the Job's contract: 0 ok, 1 PullFailed (registry error:
+  the Job controller retries under backoffLimit), 3 ModelNotFound, 4 DigestMismatch (digest
+  pinned by the user), 5 the tag moved (digest resolved from the tag by dmrollout). The reason
+  line goes into the container's termination message, as ``/dev/termination-log`` would. Any
+  other Job Pod exits with the code in annotation ``sim.dmrollout.dev/exit-code`` (default 0).
 - **Volumes.** A provisioner for the storage classes of ``localenv.cluster`` (a directory per
   PVC, see ``simulators.volumes``), deletion of released volumes, and in-place expansion when the
   class allows it (what an external resizer does).
@@ -42,18 +44,16 @@ from typing import Any
 from kubernetes import client, config, watch
 from kubernetes.client.rest import ApiException
 
-from decisionmodel.errors import InvalidModelName
-from decisionmodel.names import parse_model_name
 from localenv.cluster import PROVISIONER
 from localenv.kwok_stages import JOB_POD_LABEL
-from simulators.volumes import volume_dir
+from simulators.model_names import InvalidModelName, ModelRef, parse_model_name
+from simulators.volumes import host_dir_name, volume_dir
 
 log = logging.getLogger("localenv.kubelet")
 
 SIM_PREFIX = "sim.dmrollout.dev/"
 PROVISIONED_BY = "pv.kubernetes.io/provisioned-by"
 PREFETCH_CONTAINER = "prefetch"
-DEFAULT_REGISTRY = "https://ollaya.dev"
 MANIFEST_CAP = 4 * 1024 * 1024
 
 
@@ -272,15 +272,18 @@ class FakeKubelet:
         model = env.get("MODEL", "")
         expected = env.get("EXPECTED_DIGEST", "")
         store_manifest = env.get("STORE_MANIFEST", "")
-        store_dir, relative = self._store_for(pod, container, store_manifest)
-        if store_dir is None:
-            # Nothing mounted there: the container's root filesystem is read-only.
-            return _pull_failed(f"write {store_manifest}: read-only file system")
-        registry = env.get("OLLAYA_REGISTRY") or DEFAULT_REGISTRY
+        # `ollaya pull` reads the name as the runtime does (simulators.model_names, the
+        # contract's grammar), not as dmrollout does: a disagreement must show up here.
         try:
-            ref = parse_model_name(model, default_registry=registry)
+            ref = parse_model_name(model, env.get("OLLAYA_REGISTRY"))
         except InvalidModelName as e:
             return _pull_failed(str(e))
+        # ...and writes where the runtime keeps the model, under $OLLAYA_MODELS.
+        pulled = f"{env.get('OLLAYA_MODELS', '').rstrip('/')}/{_runtime_manifest_path(ref)}"
+        store_dir, relative = self._store_for(pod, container, pulled)
+        if store_dir is None:
+            # Nothing mounted there: the container's root filesystem is read-only.
+            return _pull_failed(f"write {pulled}: read-only file system")
         # ``ollaya pull``: manifest, then every blob, each verified, then written to the store.
         try:
             manifest = _http_get(ref.manifest_url, MANIFEST_CAP)
@@ -289,7 +292,7 @@ class FakeKubelet:
                 return JobOutcome(3, f"ModelNotFound: {model} not found in registry")
             return _pull_failed(f"pull model manifest: registry answered {e.code}")
         except (urllib.error.URLError, OSError) as e:
-            return _pull_failed(f"pull model manifest: {ref.registry_base} unreachable: {e}")
+            return _pull_failed(f"pull model manifest: {ref.base_url} unreachable: {e}")
         try:
             doc = json.loads(manifest)
             descriptors = [doc["config"], *doc.get("layers", [])]
@@ -309,8 +312,13 @@ class FakeKubelet:
         target = store_dir / relative
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_bytes(manifest)
-        # The script's check: sha256sum of the stored manifest against the expected digest.
-        got = hashlib.sha256(target.read_bytes()).hexdigest()
+        # The script's check: sha256sum of $STORE_MANIFEST (dmrollout's idea of the path)
+        # against the expected digest; missing when dmrollout and the runtime disagree.
+        check_dir, check_relative = self._store_for(pod, container, store_manifest)
+        checked = None if check_dir is None else check_dir / check_relative
+        if checked is None or not checked.is_file():
+            return JobOutcome(1, f"ManifestMissing: {store_manifest} not written by ollaya pull")
+        got = hashlib.sha256(checked.read_bytes()).hexdigest()
         if got != expected:
             if env.get("DIGEST_PINNED", "false") == "true":
                 return JobOutcome(4, f"DigestMismatch: expected {expected} got {got}")
@@ -419,6 +427,12 @@ class FakeKubelet:
 def _pull_failed(detail: str) -> JobOutcome:
     # The script's fallback: `PullFailed: ollaya pull exited <rc>: <last line of its output>`.
     return JobOutcome(1, f"PullFailed: ollaya pull exited 1: Error: {detail}")
+
+
+def _runtime_manifest_path(ref: ModelRef) -> str:
+    """Where ``ollaya pull`` writes the manifest inside ``OLLAYA_MODELS`` (RUNTIME_API.md
+    "On-disk store"): keyed by host, the port's ``:`` written ``_``, whatever the scheme."""
+    return f"manifests/{host_dir_name(ref.host)}/{ref.namespace}/{ref.model}/{ref.tag}"
 
 
 def _blob_url(registry_url: str, descriptor: dict[str, Any], env: dict[str, str]) -> str:

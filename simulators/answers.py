@@ -206,6 +206,26 @@ def count_correct_pairs(
     return correct, total
 
 
+def count_failed_cases(
+    cases: Sequence[Mapping[str, Any]],
+    accuracy: float,
+    confidence: float = DEFAULT_CONFIDENCE,
+) -> int:
+    """Cases with at least one wrong or missing answer (status.evaluation.failedCases)."""
+    failed = 0
+    for case in cases:
+        answers = answer_case(case, accuracy, confidence)
+        tolerance = case.get("tolerance") or {}
+        for qid, expected in case["expected"].items():
+            question = case["questions"].get(qid)
+            if question is None or not pair_correct(
+                question, expected, answers.get(qid), tolerance.get(qid)
+            ):
+                failed += 1
+                break
+    return failed
+
+
 def expected_accuracy(
     cases: Sequence[Mapping[str, Any]],
     accuracy: float,

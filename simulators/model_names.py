@@ -1,9 +1,13 @@
 """Ollaya model names as the runtime simulator parses them (RUNTIME_API.md, "Registry").
 
 `[host/][namespace/]model:tag`, lower-cased. The first segment is a host when it contains `.` or
-`:` or is `localhost`; otherwise the host comes from `OLLAYA_REGISTRY` (which may carry
-`http://` or `https://`), else `https://ollaya.dev`. The default namespace is `library`; a bare
-name means `:latest`.
+`:` or is `localhost`, or when it carries `http://` or `https://` (a scheme can only prefix a
+host). A host written without a scheme is https, whatever `OLLAYA_REGISTRY` says: that variable
+is the registry of host-less names only (seed 001: "an explicit host in the name overrides
+--ollaya-registry for that model"). A host-less name takes the host and scheme of
+`OLLAYA_REGISTRY` (a base such as `http://127.0.0.1:5000`; https when it has no scheme), else
+`https://ollaya.dev`. The default namespace is `library`; a bare name means `:latest`; more than
+three segments is invalid.
 """
 
 from __future__ import annotations
@@ -14,6 +18,7 @@ from dataclasses import dataclass
 DEFAULT_REGISTRY = "https://ollaya.dev"
 DEFAULT_NAMESPACE = "library"
 DEFAULT_TAG = "latest"
+SCHEMES = ("http", "https")
 
 _PART = re.compile(r"^[a-z0-9_][a-z0-9_.-]{0,79}$")
 _HOST = re.compile(r"^[a-z0-9_][a-z0-9_.-]{0,79}(:[0-9]{1,5})?$")
@@ -33,7 +38,8 @@ class ModelRef:
 
     @property
     def key(self) -> str:
-        """One identity for a model however it was spelled (`laya:en` vs the full form)."""
+        """One identity for a model however it was spelled (`laya:en` vs the full form, with or
+        without a scheme): the store is keyed by host, not by scheme."""
         return f"{self.host}/{self.namespace}/{self.model}:{self.tag}"
 
     @property
@@ -48,21 +54,48 @@ class ModelRef:
         return f"{self.base_url}/v2/{self.namespace}/{self.model}/blobs/{digest}"
 
 
+def _split_scheme(value: str) -> tuple[str | None, str]:
+    """`(scheme, rest)` of `http://…` or `https://…`; `(None, value)` without a scheme."""
+    for candidate in SCHEMES:
+        prefix = f"{candidate}://"
+        if value.startswith(prefix):
+            return candidate, value[len(prefix) :]
+    return None, value
+
+
 def split_registry(registry: str | None) -> tuple[str, str]:
     """`(scheme, host)` of a registry base such as `http://127.0.0.1:5000` or `ollaya.dev`."""
     value = (registry or DEFAULT_REGISTRY).strip().lower().rstrip("/")
-    scheme = "https"
-    for candidate in ("http", "https"):
-        prefix = f"{candidate}://"
-        if value.startswith(prefix):
-            scheme, value = candidate, value[len(prefix) :]
-    if not _HOST.match(value):
+    scheme, host = _split_scheme(value)
+    if not _HOST.match(host):
         raise InvalidModelName(f"invalid registry host {registry!r}")
-    return scheme, value
+    return scheme or "https", host
 
 
 def _is_host(segment: str) -> bool:
     return "." in segment or ":" in segment or segment == "localhost"
+
+
+def _split_tag(path: str) -> tuple[str, str]:
+    """`(path, tag)`: the tag follows the last `:` after the last `/` (a port's `:` is not)."""
+    slash, colon = path.rfind("/"), path.rfind(":")
+    if colon > slash:
+        return path[:colon], path[colon + 1 :]
+    return path, DEFAULT_TAG
+
+
+def _explicit_host(name: str, scheme: str | None, segments: list[str]) -> str | None:
+    """Pops and returns the name's own host, or None when the registry is the default one."""
+    reads_as_host = len(segments) == 3 or (len(segments) == 2 and _is_host(segments[0]))
+    if scheme is None and not reads_as_host:
+        return None
+    if len(segments) < 2:
+        raise InvalidModelName(f"invalid model name {name!r}: a scheme needs a host and a model")
+    host = segments.pop(0)
+    # Without a scheme only a host-looking segment is a host: `acme/team/laya` is no name.
+    if (scheme is None and not _is_host(host)) or not _HOST.match(host):
+        raise InvalidModelName(f"invalid registry host in model name {name!r}")
+    return host
 
 
 def parse_model_name(name: str, registry: str | None = None) -> ModelRef:
@@ -70,31 +103,21 @@ def parse_model_name(name: str, registry: str | None = None) -> ModelRef:
     value = name.strip().lower()
     if not value:
         raise InvalidModelName("model name is empty")
-    path, tag = value, DEFAULT_TAG
-    slash = value.rfind("/")
-    colon = value.rfind(":")
-    if colon > slash:
-        path, tag = value[:colon], value[colon + 1 :]
+    scheme, rest = _split_scheme(value)
+    path, tag = _split_tag(rest)
     segments = path.split("/")
     if len(segments) > 3:
         raise InvalidModelName(f"invalid model name {name!r}: more than three segments")
-    default_scheme, default_host = split_registry(registry)
-    scheme, host, namespace = default_scheme, default_host, DEFAULT_NAMESPACE
-    if len(segments) == 3 or (len(segments) == 2 and _is_host(segments[0])):
-        explicit = segments.pop(0)
-        if not _is_host(explicit) or not _HOST.match(explicit):
-            raise InvalidModelName(f"invalid registry host in model name {name!r}")
-        # An explicit host uses TLS unless it is the configured registry, whose scheme we know
-        # (an http:// mirror "makes the pull non-TLS automatically", seed 001).
-        scheme = default_scheme if explicit == default_host else "https"
-        host = explicit
-    if len(segments) == 2:
-        namespace = segments.pop(0)
+    host = _explicit_host(name, scheme, segments)
+    if host is None:
+        scheme, host = split_registry(registry)
+    namespace = segments.pop(0) if len(segments) == 2 else DEFAULT_NAMESPACE
     model = segments[0]
     for part, what in ((namespace, "namespace"), (model, "model"), (tag, "tag")):
         if not _PART.match(part):
             raise InvalidModelName(f"invalid {what} {part!r} in model name {name!r}")
-    return ModelRef(scheme=scheme, host=host, namespace=namespace, model=model, tag=tag)
+    # An explicit host without a scheme is https (RUNTIME_API.md: "default https").
+    return ModelRef(scheme=scheme or "https", host=host, namespace=namespace, model=model, tag=tag)
 
 
 def display_name(name: str) -> str:

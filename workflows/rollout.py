@@ -349,11 +349,24 @@ class RolloutWorkflow:
             inp.evaluation,
             state.evaluation.dataset_digest if state.evaluation else None,
         )
+        how = (
+            f"approve with: kubectl annotate dm {inp.dm.name} "
+            f"decisionmodel.io/promote={state.expected_approval} (or the candidate's hash "
+            f"{record.hash}), or dmrollout promote"
+        )
         await self._enter(
             Phase.AWAITING_PROMOTION,
             "awaiting promotion",
             event_reason=EventReason.AWAITING_PROMOTION,
             event_message=f"candidate {record.hash} awaits approval {state.expected_approval}",
+            conditions=[
+                ConditionUpdate(
+                    type=ConditionType.PROMOTED,
+                    status="False",
+                    reason=Reason.AWAITING_PROMOTION,
+                    message=f"candidate {record.hash} awaits approval; {how}",
+                )
+            ],
         )
         # No timeout (reference): a rollout may wait for a human as long as it takes.
         await workflow.wait_condition(lambda: self._state.approved)
@@ -388,7 +401,14 @@ class RolloutWorkflow:
         await self._enter(Phase.PROMOTING, "promote")
         promoted: PromoteResult = await self._activity(
             PROMOTE,
-            PromoteInput(dm=dm, candidate=record, replicas=inp.replicas, stable=inp.stable),
+            PromoteInput(
+                dm=dm,
+                candidate=record,
+                replicas=inp.replicas,
+                stable=inp.stable,
+                model=inp.revision.model,
+                api_key=inp.api_key,
+            ),
             PromoteResult,
             summary=f"promote {record.hash}: record stable, PDB, switch Service {dm.name}",
             start_to_close=timedelta(seconds=60),
@@ -439,6 +459,7 @@ class RolloutWorkflow:
         has_stable = inp.stable is not None
         phase = Phase.ROLLED_BACK if has_stable else Phase.FAILED
         failed = state.record or _unresolved_record(inp)
+        failed_step = state.step
         state.phase = phase
         state.step = "rollback"
         state.reason, state.message = reason, message
@@ -449,14 +470,7 @@ class RolloutWorkflow:
             failed_reason=reason,
             failed_message=message,
             clear_candidate=True,
-            conditions=[
-                ConditionUpdate(
-                    type=ConditionType.PROMOTED,
-                    status="False",
-                    reason=Reason.CANDIDATE_REJECTED if has_stable else reason,
-                    message=f"revision {failed.hash} {reason}: {message}",
-                )
-            ],
+            conditions=_failure_conditions(failed_step, failed, reason, message, has_stable),
             event_reason=EventReason.ROLLED_BACK if has_stable else EventReason.FAILED,
             event_message=f"revision {failed.hash} {reason}: {message}",
             event_type="Warning",
@@ -566,13 +580,17 @@ class RolloutWorkflow:
         step: str,
         event_reason: EventReason | None = None,
         event_message: str = "",
+        conditions: list[ConditionUpdate] | None = None,
     ) -> None:
         self._state.phase = phase
         self._state.step = step
         workflow.upsert_search_attributes([sa.DM_PHASE.value_set(phase.value)])
         workflow.set_current_details(f"**{phase.value}**: {step}")
         await self._record_status(
-            phase=phase, event_reason=event_reason, event_message=event_message
+            phase=phase,
+            event_reason=event_reason,
+            event_message=event_message,
+            conditions=conditions or [],
         )
 
     async def _record_status(
@@ -748,6 +766,28 @@ def _revision_objects(inp: RolloutInput, resolved: ResolveResult) -> RevisionObj
         api_key=inp.api_key,
         caching_timeout_seconds=inp.timeouts.caching,
     )
+
+
+def _failure_conditions(
+    step: str, failed: RevisionRecord, reason: str, message: str, has_stable: bool
+) -> list[ConditionUpdate]:
+    """Promoted=False always; Resolved=False too when resolve is what failed (seed 001:
+    ModelNotFound lands on Resolved=False)."""
+    conditions = [
+        ConditionUpdate(
+            type=ConditionType.PROMOTED,
+            status="False",
+            reason=Reason.CANDIDATE_REJECTED if has_stable else reason,
+            message=f"revision {failed.hash} {reason}: {message}",
+        )
+    ]
+    if step == RESOLVE and reason != Reason.ABORTED:
+        conditions.append(
+            ConditionUpdate(
+                type=ConditionType.RESOLVED, status="False", reason=reason, message=message
+            )
+        )
+    return conditions
 
 
 def _unresolved_record(inp: RolloutInput) -> RevisionRecord:

@@ -10,8 +10,9 @@ Decisions beyond REFERENCE.md "Evaluation" (each module says why in detail):
 - Missing or malformed answer: wrong, calibration point ``(0.0, False)``; one point per pair, so
   N = pairs. Such points dilute ECE and Brier; the accuracy gate is what penalises them
   (scoring).
-- A case whose request failed permanently: all its pairs as missing, ``failed_cases += 1``
-  (progress).
+- A case whose request failed permanently: all its pairs as missing (progress).
+- ``failed_cases``: cases with at least one wrong or missing answer, a refused request
+  included: the meaning the API documents for ``status.evaluation.failedCases`` (progress).
 - Score: the expected value is an integral level (``2``/``2.0``; ``2.5`` is DatasetInvalid),
   compared with the argmax level exactly, ties to the lowest level; level probabilities that do
   not sum to 1 are used as given, never renormalised; the tolerance band is inclusive and

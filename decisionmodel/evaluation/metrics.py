@@ -42,10 +42,10 @@ def expected_calibration_error(
 class EvaluationFigures(BaseModel):
     """The outcome of one evaluation run: numbers only, safe for workflow history and status.
 
-    ``cases`` counts evaluated cases, ``failed_cases`` those whose request failed permanently
-    (all their pairs count wrong), ``pairs`` the (case, expected question) pairs, ``correct``
-    the right ones. ``accuracy``, ``ece``, ``brier`` are the raw values; status and the gates use
-    the 4-place decimals below.
+    ``cases`` counts evaluated cases, ``failed_cases`` those with at least one wrong or missing
+    answer (a refused request counts: all its pairs are wrong), ``pairs`` the (case, expected
+    question) pairs, ``correct`` the right ones. ``accuracy``, ``ece``, ``brier`` are the raw
+    values; status and the gates use the 4-place decimals below.
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid")

@@ -58,7 +58,12 @@ class EvaluationProgress(BaseModel):
         "a different dataset must start over rather than mix two datasets.",
     )
     next_case_index: int = Field(default=0, ge=0, description="cases done, = next case to run")
-    failed_cases: int = Field(default=0, ge=0, description="cases whose request failed")
+    failed_cases: int = Field(
+        default=0,
+        ge=0,
+        description="cases with at least one wrong or missing answer (status.evaluation."
+        "failedCases, as the API documents it), a refused request included",
+    )
     pairs: int = Field(default=0, ge=0, description="(case, expected question) pairs scored")
     correct: int = Field(default=0, ge=0, description="pairs answered correctly (accuracy)")
     bin_counts: list[int] = Field(default_factory=_zeros, min_length=ECE_BINS, max_length=ECE_BINS)
@@ -101,8 +106,11 @@ class EvaluationProgress(BaseModel):
         ``case`` must be the next one (``case.index == next_case_index``): feeding a case twice
         or skipping one after a resume is a bug, and it would corrupt the figures silently."""
         self._expect(case)
-        for outcome in score_case(case, response_answers):
+        outcomes = score_case(case, response_answers)
+        for outcome in outcomes:
             self._add_pair(outcome)
+        if not all(outcome.correct for outcome in outcomes):
+            self.failed_cases += 1
         self.next_case_index += 1
 
     def add_failed_case(self, case: GoldenCase) -> None:

@@ -34,6 +34,9 @@ COMPONENT_PREFETCH = "prefetch"
 COMPONENT_STORE = "store"
 
 ANNOTATION_RETRY = "decisionmodel.io/retry"
+# On a store PVC being recreated and filled again (seed 001 StoreLost): its Pods are never
+# probed (so never served) until the recovery prefetch has verified the digest.
+ANNOTATION_STORE_RECOVERING = "decisionmodel.io/store-recovering"
 ANNOTATION_PROMOTE = "decisionmodel.io/promote"
 ANNOTATION_APIKEY_CHECKSUM = "decisionmodel.io/apikey-checksum"
 # On the prefetch Pod template: lets a simulated kubelet (and a human with kubectl) read the

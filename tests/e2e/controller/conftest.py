@@ -19,7 +19,7 @@ from temporalio.client import Client
 from localenv.cluster import LocalCluster
 from localenv.env import LocalEnv, Simulators
 
-CTL_NAMESPACES = [f"ctl-{i}" for i in range(32)]
+CTL_NAMESPACES = [f"ctl-{i}" for i in range(64)]
 _next_namespace = itertools.count()
 
 

@@ -42,6 +42,7 @@ from decisionmodel.api import (
     Phase,
     ReplicasStatus,
     RevisionStatus,
+    SchedulingSpec,
 )
 from decisionmodel.crd import (
     API_DOCS_FILE,
@@ -119,7 +120,15 @@ def test_names_scope_and_subresources(crd: dict[str, Any]) -> None:
     (version,) = spec["versions"]
     assert version["name"] == "v1alpha1"
     assert version["served"] is True and version["storage"] is True
-    assert version["subresources"] == {"status": {}}
+    assert version["subresources"] == {
+        "status": {},
+        # HPA/KEDA scale the DecisionModel (issue 11, point 11).
+        "scale": {
+            "specReplicasPath": ".spec.replicas",
+            "statusReplicasPath": ".status.replicas.modelReady",
+            "labelSelectorPath": ".status.selector",
+        },
+    }
 
 
 def test_printer_columns(crd: dict[str, Any]) -> None:
@@ -319,6 +328,7 @@ def _full_status() -> DecisionModelStatus:
         resources={"requests": {"cpu": "1", "memory": "3500Mi"}},
         precision="F32",
         placement="0123456789",
+        scheduling=SchedulingSpec(node_selector={"pool": "cpu"}),
     )
     return DecisionModelStatus(
         phase=Phase.ROLLED_BACK,
@@ -334,6 +344,7 @@ def _full_status() -> DecisionModelStatus:
         previous_revision=revision.model_copy(update={"hash": "aaaabbbbccccdddd"}),
         last_retry_token="1700000000",
         replicas=ReplicasStatus(desired=2, model_ready=1),
+        selector="decisionmodel.io/name=triage,decisionmodel.io/revision=7c9f0a1b2c3d4e5f",
         evaluation=EvaluationStatus(
             revision="1111222233334444",
             accuracy="0.8000",

@@ -109,6 +109,41 @@ def test_failed_revision_is_not_retried_without_a_new_token() -> None:
     assert d.target_id == f"rollout/ns/m/{rev(base)}/{retry_key('t2')}"
 
 
+def test_a_retry_after_a_moved_tag_resolves_again_instead_of_reusing_the_failed_digest() -> None:
+    """The failed revision recorded the digest the tag had; the tag moved since. Without a new
+    token the revision is recognised (no restart); with one, the retry's input carries no
+    digest, so resolve asks the registry again (the documented fix works)."""
+    from controller.dispatch import rollout_input
+    from decisionmodel.revision import RevisionInputs, revision_hash
+
+    spec = {"model": "laya:en"}
+    image = desired_revision(dm(spec), DispatchSettings()).image
+    resolved = revision_hash(RevisionInputs.from_spec(dm(spec).spec, DIGEST_A, image))
+    failed = {"hash": resolved, "model": "laya:en", "digest": DIGEST_A, "reason": "DigestMismatch"}
+    held = dm(spec, {"failedRevision": failed})
+    desired = desired_revision(held, DispatchSettings())
+    assert not desired.resolved and desired.revision.digest is None
+    assert not decide(held, desired, []).start
+    retried = dm(spec, {"failedRevision": failed}, {"decisionmodel.io/retry": "after-move"})
+    d = decide(retried, desired_revision(retried, DispatchSettings()), [])
+    assert d.start and d.consume_retry == "after-move"
+    inp = rollout_input(retried, DispatchSettings(), retry_token="after-move")
+    assert inp.revision.digest is None
+    # Once the token is consumed its run is left alone, though visibility shows it under the
+    # unresolved hash (failedRevision is cleared only by that run's resolve).
+    consumed = dm(
+        spec,
+        {"failedRevision": failed, "lastRetryToken": "after-move"},
+        {"decisionmodel.io/retry": "after-move"},
+    )
+    wanted = desired_revision(consumed, DispatchSettings())
+    run = d.target_id
+    assert run is not None
+    for shown in (wanted.requested_hash, "0" * 16):  # unresolved, then a new digest's hash
+        kept = decide(consumed, wanted, [RunningRollout(run, None, shown)])
+        assert not kept.start and kept.cancel == ()
+
+
 def test_consumed_retry_run_is_left_running() -> None:
     base = dm({"model": "laya:nope"})
     failed = {"hash": rev(base), "model": "laya:nope", "reason": "ModelNotFound"}

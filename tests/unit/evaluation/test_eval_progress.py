@@ -19,6 +19,7 @@ from decisionmodel.evaluation import (
     finalize,
     parse_dataset,
 )
+from decisionmodel.evaluation.scoring import score_case
 
 MARKER = "SECRET-GOLDEN-CONTENT"
 
@@ -134,7 +135,7 @@ def test_hand_computed_accuracy_ece_and_brier() -> None:
         "cases": 3,
         "pairs": 6,
         "correct": 3,
-        "failed_cases": 0,
+        "failed_cases": 2,  # cases with a wrong or missing answer: the 2nd (B, D), the 3rd (E)
     }
     assert figures.rendered() == {"accuracy": "0.5000", "ece": "0.3583", "brier": "0.2671"}
 
@@ -308,7 +309,14 @@ def test_resuming_from_a_heartbeat_gives_identical_figures(split: int) -> None:
 
     assert resumed == whole
     assert finalize(resumed) == finalize(whole)  # exactly, not approximately
-    assert finalize(whole).failed_cases == 4  # indices 3, 10, 17, 24
+    # Cases with a wrong or missing answer: the 4 refused (indices 3, 10, 17, 24) and every
+    # answered one with a pair scored wrong.
+    answered_wrong = sum(
+        1
+        for case in cases
+        if case.index % 7 != 3 and not all(o.correct for o in score_case(case, answers[case.index]))
+    )
+    assert finalize(whole).failed_cases == 4 + answered_wrong
 
 
 def test_pydantic_json_round_trip_is_exact_too() -> None:

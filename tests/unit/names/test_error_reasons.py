@@ -13,6 +13,7 @@ EXPECTED = {
     "RegistryNotAllowed": True,
     "ModelNotFound": True,
     "RegistryError": False,
+    "RegistryUnavailable": False,
     "DigestMismatch": True,
     "PrefetchFailed": True,
     "DeviceMismatch": True,

@@ -138,6 +138,30 @@ async def test_warmup_load_failure_quotes_the_runtime() -> None:
     assert "spec.device" in message
 
 
+async def test_warmup_of_a_refused_name_is_rejected_for_good() -> None:
+    # What the runtime answers a name it cannot parse (issue 11, point 12): no later round
+    # would get another answer, so the step must not wait for its deadline.
+    name = "http://127.0.0.1:5000/library/laya:en"
+    refusal = error(400, "INVALID_MODEL_NAME", f"invalid model name {name!r}")
+    async with client(Runtime(refusal)) as rt:
+        with pytest.raises(RuntimeRequestRejected) as caught:
+            await rt.warmup(name)
+    assert (caught.value.status, caught.value.code) == (400, "INVALID_MODEL_NAME")
+    assert caught.value.permanent is True
+    message = str(caught.value)
+    assert f"warmup of {name}" in message and "invalid model name" in message
+    assert "spec.model" in message and "spec.runtimeVersion" in message
+    assert_no_key(caught.value)
+
+
+@pytest.mark.parametrize("status", [401, 404, 408, 429])
+async def test_warmup_4xx_a_later_round_may_pass_stays_a_probe_error(status: int) -> None:
+    async with client(Runtime(error(status, "SOMETHING"))) as rt:
+        with pytest.raises(ProbeError) as caught:
+            await rt.warmup("laya:en")
+    assert caught.value.status == status and caught.value.permanent is False
+
+
 async def test_unauthorized_never_shows_the_key() -> None:
     runtime = Runtime(
         error(401, "UNAUTHORIZED", f"bad token {KEY}", **{"WWW-Authenticate": "Bearer"})
@@ -157,6 +181,9 @@ async def test_transport_errors_become_probe_errors() -> None:
         with pytest.raises(ProbeError, match="ConnectError") as caught:
             await rt.inspect("laya:en")
     assert caught.value.status is None
+    # The message says what to check, as it ends up on the Promoted condition.
+    assert f"{BASE} cannot be reached" in str(caught.value)
+    assert "reachable from the worker" in str(caught.value)
     assert_no_key(caught.value)
 
 

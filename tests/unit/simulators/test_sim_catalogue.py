@@ -122,12 +122,27 @@ def test_written_store_reads_back(tmp_path: Path) -> None:
         ("laya:en", "http://127.0.0.1:5000", ("http", "127.0.0.1:5000", "library", "laya", "en")),
         ("mirror.corp/library/laya:en", None, ("https", "mirror.corp", "library", "laya", "en")),
         ("localhost/laya:en", None, ("https", "localhost", "library", "laya", "en")),
+        # A host without a scheme is https even when it is OLLAYA_REGISTRY's host: that
+        # variable is the registry of host-less names only (RUNTIME_API.md, seed 001).
         (
             "127.0.0.1:5000/library/laya:en",
             "http://127.0.0.1:5000",
-            ("http", "127.0.0.1:5000", "library", "laya", "en"),
+            ("https", "127.0.0.1:5000", "library", "laya", "en"),
         ),
         ("127.0.0.1:5000/laya", None, ("https", "127.0.0.1:5000", "library", "laya", "latest")),
+        # A host may carry its scheme; a scheme makes the first segment a host.
+        (
+            "http://127.0.0.1:5000/library/laya:en",
+            None,
+            ("http", "127.0.0.1:5000", "library", "laya", "en"),
+        ),
+        ("HTTPS://Mirror.Corp/laya:en", None, ("https", "mirror.corp", "library", "laya", "en")),
+        ("https://registry/acme/laya:en", None, ("https", "registry", "acme", "laya", "en")),
+        (
+            "http://localhost:5000/laya",
+            None,
+            ("http", "localhost:5000", "library", "laya", "latest"),
+        ),
     ],
 )
 def test_model_names(name: str, registry: str | None, expected: tuple[str, ...]) -> None:
@@ -135,7 +150,22 @@ def test_model_names(name: str, registry: str | None, expected: tuple[str, ...])
     assert (ref.scheme, ref.host, ref.namespace, ref.model, ref.tag) == expected
 
 
-@pytest.mark.parametrize("name", ["", "a/b/c/d:e", "acme/lib/laya:en", "-bad:en", "laya:", "x:Ü"])
+@pytest.mark.parametrize(
+    "name",
+    [
+        "",
+        "a/b/c/d:e",
+        "acme/lib/laya:en",
+        "-bad:en",
+        "laya:",
+        "x:Ü",
+        "http://laya:en",
+        "http://a.b/c/d/e:f",
+        "ftp://host/laya:en",
+        "http:///laya:en",
+        "acme//laya:en",
+    ],
+)
 def test_invalid_model_names(name: str) -> None:
     with pytest.raises(InvalidModelName):
         parse_model_name(name)

@@ -153,3 +153,30 @@ async def test_pull_validation(runtime: Any, registry: Any, http: httpx.AsyncCli
     assert missing.status_code == 422
     bad = await http.post(runtime.url(POD, "/api/pull"), json={"model": "a/b/c/d"})
     assert bad.status_code == 400 and bad.json()["code"] == "INVALID_MODEL_NAME"
+
+
+async def test_pull_honours_the_scheme_of_the_host(
+    runtime: Any, registry: Any, http: httpx.AsyncClient
+) -> None:
+    # RUNTIME_API.md: a host may carry http://; the pull then speaks plain HTTP to that host,
+    # without any OLLAYA_REGISTRY.
+    pod = runtime.add_pod(POD, env={"OLLAYA_MODELS": "/models"})
+    name = f"{registry.base}/library/laya:en"
+    response = await http.post(runtime.url(POD, "/api/pull"), json={"model": name})
+    assert response.status_code == 200 and lines(response)[-1] == {"status": "success"}
+    manifest = registry.state.entries["library/laya:en"].manifest
+    assert registry_store_path(pod, registry).read_bytes() == manifest
+
+
+async def test_a_host_without_a_scheme_is_pulled_over_https(
+    runtime: Any, registry: Any, http: httpx.AsyncClient
+) -> None:
+    # ...and without a scheme the host is https, even when OLLAYA_REGISTRY names the same host
+    # over http (that variable is for host-less names): TLS to a plain-HTTP server fails.
+    add_pulling_pod(runtime, registry)
+    host = registry.base.removeprefix("http://")
+    response = await http.post(
+        runtime.url(POD, "/api/pull"), json={"model": f"{host}/library/laya:en"}
+    )
+    assert response.status_code == 502 and response.json()["code"] == "REGISTRY_ERROR"
+    assert registry.state.requests == []

@@ -538,3 +538,34 @@ async def test_loaded_digest_stays_until_reload(
     await http.post(runtime.url(POD, "/api/decide"), json={"model": "laya:en", "keep_alive": -1})
     ps = (await http.get(runtime.url(POD, "/api/ps"))).json()
     assert ps["models"][0]["digest"] == second.digest
+
+
+@pytest.mark.parametrize(
+    ("name", "env"),
+    [
+        # As dmrollout runs them: OLLAYA_REGISTRY on the Pod for host-less names only.
+        ("laya:en", {"OLLAYA_REGISTRY": "http://127.0.0.1:5000"}),
+        ("http://127.0.0.1:5000/library/laya:en", {}),
+        ("127.0.0.1:5000/library/laya:en", {}),
+        # A named host ignores OLLAYA_REGISTRY, scheme or not.
+        ("HTTP://127.0.0.1:5000/library/laya:en", {"OLLAYA_REGISTRY": "https://ollaya.dev"}),
+        ("127.0.0.1:5000/library/laya:en", {"OLLAYA_REGISTRY": "http://127.0.0.1:5000"}),
+    ],
+)
+async def test_every_form_of_a_host_loads_from_its_store_directory(
+    runtime: Any,
+    http: httpx.AsyncClient,
+    stored: Callable[..., ModelArtifact],
+    name: str,
+    env: dict[str, str],
+) -> None:
+    # RUNTIME_API.md: a host may carry http:// or https://; the store is keyed by host only.
+    pod = runtime.add_pod(POD, env=env)
+    artifact = stored(pod.store_dir, host="127.0.0.1:5000")
+    load = await http.post(runtime.url(POD, "/api/decide"), json={"model": name, "keep_alive": -1})
+    assert load.status_code == 200, load.text
+    assert load.json()["done_reason"] == "load"
+    (entry,) = (await http.get(runtime.url(POD, "/api/ps"))).json()["models"]
+    assert entry["name"] == name.lower() and entry["digest"] == artifact.digest
+    answer = await http.post(runtime.url(POD, "/v1/systemone"), json=decision(model=name))
+    assert answer.status_code == 200, answer.text

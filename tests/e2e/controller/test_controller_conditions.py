@@ -1,0 +1,122 @@
+"""Conditions the reference shows (seed 001), seen through kubectl on a live controller: Ready
+without a stable (NoStableRevision), Resolved=False on ModelNotFound, Degraded=True for a
+rejected candidate, an Event when a Pod serves the wrong digest. Issue 11, point 9."""
+
+from __future__ import annotations
+
+import json
+import uuid
+from typing import Any
+
+import httpx
+import pytest
+from helpers import eventually
+from rollout_harness import REGISTRY_URL, SIM_PREFIX, RolloutHarness, golden_jsonl, put_model
+
+pytestmark = [pytest.mark.e2e, pytest.mark.cluster, pytest.mark.temporal]
+
+
+def condition(h: RolloutHarness, name: str, type_: str) -> dict[str, Any] | None:
+    for c in h.status(name).get("conditions") or []:
+        if c["type"] == type_:
+            return dict(c)
+    return None
+
+
+def has(h: RolloutHarness, name: str, type_: str, status: str, reason: str) -> bool:
+    found = condition(h, name, type_)
+    return found is not None and (found["status"], found["reason"]) == (status, reason)
+
+
+async def test_ready_is_false_with_no_stable_revision_yet(ctl: RolloutHarness) -> None:
+    repo = f"ns-{uuid.uuid4().hex[:8]}"
+    put_model(repo, "v1", revision=repo)
+    fault = f"{REGISTRY_URL}/_sim/faults/library/{repo}/v1"
+    with httpx.Client(trust_env=False) as c:
+        c.put(fault, json={"delay_seconds": 5.0, "count": 1}).raise_for_status()
+    ctl.create_dm("first", {"model": f"{repo}:v1"})
+    await eventually(
+        lambda: has(ctl, "first", "Ready", "False", "NoStableRevision"), 60, what="NoStable"
+    )
+    await eventually(lambda: has(ctl, "first", "Ready", "True", "Serving"), 120, what="Serving")
+
+
+async def test_model_not_found_sets_resolved_false(ctl: RolloutHarness) -> None:
+    ctl.create_dm("nomodel", {"model": "laya:nowhere"})
+    await eventually(
+        lambda: has(ctl, "nomodel", "Resolved", "False", "ModelNotFound"), 90, what="Resolved"
+    )
+    assert ctl.status("nomodel")["phase"] == "Failed"
+    assert has(ctl, "nomodel", "Ready", "False", "NoStableRevision")
+
+
+async def test_a_rejected_candidate_sets_degraded_with_its_reason(ctl: RolloutHarness) -> None:
+    put_model("laya", "weak", accuracy=0.30, revision="weak")
+    ctl.golden_configmap("golden", golden_jsonl(20))
+    evaluation = {
+        "datasetRef": {"configMapRef": {"name": "golden", "key": "cases.jsonl"}},
+        "minAccuracy": "0.80",
+    }
+    ctl.create_dm("gated", {"model": "laya:en", "rollout": {"evaluation": evaluation}})
+    await eventually(lambda: ctl.status("gated").get("phase") == "Ready", 120, what="Ready")
+    ctl.update_spec("gated", {"model": "laya:weak"})
+    await eventually(
+        lambda: has(ctl, "gated", "Degraded", "True", "EvaluationFailed"), 120, what="Degraded"
+    )
+    assert ctl.status("gated")["phase"] == "RolledBack"
+    assert has(ctl, "gated", "Ready", "True", "CandidateRejected")
+
+
+async def test_a_pod_serving_another_digest_raises_an_event(ctl: RolloutHarness) -> None:
+    ctl.create_dm("wrongdigest", {"model": "laya:en"})
+    await eventually(lambda: ctl.status("wrongdigest").get("phase") == "Ready", 90, what="Ready")
+    stable = ctl.status("wrongdigest")["stableRevision"]["hash"]
+    pod = ctl.pods("wrongdigest", stable)[0]["metadata"]["name"]
+    ctl.kubectl("annotate", "pod", pod, f"{SIM_PREFIX}digest={'e' * 64}")
+
+    def mismatch_event() -> bool:
+        events = json.loads(ctl.kubectl("get", "events", "-o", "json"))["items"]
+        return any(
+            e.get("reason") == "DigestMismatch" and pod in (e.get("note") or e.get("message", ""))
+            for e in events
+        )
+
+    await eventually(mismatch_event, 60, what="DigestMismatch Event")
+    ctl.kubectl("annotate", "pod", pod, f"{SIM_PREFIX}digest-")
+
+
+async def test_serving_pods_get_the_measured_requests_and_keep_them(ctl: RolloutHarness) -> None:
+    """Issue 11, point 6: never BestEffort; the defaults are recorded on the revision."""
+    ctl.create_dm("sized", {"model": "laya:en"})
+    await eventually(lambda: ctl.status("sized").get("phase") == "Ready", 90, what="Ready")
+    stable = ctl.status("sized")["stableRevision"]
+    assert stable["resources"]["requests"] == {"cpu": "1", "memory": "3456Mi"}
+    deployment = json.loads(
+        ctl.kubectl("get", "deployment", f"sized-{stable['hash']}", "-o", "json")
+    )
+    (container,) = deployment["spec"]["template"]["spec"]["containers"]
+    assert container["resources"]["requests"] == {"cpu": "1", "memory": "3456Mi"}
+    pod = ctl.pods("sized", stable["hash"])[0]
+    assert pod["status"].get("qosClass") == "Burstable"
+
+
+async def test_an_autoscaler_scales_the_decision_model_through_its_scale_subresource(
+    ctl: RolloutHarness,
+) -> None:
+    """Issue 11, point 11: HPA/KEDA target the DecisionModel (scale subresource with the stable
+    Pods' selector); the controller applies the new spec.replicas in place."""
+    ctl.create_dm("scaled", {"model": "laya:en", "cache": {"accessModes": ["ReadWriteMany"]}})
+    await eventually(lambda: ctl.status("scaled").get("phase") == "Ready", 90, what="Ready")
+    stable = ctl.status("scaled")["stableRevision"]["hash"]
+    path = f"/apis/decisionmodel.io/v1alpha1/namespaces/{ctl.namespace}/decisionmodels/scaled/scale"
+    scale = json.loads(ctl.kubectl("get", "--raw", path))
+    assert scale["spec"]["replicas"] == 1 and scale["status"]["replicas"] == 1
+    assert f"decisionmodel.io/revision={stable}" in scale["status"]["selector"]
+    ctl.kubectl("scale", "dm", "scaled", "--replicas=2")
+
+    def two_ready() -> bool:
+        status = ctl.status("scaled")
+        return (status.get("replicas") or {}).get("modelReady") == 2
+
+    await eventually(two_ready, 90, what="scaled to 2 in place")
+    assert ctl.status("scaled")["stableRevision"]["hash"] == stable
