@@ -150,6 +150,20 @@ class RolloutHarness:
         status: dict[str, Any] = self.dm(name).get("status") or {}
         return status
 
+    def condition(self, name: str, type_: str) -> dict[str, Any]:
+        """The DecisionModel's condition of ``type_`` ({} when it has none)."""
+        for c in self.status(name).get("conditions") or []:
+            if c["type"] == type_:
+                return dict(c)
+        return {}
+
+    def held(self, name: str, type_: str, reason: str) -> dict[str, Any] | None:
+        """The condition when it is False with ``reason`` (a guard holding a step), else None."""
+        found = self.condition(name, type_)
+        if (found.get("status"), found.get("reason")) == ("False", reason):
+            return found
+        return None
+
     def golden_configmap(self, name: str, jsonl: str) -> None:
         self.cluster.apply(
             {

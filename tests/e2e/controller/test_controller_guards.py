@@ -4,7 +4,6 @@ goes on by itself soon after the fix, well before the phase deadline (issue 11, 
 from __future__ import annotations
 
 import json
-from typing import Any
 
 import pytest
 from helpers import eventually
@@ -15,20 +14,6 @@ pytestmark = [pytest.mark.e2e, pytest.mark.cluster, pytest.mark.temporal]
 # The fix must take effect within this, far below the default phase deadlines (10 and 30 min):
 # the step is retried at most 30 s apart.
 AFTER_FIX = 60
-
-
-def condition(h: RolloutHarness, name: str, type_: str) -> dict[str, Any]:
-    for c in h.status(name).get("conditions") or []:
-        if c["type"] == type_:
-            return dict(c)
-    return {}
-
-
-def held(h: RolloutHarness, name: str, type_: str, reason: str) -> dict[str, Any] | None:
-    found = condition(h, name, type_)
-    if (found.get("status"), found.get("reason")) == ("False", reason):
-        return found
-    return None
 
 
 def secret(h: RolloutHarness, name: str, data: dict[str, str], labels: dict[str, str]) -> None:
@@ -54,7 +39,7 @@ async def test_an_unlabelled_api_key_secret_shows_at_once_and_goes_on_after_the_
     auth = {"apiKeySecretRef": {"name": "key", "key": "token"}}
     ctl.create_dm("unlabelled", {"model": "laya:en", "auth": auth})
     shown = await eventually(
-        lambda: held(ctl, "unlabelled", "Promoted", "SecretNotAllowed"), 60, what="condition"
+        lambda: ctl.held("unlabelled", "Promoted", "SecretNotAllowed"), 60, what="condition"
     )
     assert 'decisionmodel.io/api-key: "true"' in shown["message"] or "api-key" in shown["message"]
     assert "k-123" not in json.dumps(ctl.status("unlabelled"))
@@ -78,7 +63,7 @@ async def test_an_unlabelled_dataset_secret_holds_evaluation_then_goes_on(
     await eventually(lambda: ctl.status("dataset").get("phase") == "Ready", 90, what="Ready")
     ctl.update_spec("dataset", {"model": "laya:ds2", "rollout": {"evaluation": evaluation}})
     shown = await eventually(
-        lambda: held(ctl, "dataset", "Evaluated", "SecretNotAllowed"), 90, what="Evaluated"
+        lambda: ctl.held("dataset", "Evaluated", "SecretNotAllowed"), 90, what="Evaluated"
     )
     assert "eval-dataset" in shown["message"]
     assert ctl.status("dataset")["phase"] == "Evaluating"
@@ -122,7 +107,7 @@ async def test_a_foreign_object_is_a_resource_conflict_until_it_is_removed(
     )
     ctl.create_dm("foreign", spec)
     shown = await eventually(
-        lambda: held(ctl, "foreign", "Cached", "ResourceConflict"), 90, what="conflict shown"
+        lambda: ctl.held("foreign", "Cached", "ResourceConflict"), 90, what="conflict shown"
     )
     assert f"foreign-store-{revision}" in shown["message"] and "remove" in shown["message"]
     ctl.kubectl("delete", "pvc", f"foreign-store-{revision}", "--wait=false")

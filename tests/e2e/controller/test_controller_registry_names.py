@@ -12,7 +12,6 @@ from __future__ import annotations
 import json
 import uuid
 from collections.abc import Iterator
-from typing import Any
 
 import httpx
 import pytest
@@ -25,20 +24,6 @@ pytestmark = [pytest.mark.e2e, pytest.mark.cluster, pytest.mark.temporal]
 # (five tries, about 8 s), then Temporal retries at most 30 s apart.
 SHOWN_WITHIN = 60
 AFTER_FIX = 90
-
-
-def condition(h: RolloutHarness, name: str, type_: str) -> dict[str, Any]:
-    for c in h.status(name).get("conditions") or []:
-        if c["type"] == type_:
-            return dict(c)
-    return {}
-
-
-def held(h: RolloutHarness, name: str, type_: str, reason: str) -> dict[str, Any] | None:
-    found = condition(h, name, type_)
-    if (found.get("status"), found.get("reason")) == ("False", reason):
-        return found
-    return None
 
 
 def warning_reasons(h: RolloutHarness) -> list[str]:
@@ -57,7 +42,7 @@ async def ready_with(h: RolloutHarness, name: str, model: str, digest: str) -> N
     await eventually(lambda: h.status(name).get("phase") == "Ready", AFTER_FIX, what="Ready")
     stable = h.status(name)["stableRevision"]
     assert (stable["model"], stable["digest"]) == (model, digest)
-    assert condition(h, name, "Resolved")["status"] == "True"
+    assert h.condition(name, "Resolved")["status"] == "True"
 
 
 async def test_a_host_with_http_resolves_prefetches_and_becomes_ready(
@@ -78,7 +63,7 @@ async def test_a_host_without_a_scheme_is_https_and_says_how_to_name_http(
     https_name = f"{REGISTRY_HOST}/library/{repo}:v1"  # 127.0.0.1:5000/library/<repo>:v1
     ctl.create_dm("bare-host", {"model": https_name})
     shown = await eventually(
-        lambda: held(ctl, "bare-host", "Resolved", "RegistryUnavailable"),
+        lambda: ctl.held("bare-host", "Resolved", "RegistryUnavailable"),
         SHOWN_WITHIN,
         what="Resolved=False RegistryUnavailable",
     )
@@ -113,7 +98,7 @@ async def test_a_registry_answering_503_shows_registry_unavailable_then_goes_on(
     repo, digest = model
     ctl.create_dm("outage", {"model": f"{repo}:v1"})  # host-less: --ollaya-registry
     shown = await eventually(
-        lambda: held(ctl, "outage", "Resolved", "RegistryUnavailable"),
+        lambda: ctl.held("outage", "Resolved", "RegistryUnavailable"),
         SHOWN_WITHIN,
         what="Resolved=False RegistryUnavailable",
     )
