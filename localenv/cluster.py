@@ -126,6 +126,19 @@ class LocalCluster:
     def process(self, name: str) -> ManagedProcess:
         return next(p for p in self.processes if p.name == name)
 
+    # -- the API server alone (chaos: localenv/chaos.py) -------------------------------------
+    def stop_apiserver(self) -> None:
+        """Stop kube-apiserver only; etcd and every client keep running."""
+        self.process("kube-apiserver").stop()
+
+    def start_apiserver(self) -> None:
+        """Start kube-apiserver again with the flags it had, on the same port and etcd; return
+        once /readyz says ok."""
+        p = self.process("kube-apiserver")
+        if not p.running():
+            p.start()
+        wait_until(lambda: self.api_get("/readyz") == "ok", 90, "kube-apiserver /readyz", 0.25, [p])
+
     # -- clients ---------------------------------------------------------------------------
     def kubectl(
         self, *args: str, input: str | None = None, check: bool = True, timeout: float = 60

@@ -41,6 +41,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+import urllib3
 from kubernetes import client, config, watch
 from kubernetes.client.rest import ApiException
 
@@ -55,6 +56,8 @@ SIM_PREFIX = "sim.dmrollout.dev/"
 PROVISIONED_BY = "pv.kubernetes.io/provisioned-by"
 PREFETCH_CONTAINER = "prefetch"
 MANIFEST_CAP = 4 * 1024 * 1024
+# How long a Job Pod's status is retried while the API server is away (chaos: 60 s outages).
+STATUS_RETRY_SECONDS = 600.0
 
 
 def _now() -> str:
@@ -164,13 +167,33 @@ class FakeKubelet:
             {"status": {"conditions": [ready]}},
         )
 
+    def _patch_job_pod_status(self, name: str, ns: str, body: dict[str, Any]) -> None:
+        """Patch a Job Pod's status, retrying while the API server cannot take it, as the real
+        kubelet's status manager keeps a status until it is written. Without it, a Job Pod
+        that finished during an API server outage stayed Running for good (the chaos matrix,
+        apiserver_stop at prefetch), and so did its Job and the rollout waiting for it."""
+        delay = 0.5
+        deadline = time.monotonic() + STATUS_RETRY_SECONDS
+        while True:
+            try:
+                self.core.patch_namespaced_pod_status(name, ns, body)
+                return
+            except (ApiException, urllib3.exceptions.HTTPError) as e:
+                status = e.status if isinstance(e, ApiException) else None
+                retryable = status is None or status >= 500 or status == 429
+                if not retryable or time.monotonic() > deadline or self.stop_event.is_set():
+                    raise
+                log.warning("job pod %s/%s: status not written yet (%s); retrying", ns, name, e)
+            self.stop_event.wait(delay)
+            delay = min(delay * 2, 5.0)
+
     def _run_job_pod(self, pod: dict[str, Any]) -> None:
         meta = pod["metadata"]
         name, ns = meta["name"], meta["namespace"]
         try:
             started = _now()
             containers = pod["spec"]["containers"]
-            self.core.patch_namespaced_pod_status(
+            self._patch_job_pod_status(
                 name,
                 ns,
                 {
@@ -218,7 +241,7 @@ class FakeKubelet:
                 "startedAt": started,
                 "finishedAt": finished,
             }
-            self.core.patch_namespaced_pod_status(
+            self._patch_job_pod_status(
                 name,
                 ns,
                 {

@@ -1,0 +1,97 @@
+"""The cells of the chaos matrix: fault kind x rollout step, and how long each fault lasts.
+
+Two modes (environment ``DMROLLOUT_CHAOS``):
+
+- default (unset, as in ``make test``): one representative step per fault kind, six cells,
+  each fault held 20 s (a SIGKILLed process is down 5 s), so the whole suite stays under its
+  20-minute budget on two cores;
+- ``full`` (``make chaos``): every fault at every step, 48 cells, with the issue's lengths:
+  API server stopped 60 s, registry 500 for 2 minutes, Temporal stopped 30 s, silent peers
+  60 s; a SIGKILLed process is down 10 s.
+"""
+
+from __future__ import annotations
+
+import enum
+import os
+from dataclasses import dataclass
+
+
+class FaultKind(enum.StrEnum):
+    APISERVER = "apiserver_stop"
+    TEMPORAL = "temporal_stop"
+    REGISTRY = "registry_500"
+    SILENT = "silent_peers"
+    WORKER = "worker_kill"
+    CONTROLLER = "controller_kill"
+
+    @property
+    def blocks_kube(self) -> bool:
+        """Kubernetes calls of the worker and the controller do not get through."""
+        return self in (FaultKind.APISERVER, FaultKind.SILENT)
+
+
+class Step(enum.StrEnum):
+    RESOLVE = "resolve"
+    PREFETCH = "prefetch"
+    START = "start"
+    WARMUP_INSPECT = "warmup_inspect"
+    EVALUATE = "evaluate"
+    AWAITING_PROMOTION = "awaiting_promotion"
+    PROMOTE = "promote"
+    GRACE = "grace"
+
+    @property
+    def manual(self) -> bool:
+        """The candidate is promoted by an approval (the test sends it)."""
+        return self in (Step.AWAITING_PROMOTION, Step.PROMOTE)
+
+
+@dataclass(frozen=True)
+class Cell:
+    fault: FaultKind
+    step: Step
+    seconds: float
+
+    @property
+    def id(self) -> str:
+        return f"{self.fault}-{self.step}"
+
+
+FULL_SECONDS = {
+    FaultKind.APISERVER: 60.0,
+    FaultKind.REGISTRY: 120.0,
+    FaultKind.TEMPORAL: 30.0,
+    FaultKind.SILENT: 60.0,
+    FaultKind.WORKER: 10.0,
+    FaultKind.CONTROLLER: 10.0,
+}
+QUICK_SECONDS = {
+    FaultKind.APISERVER: 20.0,
+    FaultKind.REGISTRY: 20.0,
+    FaultKind.TEMPORAL: 20.0,
+    FaultKind.SILENT: 20.0,
+    FaultKind.WORKER: 5.0,
+    FaultKind.CONTROLLER: 5.0,
+}
+
+# One step per fault kind, each step once: where that fault does the most to a rollout.
+DEFAULT_STEPS = {
+    FaultKind.REGISTRY: Step.RESOLVE,  # resolve's only peer is the registry
+    FaultKind.WORKER: Step.PREFETCH,  # a Job in flight, adopted by the retried attempt
+    FaultKind.APISERVER: Step.START,  # waiting for Pods through the API
+    FaultKind.TEMPORAL: Step.WARMUP_INSPECT,  # a long activity heartbeating into the outage
+    FaultKind.SILENT: Step.EVALUATE,  # decisions that never answer, status writes that hang
+    FaultKind.CONTROLLER: Step.AWAITING_PROMOTION,  # the approval goes through the controller
+}
+
+
+def full_mode() -> bool:
+    return os.environ.get("DMROLLOUT_CHAOS", "").strip().lower() == "full"
+
+
+def cells(full: bool) -> list[Cell]:
+    seconds = FULL_SECONDS if full else QUICK_SECONDS
+    if full:
+        return [Cell(f, s, seconds[f]) for f in FaultKind for s in Step]
+    return [Cell(f, s, seconds[f]) for f, s in DEFAULT_STEPS.items()]
