@@ -36,7 +36,7 @@ log = logging.getLogger("dmrollout.status")
 # The API server's cap on a condition message (metav1.Condition).
 MAX_CONDITION_MESSAGE: Final = 32768
 
-# (status as read, generation, resourceVersion) → the owner's subset to apply, or None: no write.
+# (status as read, its generation, now) → the owner's subset to apply, or None: no write.
 Builder = Callable[[Mapping[str, Any], int, datetime], dict[str, Any] | None]
 
 
