@@ -23,6 +23,7 @@ from typing import Any
 from kubernetes.client.rest import ApiException
 from temporalio import activity
 
+from activities.pod_inspect import inspect_pod
 from activities.typed_errors import show_guards, typed_errors
 from decisionmodel.contracts import (
     PROMOTE,
@@ -30,13 +31,11 @@ from decisionmodel.contracts import (
     Phase,
     PromoteInput,
     PromoteResult,
-    RevisionRecord,
     StatusUpdate,
 )
 from decisionmodel.errors import ProbeError, ResourceConflict
 from decisionmodel.render import render_pdb, render_service
 from decisionmodel.render.labels import LABEL_REVISION, selector_labels, service_name
-from decisionmodel.runtime_client import GateVerdict, RuntimeClient, verdict
 from decisionmodel.settings import RolloutSettings
 from decisionmodel.vocabulary import ConditionType, Reason
 from kube import params
@@ -45,7 +44,6 @@ from kube.pod_gate import (
     gate_event,
     is_model_ready,
     is_terminating,
-    pod_ip,
     set_gate,
     state_from_verdict,
 )
@@ -125,7 +123,8 @@ class PromoteActivities:
         pods = await Kube.run(self.kube.list_revision_pods, dm.namespace, dm.name, record.hash)
         ready, lost = 0, []
         for pod in (p for p in pods if is_model_ready(p) and not is_terminating(p)):
-            found = await self._inspect(pod, inp.model, record, api_key)
+            registry = self.settings.ollaya_registry
+            found = await inspect_pod(pod, inp.model, record, api_key, registry)
             if found.ready:
                 ready += 1
                 continue
@@ -140,21 +139,6 @@ class PromoteActivities:
                 "it out again",
                 permanent=True,
             )
-
-    async def _inspect(
-        self, pod: dict[str, Any], model: str, record: RevisionRecord, api_key: str | None
-    ) -> GateVerdict:
-        ip = pod_ip(pod)
-        assert ip is not None  # is_model_ready: the Pod ran with an IP
-        client = RuntimeClient.for_pod(
-            ip, api_key=api_key, default_registry=self.settings.ollaya_registry
-        )
-        try:
-            async with client:
-                entry = await client.inspect(model)
-        except ProbeError as err:
-            return verdict(record.digest, record.device, None, err)
-        return verdict(record.digest, record.device, entry, None)
 
     @staticmethod
     def _refuse_foreign(service: dict[str, Any], uid: str) -> None:

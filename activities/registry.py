@@ -14,6 +14,7 @@ from activities.resolve import ResolveActivities
 from activities.start import StartActivities
 from activities.status import StatusActivities
 from activities.warmup_inspect import WarmupActivities
+from activities.watch_promoted import WatchActivities
 from decisionmodel.settings import RolloutSettings
 from kube.client import Kube
 
@@ -37,6 +38,7 @@ def build_activities(
         EvaluateActivities(kube, settings).evaluate,
         PromoteActivities(kube, settings).promote,
         DeleteRevisionActivities(kube, settings).delete_revision,
+        WatchActivities(kube, settings).watch_promoted,
         StatusActivities(kube, settings).record_status,
         *_store_recovery(kube, settings),
     ]

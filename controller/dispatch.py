@@ -159,6 +159,7 @@ def rollout_input(
         stable=record_of(stable),
         retry_token=retry_token,
         tuning=tuning or RolloutTuning(),
+        post_promotion_watch_seconds=spec.rollout.post_promotion_watch_seconds,
     )
 
 

@@ -213,6 +213,7 @@ class Reconciler:
         return RolloutTuning(
             heartbeat_timeout_seconds=self.settings.heartbeat_timeout_seconds,
             promotion_grace_seconds=self.settings.promotion_grace_seconds,
+            watch_period_seconds=self.settings.post_promotion_watch_period_seconds,
         )
 
     async def reconcile(self, namespace: str, name: str) -> float | None:

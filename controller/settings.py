@@ -76,6 +76,12 @@ class ControllerSettings(BaseSettings):
     promotion_grace_seconds: int = Field(
         default=30, description="The previous revision keeps running this long after a switch."
     )
+    post_promotion_watch_period_seconds: int = Field(
+        default=10,
+        ge=1,
+        le=300,
+        description="How often a post-promotion watch inspects the new stable's Pods.",
+    )
 
     max_rollout_restarts: int = Field(
         default=3,

@@ -472,12 +472,27 @@ class RolloutSpec(WireModel):
     timeouts: Timeouts = Field(
         default_factory=Timeouts, description="Progress deadlines of the rollout phases."
     )
+    post_promotion_watch: TimeoutDuration | None = Field(
+        default=None,
+        description=(
+            "Optional window after a promotion (a Go duration, 1m to 24h) during which the "
+            "previous revision keeps running and the new stable's readiness gate is watched; "
+            "if it fails there, the Service returns to the previous revision and the new one "
+            "is rolled back with reason PostPromotionGateFailed. Off when unset."
+        ),
+    )
 
     @model_validator(mode="after")
     def _gated_needs_evaluation(self) -> RolloutSpec:
         if self.promotion is Promotion.EVALUATION_GATED and self.evaluation is None:
             raise ValueError(MSG_EVALUATION_GATED)
         return self
+
+    @property
+    def post_promotion_watch_seconds(self) -> int | None:
+        if self.post_promotion_watch is None:
+            return None
+        return int(parse_duration(self.post_promotion_watch).total_seconds())
 
     @property
     def effective_promotion(self) -> Promotion:

@@ -28,6 +28,7 @@ WARMUP_INSPECT = "warmup_inspect"
 EVALUATE = "evaluate"
 PROMOTE = "promote"
 DELETE_REVISION = "delete_revision"
+WATCH_PROMOTED = "watch_promoted"
 RECORD_STATUS = "record_status"
 RECOVER_STORE_BEGIN = "recover_store_begin"
 RECOVER_STORE_END = "recover_store_end"
@@ -158,6 +159,8 @@ class RolloutTuning(Contract):
     # is never given up: after a round it waits cleanup_pause_seconds and starts another.
     cleanup_round_seconds: int = 600
     cleanup_pause_seconds: int = 30
+    # Post-promotion watch: how often the new stable's Pods are inspected in the window.
+    watch_period_seconds: int = 10
 
 
 class RolloutInput(Contract):
@@ -178,6 +181,8 @@ class RolloutInput(Contract):
     stable: RevisionRecord | None = None
     retry_token: str | None = None  # the decisionmodel.io/retry value this run consumes
     tuning: RolloutTuning = Field(default_factory=RolloutTuning)
+    # spec.rollout.postPromotionWatch in seconds; None (the default) keeps no watch.
+    post_promotion_watch_seconds: int | None = None
 
 
 def retry_key(token: str) -> str:
@@ -289,6 +294,26 @@ class PromoteInput(Contract):
 
 class PromoteResult(Contract):
     previous: str | None  # the revision hash the Service selected before, to delete after grace
+
+
+class WatchPromotedInput(Contract):
+    """Watch the new stable's readiness gate for a window after its promotion."""
+
+    dm: DMRef
+    stable: RevisionRecord  # the revision just promoted
+    replicas: int
+    api_key: KeyRef | None = None
+    window_seconds: int
+    period_seconds: int = 10
+    # Consecutive checks with fewer than ``replicas`` Pods passing the gate before it counts
+    # as failed: one missed inspection (a Pod being replaced) is not a verdict.
+    strikes: int = 2
+
+
+class WatchPromotedResult(Contract):
+    held: bool  # False: the gate failed inside the window; ``message`` says how
+    checks: int = 0
+    message: str = ""
 
 
 class DeleteRevisionInput(Contract):

@@ -121,6 +121,9 @@ class Reason(enum.StrEnum):
     CLEANUP_PENDING = "CleanupPending"  # a compensation step keeps failing; it keeps retrying
     ACTIVITY_FAILED = "ActivityFailed"  # a step failed without a typed reason
     ACTIVITY_TIMEOUT = "ActivityTimeout"  # a step without a phase deadline timed out
+    # spec.rollout.postPromotionWatch: the new stable failed its gate inside the window, the
+    # Service went back to the previous revision.
+    POST_PROMOTION_GATE_FAILED = "PostPromotionGateFailed"
 
     # --- this project: progress and success -----------------------------------------------
     RESOLVING = "Resolving"
@@ -182,6 +185,7 @@ WORKFLOW_VERDICTS: Final = frozenset(
         Reason.EVALUATION_FAILED,
         Reason.ABORTED,
         Reason.SUPERSEDED,
+        Reason.POST_PROMOTION_GATE_FAILED,
     }
 )
 

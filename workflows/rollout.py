@@ -46,6 +46,7 @@ with workflow.unsafe.imports_passed_through():
         RESOLVE,
         START,
         WARMUP_INSPECT,
+        WATCH_PROMOTED,
         CleanupProgress,
         ConditionUpdate,
         DeleteRevisionInput,
@@ -70,6 +71,8 @@ with workflow.unsafe.imports_passed_through():
         StatusUpdate,
         WarmupInput,
         WarmupResult,
+        WatchPromotedInput,
+        WatchPromotedResult,
         approval_token,
     )
     from decisionmodel.vocabulary import (
@@ -174,6 +177,9 @@ class RolloutWorkflow:
             await self._await_approval(inp, record)
         promoted = await self._promote_committed(inp, record)
         if promoted.previous and promoted.previous != record.hash:
+            kept = _watched_previous(inp, promoted.previous)
+            if kept is not None:
+                await self._watch_promoted(inp, record, kept)
             await self._retire_previous(inp, promoted.previous)
         return RolloutOutcome(result=RolloutResult.PROMOTED, revision=record.hash)
 
@@ -415,6 +421,60 @@ class RolloutWorkflow:
             schedule_to_close=timedelta(minutes=10),
         )
         return promoted
+
+    async def _watch_promoted(
+        self, inp: RolloutInput, record: RevisionRecord, previous: RevisionRecord
+    ) -> None:
+        """7a. spec.rollout.postPromotionWatch: the previous revision stays while the new
+        stable's gate is watched; a failure inside the window switches the Service back and
+        rolls the new revision back (RolloutFailure). A newer revision superseding this one, or
+        a watch that cannot run to its end, leaves the promotion as it is."""
+        self._state.step = "post-promotion watch"
+        window = inp.post_promotion_watch_seconds or 0
+        try:
+            watched: WatchPromotedResult = await self._activity(
+                WATCH_PROMOTED,
+                WatchPromotedInput(
+                    dm=inp.dm,
+                    stable=record,
+                    replicas=inp.replicas,
+                    api_key=inp.api_key,
+                    window_seconds=window,
+                    period_seconds=inp.tuning.watch_period_seconds,
+                ),
+                WatchPromotedResult,
+                summary=f"watch {record.hash} for {window}s; revision {previous.hash} kept",
+                start_to_close=timedelta(seconds=window + 120),
+                schedule_to_close=timedelta(seconds=window + 600),
+                heartbeat=True,
+            )
+        except (asyncio.CancelledError, RolloutFailure):
+            return
+        if watched.held:
+            return
+        self._state.step = "revert promotion"
+        revert = asyncio.create_task(self._switch_back(inp, record, previous))
+        try:
+            await asyncio.shield(revert)
+        except asyncio.CancelledError:
+            await revert  # committed, as a promotion is: a half-done switch back is worse
+        raise RolloutFailure(
+            Reason.POST_PROMOTION_GATE_FAILED,
+            f"{watched.message}; the Service selects revision {previous.hash} again",
+        )
+
+    async def _switch_back(
+        self, inp: RolloutInput, record: RevisionRecord, previous: RevisionRecord
+    ) -> None:
+        """The promote activity run for the previous revision: stable recorded, PDB, Service."""
+        await self._activity(
+            PROMOTE,
+            PromoteInput(dm=inp.dm, candidate=previous, replicas=inp.replicas, stable=record),
+            PromoteResult,
+            summary=f"switch Service {inp.dm.name} back to revision {previous.hash}",
+            start_to_close=timedelta(seconds=60),
+            schedule_to_close=timedelta(minutes=10),
+        )
 
     async def _retire_previous(self, inp: RolloutInput, previous: str) -> None:
         """7. the previous revision keeps running for the grace, then goes (a durable timer)."""
@@ -788,6 +848,14 @@ def _failure_conditions(
             )
         )
     return conditions
+
+
+def _watched_previous(inp: RolloutInput, previous: str) -> RevisionRecord | None:
+    """The revision a post-promotion watch keeps to switch back to: only the recorded stable
+    (a Service that selected something else has nothing recorded to return to)."""
+    if not inp.post_promotion_watch_seconds or inp.stable is None:
+        return None
+    return inp.stable if inp.stable.hash == previous else None
 
 
 def _unresolved_record(inp: RolloutInput) -> RevisionRecord:

@@ -47,6 +47,8 @@ class FakeCluster:
     release_status: asyncio.Event = field(default_factory=asyncio.Event)
     # delete_revision and failure records fail (retryably) until this is set, when given.
     cleanup_down: asyncio.Event | None = None
+    watch_held: bool = True  # the post-promotion watch's verdict
+    promoted: list[str] = field(default_factory=list)  # the candidate of each promote call
 
     def activities(self) -> list[Any]:
         cluster = self
@@ -103,11 +105,19 @@ class FakeCluster:
         @activity.defn(name=c.PROMOTE)
         async def promote(inp: c.PromoteInput) -> c.PromoteResult:
             cluster._step(c.PROMOTE)
+            cluster.promoted.append(inp.candidate.hash)
             if cluster.block_promote is not None:
                 while not cluster.block_promote.is_set():
                     activity.heartbeat()
                     await asyncio.sleep(0.1)
             return c.PromoteResult(previous=inp.stable.hash if inp.stable else None)
+
+        @activity.defn(name=c.WATCH_PROMOTED)
+        async def watch_promoted(inp: c.WatchPromotedInput) -> c.WatchPromotedResult:
+            cluster._step(c.WATCH_PROMOTED)
+            if cluster.watch_held:
+                return c.WatchPromotedResult(held=True, checks=3)
+            return c.WatchPromotedResult(held=False, checks=2, message="gate failed twice")
 
         @activity.defn(name=c.DELETE_REVISION)
         async def delete_revision(inp: c.DeleteRevisionInput) -> c.DeleteRevisionResult:
@@ -133,7 +143,17 @@ class FakeCluster:
             if update.failed is not None:
                 cluster.calls.append("record-failure")
 
-        return [resolve, prefetch, start, warmup, evaluate, promote, delete_revision, record_status]
+        return [
+            resolve,
+            prefetch,
+            start,
+            warmup,
+            evaluate,
+            promote,
+            watch_promoted,
+            delete_revision,
+            record_status,
+        ]
 
     def _step(self, name: str) -> None:
         self.calls.append(name)
@@ -169,6 +189,7 @@ def make_input(
     evaluation: bool = False,
     promotion: str = "Automatic",
     cleanup_round_seconds: int = 600,
+    watch_seconds: int | None = None,
 ) -> c.RolloutInput:
     return c.RolloutInput(
         dm=c.DMRef(namespace="ns", name=f"dm-{uuid.uuid4().hex[:6]}", uid="uid-1", generation=2),
@@ -190,6 +211,7 @@ def make_input(
             cleanup_round_seconds=cleanup_round_seconds,
             cleanup_pause_seconds=1,
         ),
+        post_promotion_watch_seconds=watch_seconds,
     )
 
 
@@ -238,6 +260,42 @@ async def test_second_rollout_deletes_previous_after_grace(
     outcome = await (await start(client, queue, make_input(stable=True, evaluation=True))).result()
     assert outcome.result == c.RolloutResult.PROMOTED
     assert cluster.calls[-3:] == [c.EVALUATE, c.PROMOTE, "delete:stable0000000000"]
+
+
+async def test_post_promotion_watch_held_keeps_the_promotion(
+    client: Client, queue: str, cluster: FakeCluster
+) -> None:
+    """spec.rollout.postPromotionWatch: the previous revision is deleted only after the watch."""
+    outcome = await (await start(client, queue, make_input(stable=True, watch_seconds=60))).result()
+    assert outcome.result == c.RolloutResult.PROMOTED
+    assert cluster.calls[-3:] == [c.PROMOTE, c.WATCH_PROMOTED, "delete:stable0000000000"]
+    assert cluster.promoted == ["r:en"]
+
+
+async def test_post_promotion_watch_failed_switches_back_and_rolls_back(
+    client: Client, queue: str, cluster: FakeCluster
+) -> None:
+    """The gate failed in the window: the Service goes back to the previous revision (promote
+    of the old stable), the failure is recorded, the new revision deleted, the old kept."""
+    cluster.watch_held = False
+    outcome = await (await start(client, queue, make_input(stable=True, watch_seconds=60))).result()
+    assert outcome.result == c.RolloutResult.ROLLED_BACK
+    assert outcome.reason == "PostPromotionGateFailed"
+    assert outcome.message and "stable0000000000 again" in outcome.message
+    assert cluster.promoted == ["r:en", "stable0000000000"]
+    assert cluster.calls[-4:] == [c.WATCH_PROMOTED, c.PROMOTE, "record-failure", "delete:r:en"]
+    assert "stable0000000000" not in cluster.deleted
+    failure = next(s for s in cluster.statuses if s.failed is not None)
+    assert failure.phase == c.Phase.ROLLED_BACK and failure.failed_reason == outcome.reason
+
+
+async def test_without_a_watch_no_watch_runs(
+    client: Client, queue: str, cluster: FakeCluster
+) -> None:
+    cluster.watch_held = False
+    outcome = await (await start(client, queue, make_input(stable=True))).result()
+    assert outcome.result == c.RolloutResult.PROMOTED
+    assert c.WATCH_PROMOTED not in cluster.calls
 
 
 async def test_failed_evaluation_records_failure_before_deleting(

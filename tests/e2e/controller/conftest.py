@@ -67,6 +67,8 @@ def controller(
             "DMROLLOUT_CONTROLLER_MAX_ROLLOUT_RESTARTS": "2",
             "DMROLLOUT_CONTROLLER_RESTART_BACKOFF_SECONDS": "1",
             "DMROLLOUT_CONTROLLER_REAP_GRACE_SECONDS": "15",
+            # A post-promotion watch checks every second (test_controller_watch.py).
+            "DMROLLOUT_CONTROLLER_POST_PROMOTION_WATCH_PERIOD_SECONDS": "1",
         },
     )
     c.start()

@@ -76,6 +76,7 @@ MAPPING: tuple[Mapping, ...] = (
     Mapping("maxConcurrentRollouts", "controller", "max_concurrent_rollouts"),
     Mapping("runtimeVersionPolicy", "controller", "runtime_version_policy"),
     Mapping("promotionGraceSeconds", "controller", "promotion_grace_seconds"),
+    Mapping("postPromotionWatchPeriodSeconds", "controller", "post_promotion_watch_period_seconds"),
     Mapping("controller.workers", "controller", "workers"),
     Mapping("controller.healthPort", "controller", "health_port"),
     Mapping("controller.reinspectSeconds", "controller", "reinspect_seconds"),
