@@ -1,0 +1,29 @@
+"""The post-promotion watch resumes its window on a retry instead of starting a new one."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+from activities.watch_promoted import window_end
+from decisionmodel.contracts import DMRef, RevisionRecord, WatchPromotedInput
+
+NOW = datetime(2026, 11, 30, 12, 0, tzinfo=UTC)
+INP = WatchPromotedInput(
+    dm=DMRef(namespace="ns", name="dm", uid="u", generation=1),
+    stable=RevisionRecord(hash="r1", model="laya:en", digest="a" * 64),
+    replicas=2,
+    window_seconds=600,
+)
+
+
+def test_a_first_attempt_watches_the_whole_window() -> None:
+    assert window_end(INP, (), NOW) == NOW + timedelta(seconds=600)
+
+
+def test_a_retry_watches_what_is_left_of_the_window() -> None:
+    recorded = NOW - timedelta(seconds=100)
+    assert window_end(INP, [recorded.isoformat()], NOW) == recorded
+
+
+def test_details_that_are_not_a_time_start_the_window_again() -> None:
+    assert window_end(INP, ["status recorded"], NOW) == NOW + timedelta(seconds=600)
