@@ -32,15 +32,11 @@ def _cmd_worker(args: argparse.Namespace) -> int:
     import asyncio
 
     from controller.commands import rollout_settings
-    from controller.temporal_client import NamespaceNotReady, TemporalSettings
+    from controller.temporal_client import TemporalSettings
     from controller.worker import run_worker
 
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s %(message)s")
-    try:
-        return asyncio.run(run_worker(TemporalSettings(), rollout_settings(args)))
-    except NamespaceNotReady as e:
-        print(f"dmrollout worker: {e}", file=sys.stderr)
-        return 3
+    return asyncio.run(run_worker(TemporalSettings.load(), rollout_settings(args)))
 
 
 def _cmd_temporal_setup(args: argparse.Namespace) -> int:
@@ -49,7 +45,11 @@ def _cmd_temporal_setup(args: argparse.Namespace) -> int:
     from controller.temporal_client import TemporalSettings, connect, setup_namespace
 
     async def run() -> list[str]:
-        settings = TemporalSettings()
+        settings = TemporalSettings.load(
+            address=args.address, namespace=args.temporal_namespace, profile=args.profile
+        )
+        args.where.temporal_address = settings.address
+        args.where.temporal_namespace = settings.namespace
         return await setup_namespace(await connect(settings), settings)
 
     for line in asyncio.run(run()):
@@ -63,6 +63,7 @@ def build_parser() -> argparse.ArgumentParser:
         description="Safe, auditable rollout of decision models on Kubernetes, "
         "orchestrated by Temporal.",
     )
+    parser.add_argument("--version", action="version", version=f"%(prog)s {_version()}")
     sub = parser.add_subparsers(dest="command", required=True)
 
     crd = sub.add_parser("crd", help="print the DecisionModel CRD generated from the API types")
@@ -83,6 +84,9 @@ def build_parser() -> argparse.ArgumentParser:
     setup = temporal_sub.add_parser(
         "setup", help="register the rollout search attributes and check retention"
     )
+    from controller.cli_context import add_temporal_flags
+
+    add_temporal_flags(setup)
     setup.set_defaults(func=_cmd_temporal_setup)
 
     from controller.commands import add_commands
@@ -107,23 +111,67 @@ def build_parser() -> argparse.ArgumentParser:
     demo.add_argument("--state-dir", default=None)
     demo.add_argument("--once", action="store_true", help="exit after the second promotion")
     demo.set_defaults(func=_cmd_demo)
+
+    completion = sub.add_parser("completion", help="print a shell completion script (bash, zsh)")
+    completion.add_argument("shell", choices=["bash", "zsh"])
+    completion.set_defaults(func=_cmd_completion)
     return parser
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
-    result: int = args.func(args)
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("dmrollout")
+    except PackageNotFoundError:
+        return "unknown (not installed)"
+
+
+def _cmd_completion(args: argparse.Namespace) -> int:
+    from controller.cli_completion import completion_script
+
+    sys.stdout.write(completion_script(build_parser(), args.shell))
+    return 0
+
+
+def main(argv: Sequence[str] | None = None, prog: str = "dmrollout") -> int:
+    """Run one command. As a program (``argv`` None) it always leaves through ``os._exit``,
+    whatever happened: seen here, the Temporal SDK's native runtime crashed while the
+    interpreter tore it down (SIGABRT in ``PyGILState_Release``, SIGSEGV) after a command had
+    finished, returned or raised. Every command has done its own cleanup when it gets here."""
+    code = _run(argv, prog)
     if argv is None:
-        # Run as a program: leave without tearing down the interpreter. Seen in the suite: after
-        # a command's work was done and printed, the Temporal SDK's native runtime crashed while
-        # the interpreter tore it down — `history` with SIGABRT (about one run in ten), a worker
-        # that had just failed fast with SIGSEGV instead of its exit code 3. Every command has
-        # finished its own cleanup (context managers, graceful shutdown) when it returns here.
         logging.shutdown()
         sys.stdout.flush()
         sys.stderr.flush()
-        os._exit(result)
-    return result
+        os._exit(code)
+    return code
+
+
+def _run(argv: Sequence[str] | None, prog: str) -> int:
+    from controller.cli_errors import ExitCode, Where, debug_traceback, explain
+
+    where = Where()
+    parser = build_parser()
+    parser.prog = prog
+    try:
+        args = parser.parse_args(argv)
+        args.where = where
+        return int(args.func(args))
+    except SystemExit as e:  # argparse: usage errors (2), --help and --version (0)
+        return e.code if isinstance(e.code, int) else ExitCode.USAGE
+    except BaseException as e:
+        failure = explain(e, where)
+        trace = debug_traceback(e)
+        if trace:
+            sys.stderr.write(trace)
+        print(f"{prog}: {failure.message}", file=sys.stderr)
+        return int(failure.code)
+
+
+def kubectl_main() -> int:
+    """``kubectl dm …``: kubectl runs ``kubectl-dm`` from PATH with the rest of the line."""
+    return main(None, prog="kubectl dm")
 
 
 if __name__ == "__main__":

@@ -1,125 +1,16 @@
-"""The user-facing CLI verbs: ``status``, ``promote``, ``history``, and ``controller``."""
+"""The ``controller`` command and the settings flags shared with ``worker``; the user-facing
+verbs are in ``controller/verbs.py``."""
 
 from __future__ import annotations
 
 import argparse
 import asyncio
 import logging
-import sys
 from typing import Any
 
-from controller.rollouts import Rollouts, dm_query
 from controller.settings import ControllerSettings
-from controller.temporal_client import NamespaceNotReady, TemporalSettings, connect
-from decisionmodel.contracts import Phase
+from controller.temporal_client import TemporalSettings
 from decisionmodel.settings import RolloutSettings
-from kube.client import Kube
-from workflows import search_attributes as sa
-
-
-def _dm(kube: Kube, namespace: str, name: str) -> dict[str, Any] | None:
-    from controller.reconcile import get_dm_raw
-
-    return get_dm_raw(kube, namespace, name)
-
-
-def _rev(label: str, rev: dict[str, Any] | None) -> str:
-    if not rev:
-        return f"  {label:<10} -"
-    extra = f"  reason {rev['reason']}: {rev.get('message', '')}" if rev.get("reason") else ""
-    digest = (rev.get("digest") or "")[:12]
-    return f"  {label:<10} {rev['hash']}  {rev.get('model', '')}  digest {digest}{extra}"
-
-
-async def status(args: argparse.Namespace) -> int:
-    temporal = TemporalSettings()
-    settings = RolloutSettings()
-    if args.kubeconfig:
-        settings = settings.model_copy(update={"kubeconfig": args.kubeconfig})
-    kube = Kube.from_settings(settings)
-    obj = await Kube.run(_dm, kube, args.namespace, args.name)
-    if obj is None:
-        print(f"DecisionModel {args.namespace}/{args.name} not found", file=sys.stderr)
-        return 1
-    st = obj.get("status") or {}
-    replicas = st.get("replicas") or {}
-    spec = obj["spec"]
-    print(f"{args.namespace}/{args.name}: {spec['model']} on {spec.get('device', 'cpu')}")
-    print(f"  phase      {st.get('phase', '-')} (since {st.get('phaseTransitionTime', '-')})")
-    print(f"  ready      {replicas.get('modelReady', 0)}/{replicas.get('desired', '-')}")
-    print(_rev("stable", st.get("stableRevision")))
-    print(_rev("candidate", st.get("candidateRevision")))
-    print(_rev("failed", st.get("failedRevision")))
-    ev = st.get("evaluation")
-    if ev:
-        print(
-            f"  evaluation {ev.get('result', '-')}: accuracy {ev.get('accuracy')} "
-            f"(baseline {ev.get('baselineAccuracy', '-')}), ECE {ev.get('ece')}, "
-            f"{ev.get('cases')} cases"
-        )
-    for c in st.get("conditions") or []:
-        print(f"  {c['type']:<10} {c['status']:<5} {c.get('reason', '')}: {c.get('message', '')}")
-    client = await connect(temporal)
-    rollouts = Rollouts(client, temporal.task_queue, temporal.ui_url)
-    running = await rollouts.running(args.namespace, args.name)
-    for r in running:
-        progress = await rollouts.progress(r.workflow_id)
-        step = f" — {progress.phase.value}: {progress.step}" if progress else ""
-        print(f"  rollout    {r.workflow_id}{step}")
-        if progress and progress.expected_approval:
-            print(f"  approval   dmrollout promote {args.name} -n {args.namespace}")
-        print(f"  UI         {rollouts.ui_link(r.workflow_id, temporal.namespace)}")
-    if not running:
-        print("  rollout    none running")
-    return 0
-
-
-async def promote(args: argparse.Namespace) -> int:
-    temporal = TemporalSettings()
-    client = await connect(temporal)
-    rollouts = Rollouts(client, temporal.task_queue, temporal.ui_url)
-    running = await rollouts.running(args.namespace, args.name)
-    if not running:
-        print(f"no rollout of {args.namespace}/{args.name} is running", file=sys.stderr)
-        return 1
-    for r in running:
-        progress = await rollouts.progress(r.workflow_id)
-        if progress is None or progress.phase != Phase.AWAITING_PROMOTION:
-            phase = progress.phase.value if progress else "unknown"
-            print(f"{r.workflow_id} is not awaiting promotion (phase {phase})", file=sys.stderr)
-            return 1
-        approval = args.approval or progress.expected_approval or ""
-        refusal = await rollouts.approve(r.workflow_id, approval)
-        if refusal:
-            print(f"refused: {refusal}", file=sys.stderr)
-            return 1
-        print(f"approved {approval} for {args.namespace}/{args.name} ({r.workflow_id})")
-    return 0
-
-
-async def history(args: argparse.Namespace) -> int:
-    temporal = TemporalSettings()
-    client = await connect(temporal)
-    rows = []
-    async for wf in client.list_workflows(dm_query(args.namespace, args.name)):
-        attrs = wf.typed_search_attributes
-        duration = "-"
-        if wf.close_time and wf.start_time:
-            duration = f"{(wf.close_time - wf.start_time).total_seconds():.0f}s"
-        rows.append(
-            (
-                wf.start_time.isoformat(timespec="seconds") if wf.start_time else "-",
-                attrs.get(sa.DM_REVISION) or "-",
-                attrs.get(sa.DM_MODEL) or "-",
-                attrs.get(sa.DM_RESULT) or (wf.status.name.title() if wf.status else "-"),
-                duration,
-                wf.id,
-            )
-        )
-    print(f"{'STARTED':<26}{'REVISION':<18}{'MODEL':<28}{'RESULT':<12}{'DURATION':<10}WORKFLOW")
-    for row in sorted(rows):
-        print(f"{row[0]:<26}{row[1]:<18}{row[2]:<28}{row[3]:<12}{row[4]:<10}{row[5]}")
-    return 0
 
 
 def rollout_settings(args: argparse.Namespace) -> RolloutSettings:
@@ -175,31 +66,75 @@ def controller(args: argparse.Namespace) -> int:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s %(message)s")
     settings = controller_settings(args)
     rollout = rollout_settings(args)
-    try:
-        return asyncio.run(Manager(settings, rollout, TemporalSettings()).run())
-    except NamespaceNotReady as e:
-        print(f"dmrollout controller: {e}", file=sys.stderr)
-        return 3
+    # NamespaceNotReady and the like end as one line with exit code 3 (controller/cli.py).
+    return asyncio.run(Manager(settings, rollout, TemporalSettings.load()).run())
+
+
+def _seconds(text: str) -> float:
+    value = float(text)
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"must be a positive number of seconds, not {text}")
+    return value
+
+
+async def status_or_watch(ctx: Any) -> int:
+    from controller.verbs import status
+    from controller.verbs_act import watch_status
+
+    return await (watch_status(ctx) if ctx.args.watch else status(ctx))
 
 
 def add_commands(sub: Any) -> None:
-    def dm_args(p: argparse.ArgumentParser) -> None:
+    from controller.cli_context import add_kube_flags, add_temporal_flags
+    from controller.cli_output import add_output_flag
+    from controller.verbs import cli_entry, get, history, promote
+    from controller.verbs_act import abort, retry, undo, wait
+
+    def dm_verb(name: str, help: str, temporal: bool = True) -> argparse.ArgumentParser:
+        p: argparse.ArgumentParser = sub.add_parser(name, help=help)
         p.add_argument("name", help="the DecisionModel")
-        p.add_argument("-n", "--namespace", default="default")
+        add_kube_flags(p)
+        if temporal:
+            add_temporal_flags(p)
+        return p
 
-    st = sub.add_parser("status", help="phase, revisions, the running rollout and its UI link")
-    dm_args(st)
-    st.add_argument("--kubeconfig", default=None)
-    st.set_defaults(func=lambda a: asyncio.run(status(a)))
+    ge = sub.add_parser("get", help="DecisionModels with phase, model, revision and age")
+    ge.add_argument("name", nargs="?", default=None, help="one DecisionModel (default: all)")
+    add_kube_flags(ge, all_namespaces=True)
+    add_output_flag(ge)
+    ge.set_defaults(func=cli_entry(get))
 
-    pr = sub.add_parser("promote", help="approve the candidate awaiting promotion (bound approval)")
-    dm_args(pr)
+    st = dm_verb("status", "phase, revisions, the running rollout and its UI link")
+    add_output_flag(st)
+    st.add_argument("-w", "--watch", action="store_true", help="live view until it settles")
+    st.add_argument("--forever", action="store_true", help="with --watch: never stop")
+    st.set_defaults(func=cli_entry(status_or_watch))
+
+    pr = dm_verb("promote", "approve the candidate awaiting promotion (bound approval)")
     pr.add_argument("--approval", default=None, help="default: the one the rollout expects")
-    pr.set_defaults(func=lambda a: asyncio.run(promote(a)))
+    pr.set_defaults(func=cli_entry(promote))
+
+    wa = dm_verb("wait", "block until the rollout ends: 0 promoted, 1 rolled back or failed")
+    wa.add_argument("--timeout", type=_seconds, default=600.0, help="seconds (default 600)")
+    wa.set_defaults(func=cli_entry(wait))
+
+    ab = dm_verb("abort", "stop the running rollout and roll it back (the stable serves)")
+    ab.add_argument("--reason", default="aborted from the CLI", help="recorded in history")
+    ab.set_defaults(func=cli_entry(abort))
+
+    dm_verb("retry", "roll the failed revision out again", temporal=False).set_defaults(
+        func=cli_entry(retry)
+    )
+    dm_verb("undo", "roll back to the previous revision (a new rollout of it)", False).set_defaults(
+        func=cli_entry(undo)
+    )
 
     hi = sub.add_parser("history", help="past rollouts from Temporal visibility")
-    dm_args(hi)
-    hi.set_defaults(func=lambda a: asyncio.run(history(a)))
+    hi.add_argument("name", nargs="?", default=None, help="one DecisionModel (default: all)")
+    add_kube_flags(hi, all_namespaces=True)
+    add_temporal_flags(hi)
+    add_output_flag(hi)
+    hi.set_defaults(func=cli_entry(history))
 
     co = sub.add_parser("controller", help="run the controller (watches, dispatch, steady state)")
     co.add_argument("--watch-namespaces", default=None, help="comma-separated; empty = all")

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass
+from datetime import timedelta
+from typing import Final
 
 from temporalio.client import (
     Client,
@@ -26,6 +28,10 @@ from workflows import search_attributes as sa
 from workflows.rollout import RolloutWorkflow
 
 log = logging.getLogger("dmrollout.controller.rollouts")
+
+# Every call to Temporal is bounded (a frontend that accepts and never answers must not hang a
+# reconcile or a CLI command); a timed-out call raises RPCError DEADLINE_EXCEEDED.
+RPC_TIMEOUT: Final = timedelta(seconds=10)
 
 
 @dataclass(frozen=True)
@@ -76,6 +82,7 @@ class Rollouts:
                 f"{inp.replicas} replica(s), device {inp.revision.device}, promotion "
                 f"{inp.promotion}" + (f", retry {inp.retry_token!r}" if inp.retry_token else ""),
                 execution_timeout=None,
+                rpc_timeout=RPC_TIMEOUT,
             )
         except WorkflowAlreadyStartedError:
             return False
@@ -85,7 +92,7 @@ class Rollouts:
     async def running(self, dm_namespace: str, dm_name: str) -> list[RunningRollout]:
         query = f"{dm_query(dm_namespace, dm_name)} AND ExecutionStatus = 'Running'"
         found: list[RunningRollout] = []
-        async for wf in self.client.list_workflows(query):
+        async for wf in self.client.list_workflows(query, rpc_timeout=RPC_TIMEOUT):
             revision = wf.typed_search_attributes.get(sa.DM_REVISION)
             found.append(RunningRollout(wf.id, wf.run_id, revision))
         return found
@@ -105,13 +112,13 @@ class Rollouts:
         )
         if namespaces:
             query += f" AND DmNamespace IN ({', '.join(_quote(n) for n in namespaces)})"
-        return {wf.id async for wf in self.client.list_workflows(query)}
+        return {wf.id async for wf in self.client.list_workflows(query, rpc_timeout=RPC_TIMEOUT)}
 
     async def closed_runs(self, wid: str) -> list[ClosedRun]:
         """The closed runs of one workflow ID (visibility), for the restart discipline."""
         query = f"WorkflowId = {_quote(wid)} AND ExecutionStatus != 'Running'"
         runs: list[ClosedRun] = []
-        async for wf in self.client.list_workflows(query):
+        async for wf in self.client.list_workflows(query, rpc_timeout=RPC_TIMEOUT):
             if wf.status is not None and wf.close_time is not None:
                 runs.append(ClosedRun(wf.status.name, wf.close_time))
         return runs
@@ -119,7 +126,7 @@ class Rollouts:
     async def is_in_flight(self, wid: str) -> bool:
         """The same test for one rollout, read from the workflow itself (no visibility lag)."""
         try:
-            desc = await self.client.get_workflow_handle(wid).describe()
+            desc = await self.client.get_workflow_handle(wid).describe(rpc_timeout=RPC_TIMEOUT)
         except RPCError:
             return False
         phase = desc.typed_search_attributes.get(sa.DM_PHASE)
@@ -127,7 +134,7 @@ class Rollouts:
 
     async def is_running(self, wid: str) -> bool:
         try:
-            desc = await self.client.get_workflow_handle(wid).describe()
+            desc = await self.client.get_workflow_handle(wid).describe(rpc_timeout=RPC_TIMEOUT)
         except RPCError:
             return False
         return desc.status == WorkflowExecutionStatus.RUNNING
@@ -135,7 +142,7 @@ class Rollouts:
     async def cancel(self, wid: str) -> None:
         """Cancel (never terminate): the workflow cleans up its own candidate objects."""
         try:
-            await self.client.get_workflow_handle(wid).cancel()
+            await self.client.get_workflow_handle(wid).cancel(rpc_timeout=RPC_TIMEOUT)
             log.info("cancelled %s", wid)
         except RPCError as e:
             log.info("cancel %s: %s", wid, e.message)
@@ -143,7 +150,7 @@ class Rollouts:
     async def progress(self, wid: str) -> RolloutProgress | None:
         try:
             answer: RolloutProgress = await self.client.get_workflow_handle(wid).query(
-                RolloutWorkflow.progress
+                RolloutWorkflow.progress, rpc_timeout=RPC_TIMEOUT
             )
         except RPCError:
             return None
@@ -153,7 +160,7 @@ class Rollouts:
         """Send the approval as an update; None when applied, else the refusal."""
         try:
             await self.client.get_workflow_handle(wid).execute_update(
-                RolloutWorkflow.approve, approval
+                RolloutWorkflow.approve, approval, rpc_timeout=RPC_TIMEOUT
             )
         except WorkflowUpdateFailedError as e:
             return str(e.cause) if e.cause else str(e)

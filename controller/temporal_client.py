@@ -8,8 +8,9 @@ from __future__ import annotations
 
 from datetime import timedelta
 from pathlib import Path
+from typing import Any
 
-from pydantic import Field
+from pydantic import Field, PrivateAttr
 from pydantic_settings import BaseSettings, SettingsConfigDict
 from temporalio.api.enums.v1 import IndexedValueType
 from temporalio.api.operatorservice.v1 import (
@@ -19,11 +20,15 @@ from temporalio.api.operatorservice.v1 import (
 from temporalio.api.workflowservice.v1 import DescribeNamespaceRequest
 from temporalio.client import Client, TLSConfig
 from temporalio.contrib.pydantic import pydantic_data_converter
+from temporalio.envconfig import ClientConfigProfile
 from temporalio.runtime import PrometheusConfig, Runtime, TelemetryConfig
 
 from workflows import search_attributes as sa
 
 SETUP_COMMAND = "dmrollout temporal setup"
+TLS_FIELDS = frozenset(
+    {"tls", "server_ca_file", "client_cert_file", "client_key_file", "server_name"}
+)
 
 
 class TemporalSettings(BaseSettings):
@@ -54,13 +59,45 @@ class TemporalSettings(BaseSettings):
     metrics_bind_address: str | None = Field(
         default=None, description="host:port for the SDK's Prometheus metrics (worker)."
     )
+    profile: str | None = Field(
+        default=None,
+        description="Profile of the Temporal CLI's config file (temporal.toml); default: "
+        "TEMPORAL_PROFILE, else `default`.",
+    )
     min_retention_days: int = Field(
         default=7,
         description="Minimum history retention `temporal setup` accepts: the history is the "
         "audit trail (the dev server keeps closed workflows 24 h).",
     )
 
+    # TLS from the Temporal CLI's conventions (TEMPORAL_TLS*, a profile), when no
+    # DMROLLOUT_TEMPORAL_* TLS field is set: see ``load``.
+    _profile_tls: TLSConfig | bool | None = PrivateAttr(default=None)
+
+    @classmethod
+    def load(cls, **overrides: Any) -> TemporalSettings:
+        """The settings as every dmrollout process uses them. Precedence: flags (``overrides``,
+        None = not given), then ``DMROLLOUT_TEMPORAL_*``, then the Temporal CLI's own
+        conventions (``temporalio.envconfig``: TEMPORAL_ADDRESS, TEMPORAL_NAMESPACE,
+        TEMPORAL_API_KEY, TEMPORAL_TLS*, profiles of temporal.toml), then the defaults. A
+        profile that does not exist raises the SDK's ConfigError."""
+        explicit = cls(**{k: v for k, v in overrides.items() if v is not None})
+        profile = ClientConfigProfile.load(profile=explicit.profile)
+        given = explicit.model_fields_set
+        conventions = {
+            "address": profile.address,
+            "namespace": profile.namespace,
+            "api_key": profile.api_key,
+        }
+        updates = {k: v for k, v in conventions.items() if v and k not in given}
+        resolved = explicit.model_copy(update=updates)
+        if profile.tls is not None and not (TLS_FIELDS & given):
+            resolved._profile_tls = profile.tls.to_connect_tls_config()
+        return resolved
+
     def tls_config(self) -> TLSConfig | bool:
+        if self._profile_tls is not None:
+            return self._profile_tls
         wants = self.tls or self.server_ca_file or self.client_cert_file or self.api_key
         if not wants:
             return False

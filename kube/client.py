@@ -145,13 +145,19 @@ class Kube:
 
     @classmethod
     def from_config(
-        cls, kubeconfig: str | None = None, timeouts: KubeTimeouts | None = None
+        cls,
+        kubeconfig: str | None = None,
+        timeouts: KubeTimeouts | None = None,
+        context: str | None = None,
     ) -> Kube:
-        """A kubeconfig file when given, else in-cluster, else the default kubeconfig."""
+        """A kubeconfig file (or context) when given, else in-cluster, else the default
+        kubeconfig."""
         timeouts = timeouts or KubeTimeouts()
         configuration = client.Configuration()
-        if kubeconfig:
-            config.load_kube_config(config_file=kubeconfig, client_configuration=configuration)
+        if kubeconfig or context:
+            config.load_kube_config(
+                config_file=kubeconfig, context=context, client_configuration=configuration
+            )
         else:
             try:
                 config.load_incluster_config(client_configuration=configuration)

@@ -175,7 +175,9 @@ async def test_cli_status_promote_history(ctl: RolloutHarness) -> None:
         lambda: cli(ctl, "history", "cli", "-n", ctl.namespace).count("Promoted") == 2, 60
     )
     history = cli(ctl, "history", "cli", "-n", ctl.namespace).splitlines()
-    assert history[0].split() == ["STARTED", "REVISION", "MODEL", "RESULT", "DURATION", "WORKFLOW"]
+    assert history[0].split() == [
+        "STARTED", "DM", "REVISION", "MODEL", "RESULT", "DURATION", "WORKFLOW"
+    ]  # fmt: skip
     rows = history[1:]
     assert len(rows) == 2 and all("Promoted" in r for r in rows)
     assert any("laya:cli2" in r for r in rows) and any("laya:en" in r for r in rows)

@@ -1,0 +1,161 @@
+"""Issue 13, point 3: the verbs against the local environment, as a user types them."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+from helpers import eventually
+from rollout_harness import RolloutHarness, put_model
+
+from controller.cli_errors import ExitCode
+from localenv.paths import python_tool
+
+pytestmark = [pytest.mark.e2e, pytest.mark.cluster, pytest.mark.temporal]
+
+
+def run(
+    ctl: RolloutHarness, *args: str, kubeconfig: Path | None = None, timeout: float = 120
+) -> subprocess.CompletedProcess[str]:
+    env = {
+        **os.environ,
+        "DMROLLOUT_KUBECONFIG": str(kubeconfig or ctl.cluster.kubeconfig),
+        "DMROLLOUT_TEMPORAL_TASK_QUEUE": ctl.task_queue,
+        "PATH": f"{Path(sys.executable).parent}:{os.environ.get('PATH', '')}",
+    }
+    return subprocess.run(
+        [sys.executable, "-m", "controller.cli", *args],
+        env=env, capture_output=True, text=True, timeout=timeout, check=False,
+    )  # fmt: skip
+
+
+def phase(ctl: RolloutHarness, name: str) -> str | None:
+    found = ctl.status(name).get("phase")
+    return str(found) if found else None
+
+
+def context_kubeconfig(ctl: RolloutHarness, tmp_path: Path) -> Path:
+    """The cluster's kubeconfig with the context's namespace set to the test's namespace."""
+    config = yaml.safe_load(Path(ctl.cluster.kubeconfig).read_text())
+    for c in config["contexts"]:
+        c["context"]["namespace"] = ctl.namespace
+    path = tmp_path / "kubeconfig"
+    path.write_text(yaml.safe_dump(config))
+    return path
+
+
+async def test_get_status_and_not_found(ctl: RolloutHarness, tmp_path: Path) -> None:
+    ctl.create_dm("listed", {"model": "laya:en"})
+    await eventually(lambda: phase(ctl, "listed") == "Ready", 120, what="Ready")
+    # No -n: the namespace comes from the kubeconfig context, as kubectl does.
+    got = run(ctl, "get", kubeconfig=context_kubeconfig(ctl, tmp_path))
+    assert got.returncode == 0, got.stderr
+    header, *rows = got.stdout.splitlines()
+    assert header.split() == ["NAME", "MODEL", "PHASE", "READY", "REVISION", "AGE"]
+    assert any(r.split()[:4] == ["listed", "laya:en", "Ready", "1/1"] for r in rows)
+    every = run(ctl, "get", "-A", "-o", "json")
+    assert any(
+        r["namespace"] == ctl.namespace and r["name"] == "listed" for r in json.loads(every.stdout)
+    )
+    status = json.loads(run(ctl, "status", "listed", "-n", ctl.namespace, "-o", "json").stdout)
+    assert status["phase"] == "Ready" and status["rollouts"] == []
+    missing = run(ctl, "status", "nope", "-n", ctl.namespace)
+    assert missing.returncode == ExitCode.NOT_FOUND
+    assert missing.stderr.strip().splitlines() == [
+        f"dmrollout: DecisionModel {ctl.namespace}/nope not found (`dmrollout get -n "
+        f"{ctl.namespace}` lists them; -n or the kubeconfig context picks the namespace)"
+    ]
+    plugin = subprocess.run(
+        [python_tool("kubectl"), "dm", "get", "listed", "-n", ctl.namespace, "-o", "yaml",
+         "--kubeconfig", str(ctl.cluster.kubeconfig)],
+        env={**os.environ, "PATH": f"{Path(sys.executable).parent}:{os.environ['PATH']}",
+             "DMROLLOUT_KUBECONFIG": str(ctl.cluster.kubeconfig)},
+        capture_output=True, text=True, timeout=120, check=False,
+    )  # fmt: skip
+    assert plugin.returncode == 0, plugin.stderr
+    assert yaml.safe_load(plugin.stdout)[0]["phase"] == "Ready"
+
+
+async def test_wait_retry_and_undo(ctl: RolloutHarness) -> None:
+    put_model("laya", "undo2", accuracy=0.9, revision="undo2")
+    ctl.create_dm("cycle", {"model": "laya:en"})
+    first = run(ctl, "wait", "cycle", "-n", ctl.namespace, "--timeout", "180")
+    assert first.returncode == 0, first.stderr
+    assert "Ready: revision" in first.stdout
+    old = ctl.status("cycle")["stableRevision"]
+
+    ctl.update_spec("cycle", {"model": "laya:gone"})
+    failed = run(ctl, "wait", "cycle", "-n", ctl.namespace, "--timeout", "180")
+    assert failed.returncode == ExitCode.FAILED
+    assert "RolledBack" in failed.stderr and "ModelNotFound" in failed.stderr
+    token = ctl.status("cycle").get("lastRetryToken")
+    retried = run(ctl, "retry", "cycle", "-n", ctl.namespace)
+    assert retried.returncode == 0, retried.stderr
+    await eventually(
+        lambda: ctl.status("cycle").get("lastRetryToken") not in (None, token), 60, what="retried"
+    )
+
+    ctl.update_spec("cycle", {"model": "laya:undo2"})
+    assert run(ctl, "wait", "cycle", "-n", ctl.namespace, "--timeout", "180").returncode == 0
+    assert ctl.status("cycle")["stableRevision"]["model"] == "laya:undo2"
+    undone = run(ctl, "undo", "cycle", "-n", ctl.namespace)
+    assert undone.returncode == 0, undone.stderr
+    assert ctl.dm("cycle")["spec"]["digest"] == old["digest"]
+    back = run(ctl, "wait", "cycle", "-n", ctl.namespace, "--timeout", "180")
+    assert back.returncode == 0, back.stderr
+    stable = ctl.status("cycle")["stableRevision"]
+    assert stable["model"] == "laya:en" and stable["digest"] == old["digest"]
+
+
+async def test_abort_then_wait_says_rolled_back(ctl: RolloutHarness) -> None:
+    ctl.create_dm("stopped", {"model": "laya:en", "rollout": {"promotion": "Manual"}})
+    await eventually(lambda: phase(ctl, "stopped") == "Ready", 120, what="Ready")
+    ctl.update_spec("stopped", {"model": "laya:multilingual"})
+    await eventually(lambda: phase(ctl, "stopped") == "AwaitingPromotion", 120, what="held")
+    aborted = run(ctl, "abort", "stopped", "-n", ctl.namespace, "--reason", "wrong model")
+    assert aborted.returncode == 0, aborted.stderr
+    waited = run(ctl, "wait", "stopped", "-n", ctl.namespace, "--timeout", "120")
+    assert waited.returncode == ExitCode.FAILED
+    assert "Aborted" in waited.stderr and "wrong model" in waited.stderr
+    nothing = run(ctl, "abort", "stopped", "-n", ctl.namespace)
+    assert nothing.returncode == ExitCode.NOT_FOUND
+
+
+async def test_status_watch_in_a_terminal_shows_the_step(ctl: RolloutHarness) -> None:
+    """As a person sees it: tmux runs `status --watch` during a rollout; the pane shows it."""
+    ctl.create_dm("watched-cli", {"model": "laya:en", "rollout": {"promotion": "Manual"}})
+    await eventually(lambda: phase(ctl, "watched-cli") == "Ready", 120, what="Ready")
+    ctl.update_spec("watched-cli", {"model": "laya:multilingual"})
+    session = f"dm-{ctl.namespace}"
+    env = (
+        f"DMROLLOUT_KUBECONFIG={ctl.cluster.kubeconfig} "
+        f"DMROLLOUT_TEMPORAL_TASK_QUEUE={ctl.task_queue}"
+    )
+    command = (
+        f"env {env} {sys.executable} -m controller.cli status watched-cli -n {ctl.namespace} -w"
+    )
+    subprocess.run(
+        ["tmux", "new-session", "-d", "-s", session, "-x", "200", "-y", "50", command],
+        check=True, timeout=30, cwd=os.getcwd(),
+    )  # fmt: skip
+    try:
+
+        def pane() -> str:
+            return subprocess.run(
+                ["tmux", "capture-pane", "-p", "-t", session],
+                capture_output=True, text=True, timeout=30, check=True,
+            ).stdout  # fmt: skip
+
+        def showing_the_step() -> str | None:
+            text = pane()
+            return text if "awaiting promotion" in text and "step" in text else None
+
+        shown = await eventually(showing_the_step, 120, what="the step in the pane")
+        assert "AwaitingPromotion" in shown and "dmrollout promote watched-cli" in shown
+    finally:
+        subprocess.run(["tmux", "kill-session", "-t", session], check=False, timeout=30)
