@@ -28,7 +28,9 @@ from typing import Any, Literal
 import httpx
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
+from decisionmodel.api_key import KEY_RULE, header_safe
 from decisionmodel.errors import (
+    APIKeyInvalid,
     InvalidModelName,
     ProbeError,
     QueueFull,
@@ -253,6 +255,14 @@ class RuntimeClient:
         self._sleep = sleep
         headers = {"User-Agent": "dmrollout-prober"}
         if api_key:
+            if not header_safe(api_key):
+                # httpx would raise UnicodeEncodeError (quoting the character and its
+                # position) or h11 an error quoting the header: refuse before either.
+                raise APIKeyInvalid(
+                    "the API key of spec.auth.apiKeySecretRef cannot be sent in an HTTP "
+                    f"header: it must be {KEY_RULE}; write the key again in the Secret",
+                    permanent=True,
+                )
             headers["Authorization"] = f"Bearer {api_key}"
         self._client = httpx.AsyncClient(
             base_url=self._base_url,
@@ -462,12 +472,15 @@ class RuntimeClient:
         """One request with a total deadline and a capped body; transport failures and
         timeouts become ProbeError."""
         timeout = httpx.Timeout(seconds, connect=min(self._timeouts.connect, seconds))
-        request = self._client.build_request(
-            method,
-            path,
-            json=payload,
-            timeout=timeout,
-        )
+        try:
+            request = self._client.build_request(method, path, json=payload, timeout=timeout)
+        except (UnicodeEncodeError, ValueError):
+            # A payload that is not encodable (a lone surrogate in a dataset's state): the
+            # error's text quotes the character and its position, so it is not repeated.
+            raise RuntimeRequestRejected(
+                f"{what}: the request body cannot be encoded as UTF-8 JSON; check the dataset "
+                "case's state and questions"
+            ) from None
         try:
             async with asyncio.timeout(seconds):
                 response = await self._client.send(request, stream=True)
@@ -480,6 +493,12 @@ class RuntimeClient:
                 f"{what}: {self._base_url} did not answer within {seconds:g} s; check the "
                 "runtime's logs (a load slower than the warm-up timeout, an overloaded Pod)"
             ) from None
+        except httpx.LocalProtocolError as err:
+            # h11 quotes the offending header or body value: never repeat its text.
+            raise ProbeError(
+                f"{what}: the request to {self._base_url} was refused by the HTTP library "
+                f"({type(err).__name__}) before it was sent"
+            ) from None
         except httpx.TransportError as err:
             raise ProbeError(
                 f"{what}: {self._base_url} cannot be reached ({type(err).__name__}: {err}); "
@@ -488,6 +507,12 @@ class RuntimeClient:
             ) from None
         except httpx.HTTPError as err:
             raise ProbeError(f"{what}: {self._base_url}: {type(err).__name__}: {err}") from None
+        except UnicodeError as err:
+            # Anything else that fails to encode a header or body: its text may quote it.
+            raise ProbeError(
+                f"{what}: a value of the request to {self._base_url} could not be encoded "
+                f"({type(err).__name__}; details withheld, they may quote a secret)"
+            ) from None
         return _Answer(status=response.status_code, headers=response.headers, body=body)
 
     async def _read_capped(self, response: httpx.Response, what: str) -> bytes:
