@@ -34,6 +34,7 @@ from decisionmodel.errors import (
     InvalidModelName,
     ProbeError,
     QueueFull,
+    RuntimeAnswerInvalid,
     RuntimeRequestRejected,
 )
 from decisionmodel.names import DEFAULT_REGISTRY, parse_model_name
@@ -215,7 +216,9 @@ class _Answer:
     def json_object(self) -> dict[str, Any] | None:
         try:
             data = json.loads(self.body)
-        except (UnicodeDecodeError, json.JSONDecodeError):
+        except (ValueError, RecursionError):
+            # Not JSON, not UTF-8 (both ValueErrors), an integer past Python's digit limit
+            # (a plain ValueError), or nested past the recursion limit: no usable answer.
             return None
         return data if isinstance(data, dict) else None
 
@@ -395,7 +398,8 @@ class RuntimeClient:
     ) -> dict[str, Any]:
         """``POST /v1/systemone``. ``503 QUEUE_FULL`` (and 429) are retried after
         ``Retry-After`` up to ``queue_full_attempts`` requests in all, then QueueFull. 401 and
-        5xx → ProbeError (transient); other 4xx → RuntimeRequestRejected (permanent). Messages
+        5xx → ProbeError (transient); other 4xx → RuntimeRequestRejected (permanent); a 2xx
+        without a readable ``answers`` object → RuntimeAnswerInvalid (permanent). Messages
         carry status and code only: the runtime's text may echo the request (dataset content).
         """
         payload = {"model": model, "state": state, "questions": dict(questions)}
@@ -427,7 +431,12 @@ class RuntimeClient:
                 )
             data = answer.json_object()
             if data is None or not isinstance(data.get("answers"), dict):
-                raise ProbeError(f"decide on {self._base_url}: the answer has no 'answers' object")
+                raise RuntimeAnswerInvalid(
+                    f"decide on {self._base_url}: the runtime answered {answer.status} without "
+                    "a readable 'answers' object (not JSON, a number out of range, nested too "
+                    "deeply, or another shape); the case counts as wrong",
+                    status=answer.status,
+                )
             return data
         raise AssertionError("unreachable: the loop returns or raises")  # pragma: no cover
 
