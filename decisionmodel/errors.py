@@ -204,7 +204,9 @@ class SecretNotAllowed(DmrolloutError):
 
 
 class APIKeyInvalid(DmrolloutError):
-    """The labelled API-key Secret lacks the referenced key (fixed by editing the Secret)."""
+    """The labelled API-key Secret lacks the referenced key or holds an empty one (fixed by
+    editing the Secret, transient), or holds one no HTTP header can carry: non-ASCII or control
+    characters (raised non-retryable by instance: every attempt would fail the same way)."""
 
     reason = Reason.API_KEY_INVALID
     permanent = False

@@ -92,7 +92,7 @@ class Reason(enum.StrEnum):
 
     # --- elsewhere in seeds 000/001 and REFERENCE.md ------------------------------------
     PROBE_ERROR = "ProbeError"  # readiness gate: the runtime did not answer
-    API_KEY_INVALID = "APIKeyInvalid"  # labelled Secret without the referenced key
+    API_KEY_INVALID = "APIKeyInvalid"  # no key, an empty key, or one no header can carry
     ROLLOUT_QUEUED = "RolloutQueued"  # --max-concurrent-rollouts budget exhausted
     CANDIDATE_REJECTED = "CandidateRejected"  # Ready=True while phase RolledBack
     TAG_MOVED = "TagMoved"  # prefetch exit code 5: the tag's manifest changed mid-pull

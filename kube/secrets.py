@@ -12,7 +12,9 @@ by the next attempt without a spec change).
 | weight download token | ``decisionmodel.io/download-token: "true"`` | SecretNotFound |
 
 All of them are transient: REFERENCE.md holds a rollout in its phase until the user fixes the
-object or the phase times out. A dataset Secret labelled only with the older api-key label is
+object or the phase times out. One exception: an API key no HTTP header can carry (non-ASCII or
+control characters, ``parse_api_key``) is APIKeyInvalid raised permanent, since every attempt
+would fail the same way. A dataset Secret labelled only with the older api-key label is
 still accepted, with a ``DeprecatedSecretLabel`` Warning Event (seed 001 "Transition").
 
 Values never leave this module's callers: errors name the object, the key and the label only,
