@@ -11,8 +11,9 @@ Steps (REFERENCE.md "Evaluation"):
    dataset digest and revisions match, so a retried attempt (worker crash, Pod lost) continues
    at ``next_case_index`` instead of case 1.
 3. Candidate: each case → ``POST /v1/systemone`` on one model-ready Pod of the candidate
-   (QUEUE_FULL retried inside the client); a case the runtime rejects permanently (4xx) counts
-   as failed, every other failure fails the attempt (retried, resumed).
+   (QUEUE_FULL retried inside the client); a case the runtime rejects permanently (4xx), or
+   answers with a body that is not a readable answer, counts as failed; every other failure
+   fails the attempt (retried, resumed).
 4. Baseline: only when a relative gate is set and a stable exists, the same cases against a
    model-ready stable Pod, with its own resumable progress.
 5. ``evaluate_gates`` → :class:`EvaluationOutcome`. A failed gate is a *result*, not an error:
@@ -43,6 +44,7 @@ from decisionmodel.errors import (
     DmrolloutError,
     InvalidEvaluationPolicy,
     ProbeError,
+    RuntimeAnswerInvalid,
     RuntimeRequestRejected,
 )
 from decisionmodel.evaluation import (
@@ -240,7 +242,8 @@ class EvaluateActivities:
             for case in cases[progress.next_case_index :]:
                 try:
                     answer = await client.decide(model, case.state, case.questions)
-                except RuntimeRequestRejected:
+                except (RuntimeRequestRejected, RuntimeAnswerInvalid):
+                    # Retrying cannot change either: the case is wrong (a missing answer).
                     progress.add_failed_case(case)
                 else:
                     progress.add_case(case, answer.get("answers"))

@@ -13,6 +13,9 @@ the Job at once through its podFailurePolicy and end the activity with a non-ret
 | exit 5 (the tag moved) | Failed, PodFailurePolicy | DigestMismatch, "tag moved: …" |
 | anything else | Failed, BackoffLimitExceeded / DeadlineExceeded | PrefetchFailed |
 
+The termination message quoted in the error is scrubbed first (``decisionmodel.scrub``): the
+last line of ``ollaya pull``'s log is not ours, and may echo a URL with credentials or a token.
+
 A failed Job is kept: a retried activity adopts it and reports the same classification
 instead of pulling again. A completed Job is kept too (deleted with its revision), so a retry
 after a lost result returns at once.
@@ -35,7 +38,9 @@ from decisionmodel.render.prefetch_job import (
     EXIT_DIGEST_MISMATCH,
     EXIT_MODEL_NOT_FOUND,
     EXIT_TAG_MOVED,
+    PERMANENT_EXIT_CODES,
 )
+from decisionmodel.scrub import scrub_line
 from decisionmodel.settings import RolloutSettings
 from decisionmodel.vocabulary import JOB_FAILED, JOB_FAILURE_TARGET, ConditionType
 from kube import params
@@ -95,11 +100,17 @@ def classify_failure(
     """The typed error of a failed prefetch Job: the failed container's exit code decides,
     its termination message (``<Reason>: <detail>``, never a secret) explains."""
     name = job["metadata"]["name"]
-    code, message = last_termination(pods)
+    code, raw = last_termination(pods)
+    job_message = str(failure.get("message") or "")
     if code is None and failure.get("reason") == "PodFailurePolicy":
-        found = _EXIT_CODE_IN_MESSAGE.search(str(failure.get("message") or ""))
+        found = _EXIT_CODE_IN_MESSAGE.search(job_message)
         code = int(found.group(1)) if found else None
-    detail = message or str(failure.get("message") or "")
+    # Lines dmrollout's prefetch script writes (exit 3-5) keep their digests; anything else
+    # may be the last line of `ollaya pull`'s log, which is not ours to quote (issue 12).
+    ours = code in PERMANENT_EXIT_CODES
+    message = scrub_line(raw, keep_sha256=ours)
+    job_message = scrub_line(job_message)
+    detail = message or job_message
     if code == EXIT_MODEL_NOT_FOUND:
         return ModelNotFound(f"prefetch Job {name}: {detail or 'model not found in registry'}")
     if code == EXIT_DIGEST_MISMATCH:
@@ -114,10 +125,10 @@ def classify_failure(
             "resolves it again) or pin spec.digest"
         )
     attempts = job_counts(job)["failed"]
-    why = failure.get("reason") or JOB_FAILED
+    why = scrub_line(str(failure.get("reason") or JOB_FAILED), 64)
     last = f"; last attempt: {message}" if message else ""
     return PrefetchFailed(
-        f"prefetch Job {name} failed ({why}: {failure.get('message') or 'no message'}) "
+        f"prefetch Job {name} failed ({why}: {job_message or 'no message'}) "
         f"after {attempts} attempt(s){last}"
     )
 

@@ -16,7 +16,6 @@ from temporalio import activity
 
 from activities.typed_errors import show_guards, typed_errors
 from decisionmodel.contracts import START, RevisionObjectsInput, StartResult
-from decisionmodel.errors import APIKeyInvalid
 from decisionmodel.render import render_serving_deployment
 from decisionmodel.render.labels import selector_labels
 from decisionmodel.settings import RolloutSettings
@@ -25,7 +24,7 @@ from kube import params
 from kube.client import Kube
 from kube.pod_gate import condition_true
 from kube.rollout_status import show_guard
-from kube.secrets import SecretCapability, SecretReader
+from kube.secrets import SecretCapability, SecretReader, parse_api_key
 
 
 def pod_started(pod: dict[str, Any]) -> bool:
@@ -57,14 +56,13 @@ class StartActivities:
     async def _apikey_checksum(self, inp: RevisionObjectsInput) -> str | None:
         if inp.api_key is None:
             return None
-        value = await self.secrets.read(inp.dm.namespace, inp.api_key, SecretCapability.API_KEY)
-        if not value.strip():
-            raise APIKeyInvalid(
-                f"Secret {inp.dm.namespace}/{inp.api_key.name} key {inp.api_key.key!r} "
-                "(spec.auth.apiKeySecretRef) is empty"
-            )
+        found = await self.secrets.read_entry(
+            inp.dm.namespace, inp.api_key, SecretCapability.API_KEY
+        )
+        # Refused here, before any Pod is created with a key no request can carry.
+        parse_api_key(found.value, inp.dm.namespace, inp.api_key)
         # Only the checksum leaves this function: it rolls the Pods when the key changes.
-        return params.apikey_checksum(value)
+        return params.apikey_checksum(found.value, found.uid)
 
     @activity.defn(name=START)
     async def start(self, inp: RevisionObjectsInput) -> StartResult:

@@ -72,3 +72,12 @@ async def typed_errors(on_guard: OnGuard | None = None) -> AsyncIterator[None]:
         raise ApplicationError(
             str(e), type=Reason.DECISION_MODEL_GONE, non_retryable=True
         ) from None
+    except UnicodeError as e:
+        # An encoding failure nobody typed: its text quotes the character and its position,
+        # which may belong to an API key or a dataset. Only the class name leaves (retried:
+        # the typed paths refuse known-bad input before it gets here).
+        raise ApplicationError(
+            f"{type(e).__name__} while encoding or decoding a value; details withheld, they "
+            "may quote a secret or dataset content",
+            type=Reason.ACTIVITY_FAILED,
+        ) from None

@@ -128,9 +128,12 @@ class SteadyState:
         checksum: str | None = None
         try:
             if inp.api_key is not None:
-                raw = await self.secrets.read(dm.namespace, inp.api_key, SecretCapability.API_KEY)
-                api_key = parse_api_key(raw, dm.namespace, inp.api_key)  # one read serves both
-                checksum = params.apikey_checksum(raw)
+                found = await self.secrets.read_entry(
+                    dm.namespace, inp.api_key, SecretCapability.API_KEY
+                )
+                # One read serves both.
+                api_key = parse_api_key(found.value, dm.namespace, inp.api_key)
+                checksum = params.apikey_checksum(found.value, found.uid)
         except (SecretNotAllowed, APIKeyInvalid) as e:
             health.degraded_reason = e.reason
             health.conditions.append(Cond(DEGRADED, "True", e.reason, str(e)))

@@ -144,6 +144,16 @@ class RuntimeRequestRejected(DmrolloutError):
     permanent = True
 
 
+class RuntimeAnswerInvalid(DmrolloutError):
+    """The runtime answered 2xx with a body that is not the answer contract (not JSON, a number
+    beyond what a parser holds, nested too deeply, no ``answers`` object). Permanent for the
+    request: REFERENCE.md "a missing answer is wrong", so evaluation counts the case as failed
+    instead of retrying it until EvaluationTimeout."""
+
+    reason = Reason.RUNTIME_ANSWER_INVALID
+    permanent = True
+
+
 class StartTimeout(DmrolloutError):
     """Candidate Pods did not pass the readiness gate within ``rollout.timeouts.starting``."""
 
@@ -194,7 +204,9 @@ class SecretNotAllowed(DmrolloutError):
 
 
 class APIKeyInvalid(DmrolloutError):
-    """The labelled API-key Secret lacks the referenced key (fixed by editing the Secret)."""
+    """The labelled API-key Secret lacks the referenced key or holds an empty one (fixed by
+    editing the Secret, transient), or holds one no HTTP header can carry: non-ASCII or control
+    characters (raised non-retryable by instance: every attempt would fail the same way)."""
 
     reason = Reason.API_KEY_INVALID
     permanent = False
@@ -270,6 +282,7 @@ ALL_ERRORS: tuple[type[DmrolloutError], ...] = (
     ProbeError,
     QueueFull,
     RuntimeRequestRejected,
+    RuntimeAnswerInvalid,
     StartTimeout,
     DatasetInvalid,
     EvaluationFailed,

@@ -329,7 +329,7 @@ class RegistryResolver:
     def _accept(self, ref: ModelRef, body: bytes) -> ResolvedModel:
         try:
             manifest = json.loads(body)
-        except (UnicodeDecodeError, json.JSONDecodeError):
+        except (ValueError, RecursionError):  # not UTF-8/JSON, a huge integer, deep nesting
             raise RegistryError(
                 f"resolving {ref.canonical}: {ref.manifest_url} did not return valid JSON; "
                 "check the registry speaks the Ollaya registry API"

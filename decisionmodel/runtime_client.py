@@ -28,10 +28,13 @@ from typing import Any, Literal
 import httpx
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
+from decisionmodel.api_key import KEY_RULE, header_safe
 from decisionmodel.errors import (
+    APIKeyInvalid,
     InvalidModelName,
     ProbeError,
     QueueFull,
+    RuntimeAnswerInvalid,
     RuntimeRequestRejected,
 )
 from decisionmodel.names import DEFAULT_REGISTRY, parse_model_name
@@ -213,7 +216,9 @@ class _Answer:
     def json_object(self) -> dict[str, Any] | None:
         try:
             data = json.loads(self.body)
-        except (UnicodeDecodeError, json.JSONDecodeError):
+        except (ValueError, RecursionError):
+            # Not JSON, not UTF-8 (both ValueErrors), an integer past Python's digit limit
+            # (a plain ValueError), or nested past the recursion limit: no usable answer.
             return None
         return data if isinstance(data, dict) else None
 
@@ -253,6 +258,14 @@ class RuntimeClient:
         self._sleep = sleep
         headers = {"User-Agent": "dmrollout-prober"}
         if api_key:
+            if not header_safe(api_key):
+                # httpx would raise UnicodeEncodeError (quoting the character and its
+                # position) or h11 an error quoting the header: refuse before either.
+                raise APIKeyInvalid(
+                    "the API key of spec.auth.apiKeySecretRef cannot be sent in an HTTP "
+                    f"header: it must be {KEY_RULE}; write the key again in the Secret",
+                    permanent=True,
+                )
             headers["Authorization"] = f"Bearer {api_key}"
         self._client = httpx.AsyncClient(
             base_url=self._base_url,
@@ -385,7 +398,8 @@ class RuntimeClient:
     ) -> dict[str, Any]:
         """``POST /v1/systemone``. ``503 QUEUE_FULL`` (and 429) are retried after
         ``Retry-After`` up to ``queue_full_attempts`` requests in all, then QueueFull. 401 and
-        5xx → ProbeError (transient); other 4xx → RuntimeRequestRejected (permanent). Messages
+        5xx → ProbeError (transient); other 4xx → RuntimeRequestRejected (permanent); a 2xx
+        without a readable ``answers`` object → RuntimeAnswerInvalid (permanent). Messages
         carry status and code only: the runtime's text may echo the request (dataset content).
         """
         payload = {"model": model, "state": state, "questions": dict(questions)}
@@ -417,7 +431,12 @@ class RuntimeClient:
                 )
             data = answer.json_object()
             if data is None or not isinstance(data.get("answers"), dict):
-                raise ProbeError(f"decide on {self._base_url}: the answer has no 'answers' object")
+                raise RuntimeAnswerInvalid(
+                    f"decide on {self._base_url}: the runtime answered {answer.status} without "
+                    "a readable 'answers' object (not JSON, a number out of range, nested too "
+                    "deeply, or another shape); the case counts as wrong",
+                    status=answer.status,
+                )
             return data
         raise AssertionError("unreachable: the loop returns or raises")  # pragma: no cover
 
@@ -462,12 +481,15 @@ class RuntimeClient:
         """One request with a total deadline and a capped body; transport failures and
         timeouts become ProbeError."""
         timeout = httpx.Timeout(seconds, connect=min(self._timeouts.connect, seconds))
-        request = self._client.build_request(
-            method,
-            path,
-            json=payload,
-            timeout=timeout,
-        )
+        try:
+            request = self._client.build_request(method, path, json=payload, timeout=timeout)
+        except (UnicodeEncodeError, ValueError):
+            # A payload that is not encodable (a lone surrogate in a dataset's state): the
+            # error's text quotes the character and its position, so it is not repeated.
+            raise RuntimeRequestRejected(
+                f"{what}: the request body cannot be encoded as UTF-8 JSON; check the dataset "
+                "case's state and questions"
+            ) from None
         try:
             async with asyncio.timeout(seconds):
                 response = await self._client.send(request, stream=True)
@@ -480,6 +502,12 @@ class RuntimeClient:
                 f"{what}: {self._base_url} did not answer within {seconds:g} s; check the "
                 "runtime's logs (a load slower than the warm-up timeout, an overloaded Pod)"
             ) from None
+        except httpx.LocalProtocolError as err:
+            # h11 quotes the offending header or body value: never repeat its text.
+            raise ProbeError(
+                f"{what}: the request to {self._base_url} was refused by the HTTP library "
+                f"({type(err).__name__}) before it was sent"
+            ) from None
         except httpx.TransportError as err:
             raise ProbeError(
                 f"{what}: {self._base_url} cannot be reached ({type(err).__name__}: {err}); "
@@ -488,6 +516,12 @@ class RuntimeClient:
             ) from None
         except httpx.HTTPError as err:
             raise ProbeError(f"{what}: {self._base_url}: {type(err).__name__}: {err}") from None
+        except UnicodeError as err:
+            # Anything else that fails to encode a header or body: its text may quote it.
+            raise ProbeError(
+                f"{what}: a value of the request to {self._base_url} could not be encoded "
+                f"({type(err).__name__}; details withheld, they may quote a secret)"
+            ) from None
         return _Answer(status=response.status_code, headers=response.headers, body=body)
 
     async def _read_capped(self, response: httpx.Response, what: str) -> bytes:

@@ -92,7 +92,7 @@ class Reason(enum.StrEnum):
 
     # --- elsewhere in seeds 000/001 and REFERENCE.md ------------------------------------
     PROBE_ERROR = "ProbeError"  # readiness gate: the runtime did not answer
-    API_KEY_INVALID = "APIKeyInvalid"  # labelled Secret without the referenced key
+    API_KEY_INVALID = "APIKeyInvalid"  # no key, an empty key, or one no header can carry
     ROLLOUT_QUEUED = "RolloutQueued"  # --max-concurrent-rollouts budget exhausted
     CANDIDATE_REJECTED = "CandidateRejected"  # Ready=True while phase RolledBack
     TAG_MOVED = "TagMoved"  # prefetch exit code 5: the tag's manifest changed mid-pull
@@ -111,6 +111,7 @@ class Reason(enum.StrEnum):
     SECRET_READ_FAILED = "SecretReadFailed"  # the API refused the read (transient)
     QUEUE_FULL = "QueueFull"  # the runtime answered 503 QUEUE_FULL past its attempts
     RUNTIME_REQUEST_REJECTED = "RuntimeRequestRejected"  # the runtime refused a request (4xx)
+    RUNTIME_ANSWER_INVALID = "RuntimeAnswerInvalid"  # a 2xx answer that cannot be read
     APPROVAL_REJECTED = "ApprovalRejected"  # a manual approval that does not match
     DECISION_MODEL_GONE = "DecisionModelGone"  # deleted or re-created mid-rollout
     INVALID_DIGEST = "InvalidDigest"  # a hand-made workflow input with a bad digest
@@ -200,6 +201,7 @@ PERMANENT_REASONS: Final = frozenset(
         Reason.PREFETCH_FAILED,
         Reason.DATASET_INVALID,
         Reason.RUNTIME_REQUEST_REJECTED,
+        Reason.RUNTIME_ANSWER_INVALID,
         Reason.DECISION_MODEL_GONE,
         Reason.INVALID_DIGEST,
         Reason.INVALID_REVISION_PARAMS,

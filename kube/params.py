@@ -10,6 +10,7 @@ Pure functions: no I/O, so every activity renders the same objects from the same
 from __future__ import annotations
 
 import hashlib
+import hmac
 from collections.abc import Callable
 from typing import TypeVar
 
@@ -99,10 +100,20 @@ def secret_key_ref(ref: KeyRef | None) -> SecretKeyRef | None:
     return None if ref is None else SecretKeyRef(name=ref.name, key=ref.key)
 
 
-def apikey_checksum(value: bytes) -> str:
-    """The ``decisionmodel.io/apikey-checksum`` annotation: sha256 hex of the key's bytes. The
-    controller's in-place rotation must compute the same value, so this is the one place."""
-    return hashlib.sha256(value).hexdigest()
+APIKEY_CHECKSUM_PREFIX = "hmac-sha256:"
+
+
+def apikey_checksum(value: bytes, secret_uid: str) -> str:
+    """The ``decisionmodel.io/apikey-checksum`` annotation: it changes when the key's bytes
+    change (so the Pods roll), and publishes no bare hash of the key.
+
+    An HMAC-SHA256 of the value keyed by the Secret's uid: anyone who can read the Deployment
+    can read the annotation, but testing a guessed key against it needs the uid, which only a
+    reader of the Secret (who can read the key itself) sees. A re-created Secret has a new uid
+    and rolls the Pods once, which is harmless. The controller's in-place rotation must compute
+    the same value, so this is the one place."""
+    key = f"dmrollout/apikey-checksum/{secret_uid}".encode()
+    return APIKEY_CHECKSUM_PREFIX + hmac.new(key, value, hashlib.sha256).hexdigest()
 
 
 def _validated(build: Callable[[], P]) -> P:

@@ -12,7 +12,9 @@ by the next attempt without a spec change).
 | weight download token | ``decisionmodel.io/download-token: "true"`` | SecretNotFound |
 
 All of them are transient: REFERENCE.md holds a rollout in its phase until the user fixes the
-object or the phase times out. A dataset Secret labelled only with the older api-key label is
+object or the phase times out. One exception: an API key no HTTP header can carry (non-ASCII or
+control characters, ``parse_api_key``) is APIKeyInvalid raised permanent, since every attempt
+would fail the same way. A dataset Secret labelled only with the older api-key label is
 still accepted, with a ``DeprecatedSecretLabel`` Warning Event (seed 001 "Transition").
 
 Values never leave this module's callers: errors name the object, the key and the label only,
@@ -23,11 +25,13 @@ from __future__ import annotations
 
 import base64
 import logging
+from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any, Final
 
 from kubernetes.client.rest import ApiException
 
+from decisionmodel.api_key import KEY_RULE, header_safe
 from decisionmodel.contracts import DMRef, KeyRef
 from decisionmodel.errors import (
     APIKeyInvalid,
@@ -70,19 +74,37 @@ def _missing(capability: SecretCapability, message: str) -> DmrolloutError:
 
 
 def parse_api_key(raw: bytes, namespace: str, ref: KeyRef) -> str:
-    """The API key in a Secret value, or APIKeyInvalid naming the Secret and the field."""
+    """The API key in a Secret value, or APIKeyInvalid naming the Secret and the field.
+
+    An empty value is transient (the user is about to fill it, as for a missing key); a value
+    that cannot be an HTTP header (not UTF-8, non-ASCII, control characters) is permanent:
+    every attempt would fail the same way. Neither message quotes a character or a position.
+    """
+    where = f"Secret {namespace}/{ref.name} key {ref.key!r} (spec.auth.apiKeySecretRef)"
     try:
         # The key travels in an HTTP header: surrounding whitespace (a trailing newline
         # from `kubectl create secret --from-file`) cannot be part of a valid header value.
         key = raw.decode("utf-8").strip()
     except UnicodeDecodeError:
-        key = ""
-    if not key or any(ord(c) < 0x20 or ord(c) == 0x7F for c in key):
+        key = None
+    if key == "":
+        raise APIKeyInvalid(f"{where} is empty; put the engine API key in it")
+    if key is None or not header_safe(key):
         raise APIKeyInvalid(
-            f"Secret {namespace}/{ref.name} key {ref.key!r} (spec.auth.apiKeySecretRef) is "
-            "empty or not a printable UTF-8 token"
+            f"{where} is not a usable API key: it must be {KEY_RULE}; write the key again "
+            "(kubectl create secret generic --from-literal) and retry the rollout (annotate "
+            "decisionmodel.io/retry)",
+            permanent=True,
         )
     return key
+
+
+@dataclass(frozen=True, slots=True)
+class SecretValue:
+    """One key's value and the uid of the Secret that holds it (never serialised)."""
+
+    value: bytes = field(repr=False)
+    uid: str
 
 
 class SecretReader:
@@ -99,6 +121,16 @@ class SecretReader:
         dm: DMRef | None = None,
     ) -> bytes:
         """The value of ``ref`` (a Secret key) once the capability label is checked."""
+        return (await self.read_entry(namespace, ref, capability, dm)).value
+
+    async def read_entry(
+        self,
+        namespace: str,
+        ref: KeyRef,
+        capability: SecretCapability,
+        dm: DMRef | None = None,
+    ) -> SecretValue:
+        """:meth:`read`, with the Secret's uid (what the API-key checksum is keyed by)."""
         where = f"Secret {namespace}/{ref.name}"
         field = _FIELD[capability]
         try:
@@ -136,7 +168,8 @@ class SecretReader:
                 f"{where} referenced by {field} has no key {ref.key!r}; add the key or fix "
                 "the reference",
             )
-        return base64.b64decode(data[ref.key])
+        uid = str((body.get("metadata") or {}).get("uid") or "")
+        return SecretValue(value=base64.b64decode(data[ref.key]), uid=uid)
 
     async def api_key(self, namespace: str, ref: KeyRef | None) -> str | None:
         """The engine API key the runtime expects (None without ``spec.auth``)."""

@@ -3,7 +3,10 @@
 REFERENCE.md "Evaluation": at most 1 MiB, blank lines skipped, the first ``maxCases`` cases
 used, each line ``{"state": …, "questions": {…}, "expected": {qid: value},
 "tolerance": {qid: float}?}`` with ``expected`` non-empty; any bad line makes the whole dataset
-invalid (permanent). Errors name the physical line and the problem, never the content.
+invalid (permanent). Errors name the case (its number among the cases) and its physical line
+and the problem, never the content: not a question id, a label or a value either (an id such
+as ``SECRET-CUSTOMER-ACME-refund-over-10k`` is content). A question is named by its position
+in ``questions``, ``expected`` or ``tolerance`` ("expected entry 2").
 
 Rules this module adds, each to turn a mistake into a clear ``DatasetInvalid`` at parse time
 instead of a silently wrong score later:
@@ -12,7 +15,10 @@ instead of a silently wrong score later:
   ``str.splitlines`` would split on); a trailing ``\\r`` and a UTF-8 BOM on line 1 are dropped.
 - Lines after the first ``maxCases`` cases are not read, so they cannot invalidate the dataset
   (the reference stops reading there too).
-- ``NaN``/``Infinity`` are refused: they are not JSON and cannot be compared.
+- ``NaN``/``Infinity`` are refused: they are not JSON and cannot be compared; so are numbers no
+  float can hold (``1e400``) and integers beyond Python's digit limit, anywhere in the line.
+- A string the request body cannot carry (a lone surrogate such as ``"\\ud800"``, legal as a
+  JSON escape but not encodable as UTF-8) is refused here instead of failing every request.
 - ``state`` must be a string, object or array: the runtime answers any other type with 422
   (RUNTIME_API.md), which would count every pair of the case wrong.
 - Each question needs a known ``type``; choice and score questions need the ``criteria`` the
@@ -45,24 +51,30 @@ DEFAULT_SCORE_TOLERANCE: Final = Decimal("0.5")  # REFERENCE.md: "|pred - expect
 MAX_QUESTIONS: Final = 256  # RUNTIME_API.md: 1-256 questions per request
 CHOICE_OPTIONS: Final = (2, 255)  # RUNTIME_API.md: choice criteria, 2-255 options
 SCORE_LEVELS: Final = (2, 10)  # RUNTIME_API.md: score criteria, 2-10 levels
-_QID_SHOWN: Final = 64  # question ids are named in errors, but never at unbounded length
 _BOM: Final = b"\xef\xbb\xbf"
 
 
 class GoldenDatasetInvalid(DatasetInvalid):
     """A :class:`~decisionmodel.errors.DatasetInvalid` (permanent, reason ``DatasetInvalid``)
-    raised while parsing, with the physical line number (1-based; None for the whole dataset)
-    and the problem apart, for callers and tests.
+    raised while parsing, with the case number (1-based, blank lines not counted), the physical
+    line number (1-based) — both None for the whole dataset — and the problem apart.
 
-    The message names the line and what is wrong, and may name a question id (cut to 64
-    characters), but never quotes the line: it ends up in workflow history, status and Events,
-    where dataset content must never appear (DESIGN.md, "Things that must hold").
+    The message names the case, the line and what is wrong, never a question id or anything
+    else of the line: it ends up in workflow history, status and Events, where dataset content
+    must never appear (DESIGN.md, "Things that must hold").
     """
 
-    def __init__(self, problem: str, line: int | None = None) -> None:
-        super().__init__(problem if line is None else f"line {line}: {problem}")
+    def __init__(self, problem: str, line: int | None = None, case: int | None = None) -> None:
+        if line is None:
+            message = problem
+        elif case is None:
+            message = f"line {line}: {problem}"
+        else:
+            message = f"case {case} (line {line}): {problem}"
+        super().__init__(message)
         self.problem = problem
         self.line = line
+        self.case = case
 
 
 def dataset_digest(raw: bytes) -> str:
@@ -124,13 +136,13 @@ def parse_dataset(
         try:
             text = line.decode("utf-8")
         except UnicodeDecodeError:
-            raise GoldenDatasetInvalid("not valid UTF-8", number) from None
+            raise GoldenDatasetInvalid("not valid UTF-8", number, len(cases) + 1) from None
         if not text.strip(" \t\r"):
             continue
         try:
             cases.append(_parse_case(text, len(cases), number, default_tolerance))
         except _Problem as problem:
-            raise GoldenDatasetInvalid(str(problem), number) from None
+            raise GoldenDatasetInvalid(str(problem), number, len(cases) + 1) from None
     if not cases:
         raise GoldenDatasetInvalid("dataset has no cases")
     return cases
@@ -144,15 +156,36 @@ def _reject_constant(name: str) -> Any:
     raise _Problem(f"{name} is not a JSON value")
 
 
+def _finite_float(text: str) -> float:
+    value = float(text)
+    if not math.isfinite(value):
+        raise _Problem("a number is too large for a float (at most about 1.8e308)")
+    return value
+
+
+def _bounded_int(text: str) -> int:
+    try:
+        return int(text)
+    except ValueError:  # Python's int digit limit (sys.get_int_max_str_digits)
+        raise _Problem("an integer has too many digits") from None
+
+
 def _parse_case(text: str, index: int, line: int, default_tolerance: Decimal) -> GoldenCase:
     try:
-        obj = json.loads(text, parse_constant=_reject_constant)
+        obj = json.loads(
+            text,
+            parse_constant=_reject_constant,
+            parse_float=_finite_float,
+            parse_int=_bounded_int,
+        )
     except json.JSONDecodeError as err:
         # err.msg and the column are safe to show; str(err) is too, but the message is
         # rebuilt here so no future change of the json module can slip content in.
         raise _Problem(f"invalid JSON ({err.msg} at column {err.colno})") from None
     except RecursionError:
         raise _Problem("invalid JSON (nested too deeply)") from None
+    except ValueError:  # anything else the decoder refuses; its text may quote the line
+        raise _Problem("invalid JSON") from None
     if not isinstance(obj, dict):
         raise _Problem("a case must be a JSON object")
 
@@ -165,6 +198,7 @@ def _parse_case(text: str, index: int, line: int, default_tolerance: Decimal) ->
     questions = _parse_questions(obj)
     expectations = _parse_expected(obj, questions, default_tolerance)
     _apply_tolerance(obj, questions, expectations)
+    _check_encodable(state, obj["questions"])
     return GoldenCase(
         index=index, line=line, state=state, questions=obj["questions"], expectations=expectations
     )
@@ -185,11 +219,24 @@ def _parse_questions(obj: dict[str, Any]) -> dict[str, _Question]:
         raise _Problem("questions must be an object")
     if not 1 <= len(raw) <= MAX_QUESTIONS:
         raise _Problem(f"questions must hold 1 to {MAX_QUESTIONS} questions, it holds {len(raw)}")
-    return {qid: _parse_question(qid, question) for qid, question in raw.items()}
+    return {
+        qid: _parse_question(f"questions entry {n}", question)
+        for n, (qid, question) in enumerate(raw.items(), start=1)
+    }
 
 
-def _parse_question(qid: str, question: Any) -> _Question:
-    where = f"question {_name(qid)}"
+def _check_encodable(state: Any, questions: Any) -> None:
+    """The request body must be UTF-8 JSON: a lone surrogate escape is not encodable, and
+    httpx's error would quote it and its position."""
+    try:
+        json.dumps([state, questions], ensure_ascii=False, allow_nan=False).encode("utf-8")
+    except UnicodeEncodeError:
+        raise _Problem("a string holds a lone surrogate escape (not encodable as UTF-8)") from None
+    except RecursionError:
+        raise _Problem("invalid JSON (nested too deeply)") from None
+
+
+def _parse_question(where: str, question: Any) -> _Question:
     if not isinstance(question, dict):
         raise _Problem(f"{where} must be an object")
     kind = question.get("type")
@@ -226,9 +273,9 @@ def _parse_expected(
     if not raw:
         raise _Problem("expected is empty")
     expectations: dict[str, Expectation] = {}
-    for qid, value in raw.items():
+    for n, (qid, value) in enumerate(raw.items(), start=1):
         question = questions.get(qid)
-        where = f"expected {_name(qid)}"
+        where = f"expected entry {n}"
         if question is None:
             raise _Problem(f"{where} is not one of the questions")
         if question.kind == "choice":
@@ -242,7 +289,7 @@ def _parse_expected(
                 raise _Problem(f"{where} must be true or false for a noul question")
             expectations[qid] = Expectation("noul", value)
         else:
-            if not _is_number(value) or not math.isfinite(value) or value != int(value):
+            if not _is_finite(value) or value != int(value):
                 raise _Problem(f"{where} must be an integer level for a score question")
             level = int(value)
             if not 0 <= level < question.levels:
@@ -259,29 +306,27 @@ def _apply_tolerance(
         return
     if not isinstance(raw, dict):
         raise _Problem("tolerance must be an object")
-    for qid, value in raw.items():
-        where = f"tolerance {_name(qid)}"
+    for n, (qid, value) in enumerate(raw.items(), start=1):
+        where = f"tolerance entry {n}"
         expectation = expectations.get(qid)
         if expectation is None:
             raise _Problem(f"{where} names a question that is not expected")
         if questions[qid].kind != "score":
             raise _Problem(f"{where}: a tolerance applies to score questions only")
-        if not _is_number(value) or not math.isfinite(value) or value < 0:
+        if not _is_finite(value) or value < 0:
             raise _Problem(f"{where} must be a number >= 0")
         expectations[qid] = Expectation("score", expectation.value, to_decimal(value))
 
 
-def _is_number(value: Any) -> TypeGuard[int | float]:
-    # bool is an int subclass in Python, but true/false is not a number in JSON.
-    return isinstance(value, int | float) and not isinstance(value, bool)
+def _is_finite(value: Any) -> TypeGuard[int | float]:
+    # bool is an int subclass in Python, but true/false is not a number in JSON. An int is
+    # finite whatever its size: math.isfinite would raise OverflowError past a float's range.
+    if isinstance(value, bool):
+        return False
+    return isinstance(value, int) or (isinstance(value, float) and math.isfinite(value))
 
 
 def to_decimal(value: int | float) -> Decimal:
     """The decimal a JSON number was written as: ``repr`` of a float is the shortest text that
     reads back to it, so ``0.6`` becomes ``Decimal("0.6")``, not 0.59999999999999997779…"""
     return Decimal(value) if isinstance(value, int) else Decimal(repr(value))
-
-
-def _name(qid: str) -> str:
-    shown = qid if len(qid) <= _QID_SHOWN else qid[:_QID_SHOWN] + "..."
-    return json.dumps(shown, ensure_ascii=True)

@@ -12,7 +12,8 @@ REFERENCE.md "Evaluation":
 Decisions (documented in the package docstring too):
 
 - A missing answer, or one that does not follow the runtime's answer contract (RUNTIME_API.md:
-  wrong ``type``, no ``probabilities``, a probability outside [0, 1] or not finite…), is wrong
+  wrong ``type``, no ``probabilities``, a probability outside [0, 1] or not finite, a number
+  beyond a float's range…), is wrong
   and gets the calibration point ``(0.0, False)``. Failing closed keeps a broken answer from
   counting as right, and one point per pair keeps N = pairs for ECE and Brier (as the Go
   reference does for a missing answer). Consequence: such a point sits in bin 0 with gap 0 and
@@ -34,6 +35,8 @@ from dataclasses import dataclass
 from typing import Any, TypeGuard
 
 from decisionmodel.evaluation.dataset import Expectation, GoldenCase, to_decimal
+
+_LEVEL_DIGITS = 4  # generous: levels are 0-9 (RUNTIME_API.md, 2-10 levels)
 
 
 @dataclass(frozen=True, slots=True)
@@ -105,7 +108,7 @@ def _score_score(expectation: Expectation, answer: Mapping[str, Any]) -> PairOut
     for key, value in probabilities.items():
         p = _probability(value)
         # Keys are level numbers written canonically ("0", "1", …), RUNTIME_API.md.
-        if p is None or not isinstance(key, str) or not key.isdecimal() or str(int(key)) != key:
+        if p is None or not _canonical_level(key):
             return MISSING
         levels[int(key)] = p
     argmax = min(levels, key=lambda level: (-levels[level], level))  # ties → lowest level
@@ -116,12 +119,26 @@ def _score_score(expectation: Expectation, answer: Mapping[str, Any]) -> PairOut
 
 
 def _finite_number(value: object) -> TypeGuard[int | float]:
-    # bool is an int subclass in Python, but true/false is not a number in JSON.
-    return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
+    # bool is an int subclass in Python, but true/false is not a number in JSON. An int is
+    # finite whatever its size (math.isfinite would raise OverflowError on 10**400).
+    if isinstance(value, bool):
+        return False
+    return isinstance(value, int) or (isinstance(value, float) and math.isfinite(value))
 
 
 def _probability(value: object) -> float | None:
-    if not _finite_number(value):
-        return None
-    p = float(value)
-    return p if 0.0 <= p <= 1.0 else None
+    if not _finite_number(value) or not 0 <= value <= 1:
+        return None  # compared before float(): float(10**400) raises OverflowError
+    return float(value)
+
+
+def _canonical_level(key: object) -> TypeGuard[str]:
+    """A level number written canonically; RUNTIME_API.md has at most 10 levels, so a key
+    longer than a few digits is not one (and int() of a huge one raises ValueError)."""
+    return (
+        isinstance(key, str)
+        and 0 < len(key) <= _LEVEL_DIGITS
+        and key.isascii()
+        and key.isdigit()
+        and str(int(key)) == key
+    )

@@ -43,6 +43,7 @@ from decisionmodel.contracts import (
 from decisionmodel.render.labels import ANNOTATION_APIKEY_CHECKSUM
 from decisionmodel.settings import RolloutSettings
 from kube.client import CONTROLLER_FIELD_MANAGER, ROLLOUT_FIELD_MANAGER, Kube
+from kube.params import apikey_checksum
 from localenv.cluster import POD_NETWORK, LocalCluster
 from localenv.env import Simulators
 
@@ -289,10 +290,14 @@ async def test_start_runs_pods_with_ips_and_only_a_key_checksum(
         "get", "deployment", result.deployment, "-n", dm.namespace
     )
     annotations = deployment["spec"]["template"]["metadata"]["annotations"]
-    assert (
-        annotations[ANNOTATION_APIKEY_CHECKSUM]
-        == hashlib.sha256(API_KEY_VALUE.encode()).hexdigest()
+    secret_uid = local_cluster.kubectl_json("get", "secret", "router-key", "-n", dm.namespace)[
+        "metadata"
+    ]["uid"]
+    # An HMAC keyed by the Secret's uid, never a bare hash of the key (issue 12).
+    assert annotations[ANNOTATION_APIKEY_CHECKSUM] == apikey_checksum(
+        API_KEY_VALUE.encode(), secret_uid
     )
+    assert hashlib.sha256(API_KEY_VALUE.encode()).hexdigest() not in json.dumps(deployment)
     assert API_KEY_VALUE not in json.dumps(deployment)
     assert deployment["metadata"]["ownerReferences"][0]["uid"] == dm.uid
 

@@ -111,7 +111,7 @@ def test_a_dataset_of_exactly_1_mib_is_accepted_and_one_byte_more_is_not() -> No
 def test_bad_json_names_the_line_and_the_problem_not_the_content() -> None:
     err = invalid(jsonl(case(), case(), '{"state": "' + MARKER + '", "questions": '))
     assert err.line == 3
-    assert str(err).startswith("line 3: invalid JSON (")
+    assert str(err).startswith("case 3 (line 3): invalid JSON (")
     assert "column" in str(err)
 
 
@@ -119,7 +119,7 @@ def test_the_error_is_the_permanent_dataset_invalid_of_the_rollout() -> None:
     err = invalid(jsonl("[]"))
     assert isinstance(err, DatasetInvalid) and isinstance(err, DmrolloutError)
     assert (err.reason, err.permanent) == ("DatasetInvalid", True)
-    assert str(err) == "line 1: a case must be a JSON object"
+    assert str(err) == "case 1 (line 1): a case must be a JSON object"
 
 
 def test_a_dataset_without_cases_is_invalid() -> None:
@@ -142,68 +142,68 @@ def test_a_dataset_without_cases_is_invalid() -> None:
         (case(state=None), "state must be a string, an object or an array"),
         (
             case(expected={"nope": True}),
-            'expected "nope" is not one of the questions',
+            "expected entry 1 is not one of the questions",
         ),
         (
             case(questions={"q": {"type": "ranking", "criteria": [MARKER]}}, expected={"q": 1}),
-            'question "q": type must be choice, noul or score',
+            "questions entry 1: type must be choice, noul or score",
         ),
         (
             case(questions={"q": MARKER}, expected={"q": 1}),
-            'question "q" must be an object',
+            "questions entry 1 must be an object",
         ),
         (
             case(questions={"q": {"type": "choice", "criteria": [MARKER]}}, expected={"q": MARKER}),
-            'question "q": choice criteria must hold 2 to 255 labels',
+            "questions entry 1: choice criteria must hold 2 to 255 labels",
         ),
         (
             case(questions={"q": {"type": "choice", "criteria": [1, 2]}}, expected={"q": "1"}),
-            'question "q": choice criteria must be an object or an array of labels',
+            "questions entry 1: choice criteria must be an object or an array of labels",
         ),
         (
             case(questions={"q": {"type": "score", "criteria": [MARKER]}}, expected={"q": 0}),
-            'question "q": score criteria must be an array of 2 to 10 levels',
+            "questions entry 1: score criteria must be an array of 2 to 10 levels",
         ),
         # Wrong value type for the question type.
         (
             case(expected={"route": 1}),
-            'expected "route" must be a label (a string) for a choice question',
+            "expected entry 1 must be a label (a string) for a choice question",
         ),
-        (case(expected={"route": MARKER}), 'expected "route" is not one of the question\'s labels'),
+        (case(expected={"route": MARKER}), "expected entry 1 is not one of the question's labels"),
         (
             case(expected={"urgent": "true"}),
-            'expected "urgent" must be true or false for a noul question',
+            "expected entry 1 must be true or false for a noul question",
         ),
         (
             case(expected={"urgent": 1}),
-            'expected "urgent" must be true or false for a noul question',
+            "expected entry 1 must be true or false for a noul question",
         ),
         (
             case(expected={"severity": "2"}),
-            'expected "severity" must be an integer level for a score question',
+            "expected entry 1 must be an integer level for a score question",
         ),
         (
             case(expected={"severity": True}),
-            'expected "severity" must be an integer level for a score question',
+            "expected entry 1 must be an integer level for a score question",
         ),
         (
             case(expected={"severity": 1.5}),
-            'expected "severity" must be an integer level for a score question',
+            "expected entry 1 must be an integer level for a score question",
         ),
-        (case(expected={"severity": 3}), 'expected "severity" must be a level from 0 to 2'),
-        (case(expected={"severity": -1}), 'expected "severity" must be a level from 0 to 2'),
+        (case(expected={"severity": 3}), "expected entry 1 must be a level from 0 to 2"),
+        (case(expected={"severity": -1}), "expected entry 1 must be a level from 0 to 2"),
         # Tolerance.
         (case(tolerance=[0.5]), "tolerance must be an object"),
-        (case(tolerance={"severity": -0.1}), 'tolerance "severity" must be a number >= 0'),
-        (case(tolerance={"severity": "1"}), 'tolerance "severity" must be a number >= 0'),
-        (case(tolerance={"severity": True}), 'tolerance "severity" must be a number >= 0'),
+        (case(tolerance={"severity": -0.1}), "tolerance entry 1 must be a number >= 0"),
+        (case(tolerance={"severity": "1"}), "tolerance entry 1 must be a number >= 0"),
+        (case(tolerance={"severity": True}), "tolerance entry 1 must be a number >= 0"),
         (
             case(tolerance={"route": 0.5}),
-            'tolerance "route": a tolerance applies to score questions only',
+            "tolerance entry 1: a tolerance applies to score questions only",
         ),
         (
             case(expected={"route": "tech"}, tolerance={"severity": 1}),
-            'tolerance "severity" names a question that is not expected',
+            "tolerance entry 1 names a question that is not expected",
         ),
     ],
 )
@@ -211,7 +211,8 @@ def test_bad_lines_are_refused_with_line_and_problem(line: dict[str, Any], probl
     err = invalid(jsonl(case(), "", line))
     assert err.line == 3
     assert err.problem == problem
-    assert str(err) == f"line 3: {problem}"
+    assert err.case == 2
+    assert str(err) == f"case 2 (line 3): {problem}"
 
 
 def test_too_many_questions() -> None:
@@ -241,7 +242,7 @@ def test_nan_and_infinity_are_not_json() -> None:
 
 def test_an_overflowing_tolerance_is_refused() -> None:
     raw = jsonl(case())[:-1] + b', "tolerance": {"severity": 1e400}}'
-    assert invalid(raw).problem == 'tolerance "severity" must be a number >= 0'
+    assert invalid(raw).problem == "a number is too large for a float (at most about 1.8e308)"
 
 
 def test_deep_nesting_is_refused_not_crashing() -> None:
@@ -266,12 +267,6 @@ def test_bom_crlf_and_u2028_inside_strings_are_fine() -> None:
 def test_unknown_top_level_keys_are_ignored() -> None:
     (c,) = parse_dataset(jsonl(case(comment=MARKER)))
     assert list(c.expectations) == ["route", "urgent", "severity"]
-
-
-def test_a_long_question_id_is_cut_in_messages() -> None:
-    qid = "q" * 100
-    err = invalid(jsonl(case(expected={qid: True})))
-    assert err.problem == f'expected "{"q" * 64}..." is not one of the questions'
 
 
 def test_dataset_digest_is_sha256_hex_of_the_raw_bytes() -> None:

@@ -21,6 +21,7 @@ EXPECTED = {
     "ProbeError": False,
     "QueueFull": False,
     "RuntimeRequestRejected": True,
+    "RuntimeAnswerInvalid": True,
     "StartTimeout": True,
     "DatasetInvalid": True,
     "EvaluationFailed": True,

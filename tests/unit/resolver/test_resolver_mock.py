@@ -275,6 +275,9 @@ async def test_other_4xx_is_a_registry_error_without_retry(status: int) -> None:
     [
         (b"<html>not json</html>", "valid JSON"),
         (b"\xff\xfe", "valid JSON"),
+        # Issue 12: a ValueError (int digit limit) and a RecursionError escaped untyped.
+        (b'{"schemaVersion":' + b"9" * 5000 + b"}", "valid JSON"),
+        (b"[" * 100_000 + b"]" * 100_000, "valid JSON"),
         (b'{"schemaVersion":1}', "schemaVersion 1"),
         (b'{"schemaVersion":"2"}', "schemaVersion '2'"),
         (b'{"schemaVersion":true}', "schemaVersion True"),

@@ -363,7 +363,6 @@ async def test_decide_rejections_are_permanent_and_do_not_echo_content(status: i
         error(401, "UNAUTHORIZED"),
         error(500, "INTERNAL"),
         error(503, "LOADING"),
-        httpx.Response(200, json={"model": "laya:en"}),
     ],
 )
 async def test_decide_transient_failures_are_probe_errors(answer: httpx.Response) -> None:
