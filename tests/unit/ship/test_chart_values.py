@@ -471,9 +471,7 @@ def _service_ports_are_the_container_ports(
     assert {(p["name"], p["port"], p["targetPort"]) for p in service["spec"]["ports"]} == {
         (name, port, name) for name, port in ports.items()
     }
-    pod_labels = find(objs, "Deployment", f"-{component}")["spec"]["template"]["metadata"][
-        "labels"
-    ]
+    pod_labels = find(objs, "Deployment", f"-{component}")["spec"]["template"]["metadata"]["labels"]
     assert service["spec"]["selector"].items() <= pod_labels.items()
 
 
