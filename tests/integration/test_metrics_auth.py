@@ -9,60 +9,26 @@ it work; scrapers are ServiceAccounts with and without a binding to the shipped
 from __future__ import annotations
 
 import ssl
-import uuid
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 
 import httpx
 import pytest
-import yaml
 from kubernetes import client, config
+from metrics_identities import Tokens, metrics_tokens
 
 from controller.metrics import ControllerMetrics
 from controller.metrics_server import SecureMetricsServer, build_secure_metrics_server
 from controller.metrics_settings import MetricsSettings
 from controller.metrics_tls import self_signed_pem
 from localenv.cluster import LocalCluster
-from localenv.paths import REPO_ROOT
 
 pytestmark = pytest.mark.cluster
 
-SHIPPED = REPO_ROOT / "deploy" / "metrics-auth"
-
-
-@dataclass(frozen=True)
-class Tokens:
-    reviewer: str  # bound to dmrollout-metrics-auth: may create the reviews
-    reader: str  # bound to dmrollout-metrics-reader
-    stranger: str  # authenticated, bound to nothing
-
-
-def _bind(cluster: LocalCluster, role: str, ns: str, sa: str) -> None:
-    cluster.kubectl(
-        "create", "clusterrolebinding", f"{role}-{ns}", f"--clusterrole={role}",
-        f"--serviceaccount={ns}:{sa}",
-    )  # fmt: skip
-
-
 @pytest.fixture(scope="module")
 def tokens(local_cluster: LocalCluster) -> Iterator[Tokens]:
-    for name in ("metrics_auth_role.yaml", "metrics_reader_role.yaml"):
-        local_cluster.apply(yaml.safe_load((SHIPPED / name).read_text()))
-    ns = f"metrics-{uuid.uuid4().hex[:6]}"
-    local_cluster.kubectl("create", "namespace", ns)
-    for sa in ("reviewer", "reader", "stranger"):
-        local_cluster.kubectl("create", "serviceaccount", sa, "-n", ns)
-    _bind(local_cluster, "dmrollout-metrics-auth", ns, "reviewer")
-    _bind(local_cluster, "dmrollout-metrics-reader", ns, "reader")
-
-    def token(sa: str) -> str:
-        return local_cluster.kubectl("create", "token", sa, "-n", ns).stdout.strip()
-
-    yield Tokens(token("reviewer"), token("reader"), token("stranger"))
-    for role in ("dmrollout-metrics-auth", "dmrollout-metrics-reader"):
-        local_cluster.kubectl("delete", "clusterrolebinding", f"{role}-{ns}", check=False)
-    local_cluster.kubectl("delete", "namespace", ns, "--wait=false", check=False)
+    with metrics_tokens(local_cluster) as t:
+        yield t
 
 
 def api_client_as(cluster: LocalCluster, token: str) -> client.ApiClient:
