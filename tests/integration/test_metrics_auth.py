@@ -25,6 +25,7 @@ from localenv.cluster import LocalCluster
 
 pytestmark = pytest.mark.cluster
 
+
 @pytest.fixture(scope="module")
 def tokens(local_cluster: LocalCluster) -> Iterator[Tokens]:
     with metrics_tokens(local_cluster) as t:
