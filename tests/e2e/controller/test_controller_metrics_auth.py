@@ -8,6 +8,7 @@ from __future__ import annotations
 import socket
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
@@ -89,3 +90,52 @@ async def test_the_controller_serves_metrics_over_https_to_readers_only(
     with httpx.Client(trust_env=False, timeout=10) as client:
         assert client.get(f"{health}/metrics").status_code == 404
         assert client.get(f"{health}/healthz").status_code == 200
+
+
+@pytest.fixture(scope="module")
+def secure_worker(
+    crd: LocalCluster, local_env: LocalEnv, ctl_worker: WorkerProcess, tmp_path_factory: Any
+) -> Iterator[WorkerProcess]:
+    """`dmrollout worker` as the chart runs it: the SDK's exporter on loopback, probes on the
+    health port, every series over HTTPS (its own task queue: it takes no rollout work)."""
+    w = WorkerProcess(
+        crd, local_env.temporal.address, "secure-metrics-idle", tmp_path_factory.mktemp("w")
+    )
+    w.env.update(
+        {
+            "DMROLLOUT_METRICS_SECURE": "true",
+            "DMROLLOUT_METRICS_BIND": "127.0.0.1",
+            "DMROLLOUT_METRICS_PORT": str(_free_port()),
+            "DMROLLOUT_TEMPORAL_METRICS_BIND_ADDRESS": f"127.0.0.1:{_free_port()}",
+            "DMROLLOUT_WORKER_METRICS_PORT": str(_free_port()),
+        }
+    )
+    w.start()
+    yield w
+    w.stop()
+
+
+async def test_the_worker_serves_its_series_and_the_sdks_over_https(
+    secure_worker: WorkerProcess, tokens: Tokens
+) -> None:
+    url = f"https://127.0.0.1:{secure_worker.env['DMROLLOUT_METRICS_PORT']}/metrics"
+
+    def get(token: str | None) -> httpx.Response:
+        headers = {"Authorization": f"Bearer {token}"} if token else {}
+        try:
+            with httpx.Client(trust_env=False, verify=False, timeout=10) as client:
+                return client.get(url, headers=headers)
+        except httpx.TransportError as e:
+            raise AssertionError(f"not listening yet: {e}") from e
+
+    r = await eventually(lambda: get(tokens.reader), 60, what="worker HTTPS metrics up")
+    assert r.status_code == 200, r.text
+    assert "decisionmodel_registry_resolve_duration_seconds" in r.text
+    assert "temporal_" in r.text  # the SDK's series, read from its loopback exporter
+    assert get(tokens.stranger).status_code == 403
+    assert get(None).status_code == 401
+    health = f"http://127.0.0.1:{secure_worker.env['DMROLLOUT_WORKER_METRICS_PORT']}"
+    with httpx.Client(trust_env=False, timeout=10) as client:
+        assert client.get(f"{health}/metrics").status_code == 404
+        assert client.get(f"{health}/healthz").status_code == 200
+        assert client.get(f"{health}/readyz").status_code == 200
