@@ -37,7 +37,7 @@ class ServingCertificate:
         self._files = (Path(cert_file), Path(key_file)) if cert_file and key_file else None
         self._lock = threading.Lock()
         self._stamp: tuple[float, float] | None = None
-        self._context = self._load() if self._files else _self_signed_context()
+        self._context = self._first_load() if self._files else _self_signed_context()
 
     @property
     def self_signed(self) -> bool:
@@ -57,6 +57,18 @@ class ServingCertificate:
                     # the previous pair and try again on the next connection.
                     log.warning("metrics TLS certificate not reloaded yet: %s", e)
             return self._context
+
+    def _first_load(self) -> ssl.SSLContext:
+        assert self._files is not None
+        try:
+            return self._load()
+        except (OSError, ssl.SSLError) as e:
+            # Fail the start with the setting to fix, not a bare traceback from ssl.
+            raise ValueError(
+                f"metrics TLS: cannot load {self._files[0]} and its key ({e}); check "
+                "DMROLLOUT_METRICS_CERT_DIR (metrics.certSecret) or leave it empty for a "
+                "self-signed certificate"
+            ) from e
 
     def _mtimes(self) -> tuple[float, float]:
         assert self._files is not None

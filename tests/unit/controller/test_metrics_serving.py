@@ -146,6 +146,11 @@ def test_half_a_pair_is_refused() -> None:
         ServingCertificate("/x/tls.crt", None)
 
 
+def test_missing_certificate_files_name_the_setting(tmp_path: Path) -> None:
+    with pytest.raises(ValueError, match="DMROLLOUT_METRICS_CERT_DIR"):
+        ServingCertificate(str(tmp_path / "tls.crt"), str(tmp_path / "tls.key"))
+
+
 @pytest.fixture
 def silent_api_server() -> Iterator[str]:
     """Accepts connections (the kernel's backlog) and never answers."""
