@@ -1,4 +1,6 @@
-"""`/metrics`, `/healthz` and `/readyz` on a stdlib HTTP server in a daemon thread.
+"""`/healthz`, `/readyz` (and `/metrics` when plain HTTP is opted into: by default metrics are
+served over HTTPS with authentication, controller.metrics_server) on a stdlib HTTP server in a
+daemon thread.
 
 The stdlib server keeps the controller free of another web framework for three plain GET
 endpoints, and a thread keeps a scrape answering while the event loop is busy (a stuck loop is
@@ -24,14 +26,14 @@ _TEXT: Final = "text/plain; charset=utf-8"
 
 
 class HealthServer:
-    """Serves metrics (the rendered text) and probes; `port=0` binds an ephemeral port. Used by
-    the controller and the worker."""
+    """Serves probes and, when `metrics` is given (plain HTTP opted into), the rendered metrics;
+    `port=0` binds an ephemeral port. Used by the controller and the worker."""
 
     def __init__(
         self,
         bind: str,
         port: int,
-        metrics: Callable[[], bytes],
+        metrics: Callable[[], bytes] | None,
         ready: Callable[[], bool],
         healthy: Callable[[], bool],
     ) -> None:
@@ -80,7 +82,7 @@ class HealthServer:
         class Handler(BaseHTTPRequestHandler):
             def do_GET(self) -> None:
                 path = self.path.split("?", 1)[0]
-                if path == METRICS_PATH:
+                if path == METRICS_PATH and owner._metrics is not None:
                     self._reply(200, owner._metrics(), CONTENT_TYPE_PLAIN_0_0_4)
                 elif path == HEALTHZ_PATH:
                     ok = _call(owner._healthy)

@@ -18,6 +18,8 @@ from controller.health import HealthServer
 from controller.leader import LeaderElector
 from controller.liveness import LoopProgress
 from controller.metrics import ControllerMetrics
+from controller.metrics_server import SecureMetricsServer, build_secure_metrics_server
+from controller.metrics_settings import MetricsSettings
 from controller.reconcile import Reconciler
 from controller.reconcile_metrics import ReconcileMetrics
 from controller.rollouts import Rollouts
@@ -43,8 +45,12 @@ class Manager:
         settings: ControllerSettings,
         rollout: RolloutSettings,
         temporal: TemporalSettings,
+        metrics_settings: MetricsSettings | None = None,
     ) -> None:
         self.settings = settings
+        self.metrics_settings = metrics_settings or MetricsSettings()
+        # HTTPS /metrics (the default), started with the health server in run().
+        self.secure_metrics: SecureMetricsServer | None = None
         self.rollout = rollout
         self.temporal = temporal
         self.metrics = ControllerMetrics()
@@ -58,7 +64,7 @@ class Manager:
         self.health = HealthServer(
             settings.health_bind,
             settings.health_port,
-            self.metrics.render,
+            None if self.metrics_settings.secure else self.metrics.render,
             ready=self._ready,
             healthy=self._healthy,
         )
@@ -104,6 +110,11 @@ class Manager:
         self.watcher = Watcher(kube, loop, self.queue.add, self.settings.watch_namespaces)
         self.watcher.start()
         self.health.start()
+        self.secure_metrics = build_secure_metrics_server(
+            self.metrics_settings, kube.api_client, self.metrics.render
+        )
+        if self.secure_metrics is not None:
+            self.secure_metrics.start()
         stop = asyncio.Event()
         for sig in (signal.SIGTERM, signal.SIGINT):
             loop.add_signal_handler(sig, stop.set)
@@ -149,6 +160,8 @@ class Manager:
             await elector.release()
         self.watcher.stop()
         self.health.stop()
+        if self.secure_metrics is not None:
+            self.secure_metrics.stop()
         if self.lost:
             log.error("leadership lost: exiting so a standby takes over")
             return 1

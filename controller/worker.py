@@ -13,8 +13,10 @@ import concurrent.futures
 import logging
 import os
 import signal
+from collections.abc import Callable
 from datetime import timedelta
 
+import httpx
 from prometheus_client import CollectorRegistry, Counter, Histogram, generate_latest
 from temporalio.client import Client
 from temporalio.worker import Worker
@@ -22,6 +24,8 @@ from temporalio.worker import Worker
 from activities.registry import build_activities
 from controller.health import HealthServer
 from controller.liveness import LoopProgress
+from controller.metrics_server import build_secure_metrics_server
+from controller.metrics_settings import MetricsSettings
 from controller.temporal_client import TemporalSettings, check_namespace, connect, make_runtime
 from controller.worker_progress import ProgressInterceptor
 from decisionmodel.settings import RolloutSettings
@@ -101,7 +105,12 @@ async def run_worker(temporal: TemporalSettings, settings: RolloutSettings) -> i
     )
     metrics = WorkerMetrics()
     progress = LoopProgress(settings.worker_liveness_stall_seconds)
-    health = _health_server(metrics, progress)
+    serving = MetricsSettings()
+    render = _worker_series(metrics, temporal.metrics_bind_address if serving.secure else None)
+    health = _health_server(None if serving.secure else render, progress)
+    secure = build_secure_metrics_server(serving, kube.api_client, render)
+    if secure is not None:
+        secure.start()
     worker = build_worker(
         client, kube, settings, temporal.task_queue, metrics=metrics, progress=progress
     )
@@ -116,12 +125,51 @@ async def run_worker(temporal: TemporalSettings, settings: RolloutSettings) -> i
     finally:
         if health is not None:
             health.stop()
+        if secure is not None:
+            secure.stop()
     return 0
 
 
-def _health_server(metrics: WorkerMetrics, progress: LoopProgress) -> HealthServer | None:
-    """``/metrics`` (dmrollout's worker series), ``/healthz`` (activities not wedged) and
-    ``/readyz`` on DMROLLOUT_WORKER_METRICS_PORT."""
+# The SDK's exporter is on loopback next to this process: a scrape never waits long on it.
+SDK_SCRAPE_TIMEOUT_SECONDS = 2.0
+
+
+def _worker_series(metrics: WorkerMetrics, sdk_bind_address: str | None) -> Callable[[], bytes]:
+    """dmrollout's worker series, followed (HTTPS mode) by the Temporal SDK's temporal_* series
+    read from the SDK's own exporter, which the chart then binds to loopback only: its plain,
+    unauthenticated port is never reachable from outside the Pod. The names do not overlap, so
+    the two texts concatenate into one valid exposition."""
+    sdk_url = _loopback_url(sdk_bind_address) if sdk_bind_address else None
+
+    def render() -> bytes:
+        own = generate_latest(metrics.registry)
+        if sdk_url is None:
+            return own
+        try:
+            with httpx.Client(trust_env=False, timeout=SDK_SCRAPE_TIMEOUT_SECONDS) as c:
+                response = c.get(sdk_url)
+                response.raise_for_status()
+        except httpx.HTTPError as e:
+            log.warning("Temporal SDK metrics not read from %s: %s", sdk_url, type(e).__name__)
+            return own
+        return own + response.content
+
+    return render
+
+
+def _loopback_url(bind_address: str) -> str:
+    host, _, port = bind_address.rpartition(":")
+    host = host.strip("[]")
+    if host in ("", "0.0.0.0", "::"):
+        host = "127.0.0.1"
+    return f"http://{f'[{host}]' if ':' in host else host}:{port}/metrics"
+
+
+def _health_server(
+    metrics: Callable[[], bytes] | None, progress: LoopProgress
+) -> HealthServer | None:
+    """``/healthz`` (activities not wedged), ``/readyz`` and, with plain HTTP opted into,
+    ``/metrics`` (dmrollout's worker series) on DMROLLOUT_WORKER_METRICS_PORT."""
     port = os.environ.get("DMROLLOUT_WORKER_METRICS_PORT")
     if not port:
         return None
@@ -136,8 +184,6 @@ def _health_server(metrics: WorkerMetrics, progress: LoopProgress) -> HealthServ
         )
         return False
 
-    server = HealthServer(
-        "0.0.0.0", int(port), lambda: generate_latest(metrics.registry), lambda: True, healthy
-    )
+    server = HealthServer("0.0.0.0", int(port), metrics, lambda: True, healthy)
     server.start()
     return server

@@ -46,6 +46,9 @@ def product_env(env: LocalEnv) -> dict[str, str]:
         "DMROLLOUT_CONTROLLER_LEASE_NAMESPACE": "default",
         "DMROLLOUT_CONTROLLER_HEALTH_PORT": str(HEALTH_PORT),
         "DMROLLOUT_WORKER_METRICS_PORT": "8081",
+        # Plain /metrics next to the probes (the explicit opt-in): the controller and the
+        # worker share the host here, and the HTTPS default would put both on 8443.
+        "DMROLLOUT_METRICS_SECURE": "false",
     }
 
 

@@ -69,6 +69,9 @@ def worker_env(cluster: LocalCluster, temporal_address: str, task_queue: str) ->
         "DMROLLOUT_POLL_INTERVAL_SECONDS": "0.2",
         "DMROLLOUT_TEMPORAL_ADDRESS": temporal_address,
         "DMROLLOUT_TEMPORAL_TASK_QUEUE": task_queue,
+        # Plain /metrics on the health port (explicit opt-in): several controllers and workers
+        # share one network namespace here, and the HTTPS default would have them all on 8443.
+        "DMROLLOUT_METRICS_SECURE": "false",
     }
 
 

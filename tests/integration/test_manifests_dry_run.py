@@ -90,6 +90,17 @@ MONITORING_CRDS = [
                             "path": {"type": "string"},
                             "interval": {"type": "string"},
                             "honorLabels": {"type": "boolean"},
+                            # The HTTPS scrape of secure metrics (the real CRD's names).
+                            "scheme": {"type": "string", "enum": ["http", "https"]},
+                            "bearerTokenFile": {"type": "string"},
+                            "tlsConfig": {
+                                "type": "object",
+                                "x-kubernetes-preserve-unknown-fields": True,
+                            },
+                            "authorization": {
+                                "type": "object",
+                                "x-kubernetes-preserve-unknown-fields": True,
+                            },
                         },
                     },
                 }
@@ -263,7 +274,13 @@ def test_helm_template_dry_run(cluster: LocalCluster, values: Path | None, tmp_p
     kinds = _kinds(rendered)
     if values is not None:
         assert {"ServiceMonitor", "PrometheusRule", "ConfigMap", "Job"} <= set(kinds)
-        assert "ClusterRole" not in kinds
+        # Namespaced: nothing cluster-wide but the metrics review rights (cluster-scoped APIs).
+        cluster_roles = [
+            d["metadata"]["name"]
+            for d in yaml.safe_load_all(rendered)
+            if d and d["kind"] == "ClusterRole"
+        ]
+        assert all(n.endswith(("-metrics-auth", "-metrics-reader")) for n in cluster_roles)
     out = dry_run(cluster, "-f", "-", input=rendered)
     assert _server_dry_run_lines(out) == len(kinds)
 

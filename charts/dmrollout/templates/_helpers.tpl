@@ -161,6 +161,17 @@ capabilities:
 - name: tmp
   emptyDir:
     sizeLimit: 64Mi
+{{- if and .Values.metrics.secure .Values.metrics.certSecret }}
+- name: metrics-tls
+  secret:
+    secretName: {{ .Values.metrics.certSecret }}
+    defaultMode: 0440
+    items:
+      - key: tls.crt
+        path: tls.crt
+      - key: tls.key
+        path: tls.key
+{{- end }}
 {{- with .Values.temporal.tls.caSecret }}
 {{- if .name }}
 - name: temporal-ca
@@ -189,6 +200,11 @@ capabilities:
 {{- define "dmrollout.volumeMounts" -}}
 - name: tmp
   mountPath: /tmp
+{{- if and .Values.metrics.secure .Values.metrics.certSecret }}
+- name: metrics-tls
+  mountPath: /etc/dmrollout/metrics-tls
+  readOnly: true
+{{- end }}
 {{- if .Values.temporal.tls.caSecret.name }}
 - name: temporal-ca
   mountPath: /etc/dmrollout/temporal-ca
@@ -259,4 +275,27 @@ Secrets and ConfigMaps are get-only: read by the name a DecisionModel references
 - apiGroups: [""]
   resources: ["secrets", "configmaps"]
   verbs: ["get"]
+{{- end -}}
+
+
+{{/* Secure metrics (metrics.secure): the HTTPS /metrics of the controller and the workers. */}}
+{{- define "dmrollout.metricsEnv" -}}
+- name: DMROLLOUT_METRICS_SECURE
+  value: {{ .Values.metrics.secure | quote }}
+{{- if .Values.metrics.secure }}
+- name: DMROLLOUT_METRICS_PORT
+  value: {{ .Values.metrics.port | quote }}
+- name: DMROLLOUT_METRICS_AUTH_CACHE_TTL_SECONDS
+  value: {{ .Values.metrics.authCacheTtlSeconds | quote }}
+{{- if .Values.metrics.certSecret }}
+- name: DMROLLOUT_METRICS_CERT_DIR
+  value: /etc/dmrollout/metrics-tls
+{{- end }}
+{{- end }}
+{{- end -}}
+
+{{- define "dmrollout.httpsPort" -}}
+- name: https
+  containerPort: {{ .Values.metrics.port }}
+  protocol: TCP
 {{- end -}}

@@ -37,6 +37,7 @@ from shipped import (
 )
 
 from controller.metrics import ControllerMetrics
+from controller.metrics_settings import MetricsSettings
 from controller.reconcile_metrics import ReconcileMetrics
 from controller.settings import ControllerSettings
 from controller.temporal_client import TemporalSettings
@@ -49,7 +50,9 @@ SETTINGS: dict[str, type[BaseSettings]] = {
     "controller": ControllerSettings,
     "rollout": RolloutSettings,
     "temporal": TemporalSettings,
+    "metrics": MetricsSettings,
 }
+METRICS_CERT_DIR = "/etc/dmrollout/metrics-tls"
 
 
 def _empty_is_default(cls: type[BaseSettings], field: str) -> Callable[[Any], Any]:
@@ -108,6 +111,11 @@ MAPPING: tuple[Mapping, ...] = (
     Mapping("temporal.minRetentionDays", "temporal", "min_retention_days"),
     Mapping("temporal.tls.enabled", "temporal", "tls"),
     Mapping("temporal.uiUrl", "temporal", "ui_url", _empty_is_default(TemporalSettings, "ui_url")),
+    Mapping("metrics.secure", "metrics", "secure"),
+    Mapping("metrics.port", "metrics", "port"),
+    Mapping("metrics.authCacheTtlSeconds", "metrics", "auth_cache_ttl_seconds"),
+    # The Secret is mounted at one fixed directory; empty = no directory = self-signed.
+    Mapping("metrics.certSecret", "metrics", "cert_dir", lambda v: METRICS_CERT_DIR if v else ""),
 )
 
 # Settings fields the chart does not take from values.yaml, and why.
@@ -140,6 +148,11 @@ UNMAPPED: dict[str, dict[str, str]] = {
         "server_name": "temporal.tls.serverName (empty = unset)",
         "api_key": "temporal.apiKey.existingSecret",
         "metrics_bind_address": "worker.metricsPort",
+    },
+    "metrics": {
+        "bind": "all interfaces in a Pod; the default",
+        "auth_cache_entries": "bounded memory; the default suits every install",
+        "review_timeout_seconds": "client tempo; the default bounds every review",
     },
 }
 
@@ -231,6 +244,7 @@ def owning_settings(variable: str) -> tuple[str, str] | None:
     for prefix, name in (
         ("DMROLLOUT_CONTROLLER_", "controller"),
         ("DMROLLOUT_TEMPORAL_", "temporal"),
+        ("DMROLLOUT_METRICS_", "metrics"),
     ):
         if variable.startswith(prefix):
             return name, variable.removeprefix(prefix).lower()
@@ -450,45 +464,80 @@ def test_controller_worker_and_setup_job_share_one_temporal_and_rollout_config(
         assert job["volumeMounts"] == controller["volumeMounts"]
 
 
+def _service_ports_are_the_container_ports(
+    objs: list[dict[str, Any]], component: str, ports: dict[str, int]
+) -> None:
+    service = find(objs, "Service", f"-{component}-metrics")
+    # Each container port is served under its own name, and nothing else.
+    assert {(p["name"], p["port"], p["targetPort"]) for p in service["spec"]["ports"]} == {
+        (name, port, name) for name, port in ports.items()
+    }
+    pod_labels = find(objs, "Deployment", f"-{component}")["spec"]["template"]["metadata"]["labels"]
+    assert service["spec"]["selector"].items() <= pod_labels.items()
+
+
 @pytest.mark.parametrize("case", ["default", "all-on"])
 def test_ports_agree_between_settings_containers_and_services(
     case: str, default_objs: list[dict[str, Any]], all_on_objs: list[dict[str, Any]]
 ) -> None:
+    """metrics.secure (both cases): the probes on a plain `health` port, the metrics on `https`
+    only, the SDK's own exporter on loopback (never a container or Service port)."""
     objs = default_objs if case == "default" else all_on_objs
     values = merged(VALUES, ALL_ON) if case == "all-on" else VALUES
+    assert values["metrics"]["secure"] is True
     controller = container(objs, "Deployment", "-controller")
     worker = container(objs, "Deployment", "-worker")
     env_c, env_w = env_of(controller), env_of(worker)
-    port_c = {p["name"]: p["containerPort"] for p in controller["ports"]}["metrics"]
+    ports_c = {p["name"]: p["containerPort"] for p in controller["ports"]}
     ports_w = {p["name"]: p["containerPort"] for p in worker["ports"]}
-    port_w = ports_w["metrics"]
-    assert (
-        port_c
-        == int(env_c["DMROLLOUT_CONTROLLER_HEALTH_PORT"])
-        == values["controller"]["healthPort"]
-    )
-    assert env_w["DMROLLOUT_TEMPORAL_METRICS_BIND_ADDRESS"] == f"0.0.0.0:{port_w}"
-    assert port_w == values["worker"]["metricsPort"]
-    assert (
-        ports_w["dm-metrics"]
-        == int(env_w["DMROLLOUT_WORKER_METRICS_PORT"])
-        == values["worker"]["resolveMetricsPort"]
-        != port_w
-    )
+    https = values["metrics"]["port"]
+    assert ports_c == {"health": values["controller"]["healthPort"], "https": https}
+    assert ports_w == {"health": values["worker"]["resolveMetricsPort"], "https": https}
+    assert int(env_c["DMROLLOUT_CONTROLLER_HEALTH_PORT"]) == ports_c["health"]
+    assert int(env_w["DMROLLOUT_WORKER_METRICS_PORT"]) == ports_w["health"]
+    for env in (env_c, env_w):
+        assert (env["DMROLLOUT_METRICS_SECURE"], int(env["DMROLLOUT_METRICS_PORT"])) == (
+            "true",
+            https,
+        )
+    sdk = f"127.0.0.1:{values['worker']['metricsPort']}"
+    assert env_w["DMROLLOUT_TEMPORAL_METRICS_BIND_ADDRESS"] == sdk
     for probe in ("startupProbe", "livenessProbe", "readinessProbe"):
-        assert controller[probe]["httpGet"]["port"] == "metrics"
+        assert controller[probe]["httpGet"]["port"] == "health"
     assert controller["livenessProbe"]["httpGet"]["path"] == "/healthz"
     assert controller["readinessProbe"]["httpGet"]["path"] == "/readyz"
-    for component, ports in (("controller", {"metrics": port_c}), ("worker", ports_w)):
-        service = find(objs, "Service", f"-{component}-metrics")
-        # Each container port is served under its own name, and nothing else.
-        assert {(p["name"], p["port"], p["targetPort"]) for p in service["spec"]["ports"]} == {
-            (name, port, name) for name, port in ports.items()
-        }
-        pod_labels = find(objs, "Deployment", f"-{component}")["spec"]["template"]["metadata"][
-            "labels"
-        ]
-        assert service["spec"]["selector"].items() <= pod_labels.items()
+    assert worker["livenessProbe"]["httpGet"] == {"path": "/healthz", "port": "health"}
+    assert worker["readinessProbe"]["httpGet"] == {"path": "/readyz", "port": "health"}
+    for component in ("controller", "worker"):
+        _service_ports_are_the_container_ports(objs, component, {"https": https})
+
+
+def test_plain_metrics_opt_in_is_the_old_layout(helm_tmp: Path) -> None:
+    objs = render_chart("--set", "metrics.secure=false", tmp=helm_tmp, release=RELEASE)
+    controller = container(objs, "Deployment", "-controller")
+    worker = container(objs, "Deployment", "-worker")
+    env_c, env_w = env_of(controller), env_of(worker)
+    assert env_c["DMROLLOUT_METRICS_SECURE"] == env_w["DMROLLOUT_METRICS_SECURE"] == "false"
+    ports_c = {p["name"]: p["containerPort"] for p in controller["ports"]}
+    ports_w = {p["name"]: p["containerPort"] for p in worker["ports"]}
+    assert ports_c == {"metrics": int(env_c["DMROLLOUT_CONTROLLER_HEALTH_PORT"])}
+    assert env_w["DMROLLOUT_TEMPORAL_METRICS_BIND_ADDRESS"] == f"0.0.0.0:{ports_w['metrics']}"
+    assert ports_w["dm-metrics"] == int(env_w["DMROLLOUT_WORKER_METRICS_PORT"])
+    for probe in ("startupProbe", "livenessProbe", "readinessProbe"):
+        assert controller[probe]["httpGet"]["port"] == "metrics"
+    assert worker["livenessProbe"]["httpGet"]["port"] == "dm-metrics"
+    assert worker["readinessProbe"]["tcpSocket"]["port"] == "metrics"
+    _service_ports_are_the_container_ports(objs, "controller", ports_c)
+    _service_ports_are_the_container_ports(objs, "worker", ports_w)
+    kinds = {(o["kind"], o["metadata"]["name"]) for o in objs}
+    assert not {n for k, n in kinds if k == "ClusterRole" and "metrics" in n}
+
+
+def test_a_metrics_port_colliding_with_a_health_port_is_refused(helm_tmp: Path) -> None:
+    for clash in ("controller.healthPort=8443", "worker.resolveMetricsPort=8443"):
+        result = helm_template("--set", clash, tmp=helm_tmp, check=False)
+        assert result.returncode != 0, clash
+        assert "metrics.port" in result.stderr
 
 
 @pytest.mark.parametrize("case", ["default", "all-on"])
@@ -681,23 +730,57 @@ def test_operator_alerts_point_at_this_release(all_on_objs: list[dict[str, Any]]
     assert f'task_queue="{ALL_ON["temporal"]["taskQueue"]}"' in failures
 
 
-def test_service_monitor_scrapes_both_services_keeping_their_labels(
-    all_on_objs: list[dict[str, Any]],
-) -> None:
-    monitor = find(all_on_objs, "ServiceMonitor")
-    assert monitor["metadata"]["labels"]["release"] == "kube-prometheus-stack"
+def _monitored_ports(objs: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], set[str]]:
+    monitor = find(objs, "ServiceMonitor")
     endpoints = monitor["spec"]["endpoints"]
     # The series' own `namespace` label (the DecisionModel's) must survive the scrape.
     assert all(e["honorLabels"] is True for e in endpoints)
     scraped = {e["port"] for e in endpoints}
     selector = monitor["spec"]["selector"]["matchLabels"]
-    services = [o for o in all_on_objs if o["kind"] == "Service"]
+    services = [o for o in objs if o["kind"] == "Service"]
     selected = [s for s in services if selector.items() <= s["metadata"]["labels"].items()]
     assert len(selected) == 2
-    # Every port of both Services is scraped (the worker's two), and no endpoint names a port
-    # neither has.
+    # Every port of both Services is scraped, and no endpoint names a port neither has.
     ports = {p["name"] for s in selected for p in s["spec"]["ports"]}
-    assert scraped == ports == {"metrics", "dm-metrics"}
+    assert scraped == ports
+    return endpoints, ports
+
+
+def test_service_monitor_scrapes_both_services_keeping_their_labels(
+    all_on_objs: list[dict[str, Any]],
+) -> None:
+    monitor = find(all_on_objs, "ServiceMonitor")
+    assert monitor["metadata"]["labels"]["release"] == "kube-prometheus-stack"
+    endpoints, ports = _monitored_ports(all_on_objs)
+    assert ports == {"https"}
+    (endpoint,) = endpoints
+    # HTTPS with Prometheus' token, verified against the configured CA.
+    assert endpoint["scheme"] == "https"
+    assert endpoint["bearerTokenFile"] == "/var/run/secrets/kubernetes.io/serviceaccount/token"
+    assert endpoint["tlsConfig"] == ALL_ON["metrics"]["serviceMonitor"]["tlsConfig"]
+
+
+def test_service_monitor_defaults_and_options(helm_tmp: Path) -> None:
+    on = ("--set", "metrics.serviceMonitor.enabled=true")
+    (endpoint,) = _monitored_ports(render_chart(*on, tmp=helm_tmp, release=RELEASE))[0]
+    # The self-signed default certificate cannot be verified.
+    assert endpoint["tlsConfig"] == {"insecureSkipVerify": True}
+    objs = render_chart(
+        *on,
+        "--set",
+        "metrics.serviceMonitor.authorization.credentials.name=scrape-token",
+        "--set",
+        "metrics.serviceMonitor.authorization.credentials.key=token",
+        tmp=helm_tmp,
+        release=RELEASE,
+    )
+    (endpoint,) = _monitored_ports(objs)[0]
+    assert "bearerTokenFile" not in endpoint
+    assert endpoint["authorization"] == {"credentials": {"name": "scrape-token", "key": "token"}}
+    plain = render_chart(*on, "--set", "metrics.secure=false", tmp=helm_tmp, release=RELEASE)
+    endpoints, ports = _monitored_ports(plain)
+    assert ports == {"metrics", "dm-metrics"}
+    assert all("scheme" not in e and "bearerTokenFile" not in e for e in endpoints)
 
 
 def test_dashboard_panels_query_series_that_exist(all_on_objs: list[dict[str, Any]]) -> None:

@@ -46,6 +46,17 @@ MANAGER_PERMISSIONS: set[Perm] = (
 LEADER_PERMISSIONS: set[Perm] = _table(
     "coordination.k8s.io", ["leases"], ["get", "create", "update"]
 )
+# Secure metrics (issue 12, point 7): reviewing a scrape's token and its right to get /metrics.
+# Cluster-scoped review APIs, so a ClusterRole even in namespaced installs; kept in their own
+# objects (*-metrics-auth, *-metrics-reader) apart from the manager rules.
+METRICS_AUTH_PERMISSIONS: set[Perm] = _table(
+    "authentication.k8s.io", ["tokenreviews"], ["create"]
+) | _table("authorization.k8s.io", ["subjectaccessreviews"], ["create"])
+METRICS_OBJECTS = ("-metrics-auth", "-metrics-reader")
+
+
+def _is_metrics_auth(obj: dict[str, Any]) -> bool:
+    return str(obj["metadata"]["name"]).endswith(METRICS_OBJECTS)
 
 
 # --- rendering ----------------------------------------------------------------------------------
@@ -55,6 +66,7 @@ RENDERINGS: dict[str, Callable[[Path], list[dict[str, Any]]]] = {
     "deploy": lambda tmp: kustomize("deploy"),
     "deploy/core": lambda tmp: kustomize("deploy/core"),
     "deploy/namespaced": lambda tmp: kustomize("deploy/namespaced"),
+    "deploy/metrics-auth": lambda tmp: kustomize("deploy/metrics-auth"),
     "chart-default": lambda tmp: render_chart(tmp=tmp, release="dmr"),
     "chart-all-on": lambda tmp: render_chart("-f", str(ALL_ON_VALUES), tmp=tmp, release="dmr"),
 }
@@ -97,7 +109,10 @@ def test_no_wildcards_and_no_privilege_verbs(
     for role in roles:
         assert "aggregationRule" not in role, role["metadata"]["name"]
         for rule in role["rules"]:
-            assert "nonResourceURLs" not in rule
+            if "nonResourceURLs" in rule:
+                # Only the scraper's role, only get on /metrics (test_metrics_auth_objects).
+                assert role["metadata"]["name"].endswith("-metrics-reader"), role["metadata"]
+                continue
             for key in ("apiGroups", "resources", "verbs", "resourceNames"):
                 for value in rule.get(key, []):
                     assert "*" not in value, f"{name}: wildcard in {key} of {role['metadata']}"
@@ -120,8 +135,32 @@ def test_secrets_and_configmaps_are_get_only(
 def test_namespaced_variants_grant_nothing_cluster_wide(
     rendered: dict[str, list[dict[str, Any]]], name: str
 ) -> None:
-    kinds = {o["kind"] for o in rendered[name]}
+    kinds = {o["kind"] for o in rendered[name] if not _is_metrics_auth(o)}
     assert not kinds & {"ClusterRole", "ClusterRoleBinding"}, f"{name}: {sorted(kinds)}"
+
+
+@pytest.mark.parametrize("name", ["deploy/metrics-auth", "chart-default", "chart-all-on"])
+def test_metrics_auth_objects(rendered: dict[str, list[dict[str, Any]]], name: str) -> None:
+    """The review rights (bound to dmrollout's two ServiceAccounts) and the scraper's role
+    (bound to nobody by dmrollout: the operator binds Prometheus), and nothing else."""
+    objs = rendered[name]
+    (auth,) = _role(objs, "ClusterRole", "-metrics-auth")
+    assert _perms(auth) == METRICS_AUTH_PERMISSIONS
+    (reader,) = _role(objs, "ClusterRole", "-metrics-reader")
+    assert reader["rules"] == [{"nonResourceURLs": ["/metrics"], "verbs": ["get"]}]
+    (binding,) = _role(objs, "ClusterRoleBinding", "-metrics-auth")
+    assert binding["roleRef"]["name"] == auth["metadata"]["name"]
+    prefix = "dmr-dmrollout" if name.startswith("chart") else "dmrollout"
+    assert {(s["name"], s["namespace"]) for s in binding["subjects"]} == {
+        (f"{prefix}-controller", "dmrollout-system"),
+        (f"{prefix}-worker", "dmrollout-system"),
+    }
+    assert not [b for b in objs if b.get("roleRef", {}).get("name", "").endswith("-reader")]
+
+
+def test_plain_metrics_grant_no_review_rights(tmp_path: Path) -> None:
+    objs = render_chart("--set", "metrics.secure=false", tmp=tmp_path, release="dmr")
+    assert not [o for o in objs if _is_metrics_auth(o)]
 
 
 @pytest.mark.parametrize("name", ["deploy", "chart-default"])
@@ -242,6 +281,8 @@ _RESOURCES: dict[str, tuple[str, str]] = {
     "config_map": ("", "configmaps"),
     "event": ("events.k8s.io", "events"),
     "lease": ("coordination.k8s.io", "leases"),
+    "token_review": ("authentication.k8s.io", "tokenreviews"),
+    "subject_access_review": ("authorization.k8s.io", "subjectaccessreviews"),
     "custom_object": ("decisionmodel.io", "decisionmodels"),
     "custom_object_status": ("decisionmodel.io", "decisionmodels/status"),
 }
@@ -282,8 +323,9 @@ def test_every_api_call_in_the_code_is_granted() -> None:
         ("decisionmodel.io", "decisionmodels/status", "patch"),
         ("events.k8s.io", "events", "create"),
         ("", "secrets", "get"),
+        ("authentication.k8s.io", "tokenreviews", "create"),
     } <= used
-    missing = used - (MANAGER_PERMISSIONS | LEADER_PERMISSIONS)
+    missing = used - (MANAGER_PERMISSIONS | LEADER_PERMISSIONS | METRICS_AUTH_PERMISSIONS)
     assert not missing, f"the code calls the API without RBAC for: {sorted(missing)}"
 
 

@@ -1,11 +1,13 @@
-"""The worker's two metrics endpoints, as shipped by deploy/ (kustomize) and the chart.
+"""The worker's metrics endpoints, as shipped by deploy/ (kustomize) and the chart.
 
-`dmrollout worker` serves the Temporal SDK's temporal_* series on
-DMROLLOUT_TEMPORAL_METRICS_BIND_ADDRESS (port `metrics`) and its own
-decisionmodel_registry_resolve_duration_seconds on DMROLLOUT_WORKER_METRICS_PORT (port
-`dm-metrics`, controller/worker.py), which is served only when set. Both bind 0.0.0.0, so the
-ports must differ. Each rendering must set the variable, expose the port under that name on the
-container and the worker metrics Service, and (chart) scrape it.
+`dmrollout worker` runs the Temporal SDK's exporter of temporal_* series on
+DMROLLOUT_TEMPORAL_METRICS_BIND_ADDRESS, its probes (and, with plain metrics, its own
+decisionmodel_registry_resolve_duration_seconds) on DMROLLOUT_WORKER_METRICS_PORT, and, with
+secure metrics (the default), both kinds of series over HTTPS on DMROLLOUT_METRICS_PORT. Secure:
+the SDK's plain exporter is bound to loopback only, and the Service exposes `https` alone.
+Plain (metrics.secure=false, opt-in): both ports bind 0.0.0.0 and must differ; each rendering
+sets the variable, exposes the port under that name on the container and the worker metrics
+Service, and (chart) scrapes it.
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ def rendered(tmp_path_factory: pytest.TempPathFactory) -> dict[str, list[dict[st
         "kustomize": kustomize(),
         "chart-default": render_chart(tmp=tmp),
         "chart-all-on": render_chart("-f", str(ALL_ON_VALUES), tmp=tmp),
+        "chart-plain": render_chart("--set", "metrics.secure=false", tmp=tmp),
     }
 
 
@@ -45,10 +48,30 @@ def _worker_container(objs: list[dict[str, Any]]) -> dict[str, Any]:
 
 
 @pytest.mark.parametrize("name", ["kustomize", "chart-default", "chart-all-on"])
-def test_both_worker_endpoints_are_set_on_distinct_ports(
+def test_secure_worker_metrics_are_https_only_and_the_sdk_stays_on_loopback(
     name: str, rendered: dict[str, list[dict[str, Any]]]
 ) -> None:
     objs = rendered[name]
+    c = _worker_container(objs)
+    env = {e["name"]: e["value"] for e in c["env"] if "value" in e}
+    ports = {p["name"]: p["containerPort"] for p in c["ports"]}
+    assert set(ports) == {"health", "https"}
+    assert env["DMROLLOUT_METRICS_SECURE"] == "true"
+    assert int(env["DMROLLOUT_METRICS_PORT"]) == ports["https"]
+    sdk_host, _, sdk_port = env["DMROLLOUT_TEMPORAL_METRICS_BIND_ADDRESS"].rpartition(":")
+    assert sdk_host == "127.0.0.1"
+    assert int(sdk_port) not in ports.values()
+    assert int(env["DMROLLOUT_WORKER_METRICS_PORT"]) == ports["health"]
+    service = _one(objs, "Service", "-worker-metrics")
+    assert {(p["name"], p["port"], p["targetPort"]) for p in service["spec"]["ports"]} == {
+        ("https", ports["https"], "https"),
+    }
+
+
+def test_plain_worker_metrics_keep_both_endpoints_on_distinct_ports(
+    rendered: dict[str, list[dict[str, Any]]],
+) -> None:
+    objs = rendered["chart-plain"]
     c = _worker_container(objs)
     env = {e["name"]: e["value"] for e in c["env"] if "value" in e}
     ports = {p["name"]: p["containerPort"] for p in c["ports"]}
@@ -70,17 +93,19 @@ def test_kustomize_and_chart_defaults_use_the_same_ports(
         return {p["name"]: p["containerPort"] for p in _worker_container(objs)["ports"]}
 
     assert ports(rendered["kustomize"]) == ports(rendered["chart-default"])
-    assert ports(rendered["chart-default"]) == {"metrics": 9090, "dm-metrics": 9465}
-    # all-on moves both, so a template that hard-codes a port fails above.
-    assert ports(rendered["chart-all-on"]) == {"metrics": 9464, "dm-metrics": 9466}
+    assert ports(rendered["chart-default"]) == {"health": 9465, "https": 8443}
+    # all-on moves them, so a template that hard-codes a port fails above.
+    assert ports(rendered["chart-all-on"]) == {"health": 9466, "https": 9443}
+    assert ports(rendered["chart-plain"]) == {"metrics": 9090, "dm-metrics": 9465}
 
 
-def test_service_monitor_scrapes_the_resolve_port(
+def test_service_monitor_scrapes_the_worker_over_https(
     rendered: dict[str, list[dict[str, Any]]],
 ) -> None:
     monitor = _one(rendered["chart-all-on"], "ServiceMonitor", "")
-    endpoint = {e["port"]: e for e in monitor["spec"]["endpoints"]}["dm-metrics"]
+    endpoint = {e["port"]: e for e in monitor["spec"]["endpoints"]}["https"]
     assert endpoint["path"] == "/metrics"
+    assert endpoint["scheme"] == "https"
     assert endpoint["honorLabels"] is True
 
 
