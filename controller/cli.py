@@ -32,10 +32,11 @@ def _cmd_worker(args: argparse.Namespace) -> int:
     import asyncio
 
     from controller.commands import rollout_settings
+    from controller.logs import configure_logging, log_format
     from controller.temporal_client import TemporalSettings
     from controller.worker import run_worker
 
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s %(message)s")
+    configure_logging(log_format(args))
     return asyncio.run(run_worker(TemporalSettings.load(), rollout_settings(args)))
 
 
@@ -77,6 +78,9 @@ def build_parser() -> argparse.ArgumentParser:
     from controller.commands import add_guard_flags
 
     add_guard_flags(worker)
+    from controller.logs import add_log_flag
+
+    add_log_flag(worker)
     worker.set_defaults(func=_cmd_worker)
 
     temporal = sub.add_parser("temporal", help="Temporal namespace administration")

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import logging
 from typing import Any
 
 from controller.settings import ControllerSettings
@@ -61,9 +60,10 @@ def controller_settings(args: argparse.Namespace) -> ControllerSettings:
 
 
 def controller(args: argparse.Namespace) -> int:
+    from controller.logs import configure_logging, log_format
     from controller.manager import Manager
 
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s %(message)s")
+    configure_logging(log_format(args))
     settings = controller_settings(args)
     rollout = rollout_settings(args)
     # NamespaceNotReady and the like end as one line with exit code 3 (controller/cli.py).
@@ -146,4 +146,7 @@ def add_commands(sub: Any) -> None:
     add_guard_flags(co)
     co.add_argument("--health-port", type=int, default=None)
     co.add_argument("--leader-elect", choices=["true", "false"], default=None)
+    from controller.logs import add_log_flag
+
+    add_log_flag(co)
     co.set_defaults(func=controller)

@@ -33,6 +33,7 @@ from controller.dispatch import (
     rollout_input,
     runtime_update_available,
 )
+from controller.logs import current_dm
 from controller.reaper import Reaper
 from controller.restarts import RestartPlan, RestartPolicy, exhausted_message, plan_restart
 from controller.rollouts import Rollouts, RunningRollout
@@ -218,6 +219,13 @@ class Reconciler:
 
     async def reconcile(self, namespace: str, name: str) -> float | None:
         """Returns seconds until the next re-check (None = only on events)."""
+        token = current_dm.set(f"{namespace}/{name}")  # its log lines name it (controller/logs.py)
+        try:
+            return await self._reconcile_key(namespace, name)
+        finally:
+            current_dm.reset(token)
+
+    async def _reconcile_key(self, namespace: str, name: str) -> float | None:
         key = f"{namespace}/{name}"
         if not self.settings.watches(namespace):
             log.warning("refusing %s: namespace %s is not watched", key, namespace)
