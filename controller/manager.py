@@ -23,10 +23,12 @@ from controller.metrics_settings import MetricsSettings
 from controller.reconcile import Reconciler
 from controller.reconcile_metrics import ReconcileMetrics
 from controller.rollouts import Rollouts
+from controller.sdk_metrics import with_sdk_series
 from controller.settings import ControllerSettings
 from controller.steady import SteadyState
 from controller.store_recovery import StoreRecoveries
-from controller.temporal_client import TemporalSettings, check_namespace, connect
+from controller.temporal_client import TemporalSettings, check_namespace, connect, make_runtime
+from controller.tracing import shutdown_tracing, tracing_interceptors
 from controller.watch import Watcher
 from controller.workqueue import QueueShutDown, WorkQueue
 from decisionmodel.settings import RolloutSettings
@@ -61,10 +63,13 @@ class Manager:
         self.lost = False
         # Reconciles in flight and when one last finished: /healthz fails when they are wedged.
         self.progress = LoopProgress(settings.liveness_stall_seconds)
+        # The Temporal SDK's series too (its client runs here: starts, queries, visibility),
+        # read from its exporter on loopback (DMROLLOUT_TEMPORAL_METRICS_BIND_ADDRESS).
+        self.render = with_sdk_series(self.metrics.render, temporal.metrics_bind_address)
         self.health = HealthServer(
             settings.health_bind,
             settings.health_port,
-            None if self.metrics_settings.secure else self.metrics.render,
+            None if self.metrics_settings.secure else self.render,
             ready=self._ready,
             healthy=self._healthy,
         )
@@ -86,7 +91,9 @@ class Manager:
         return synced and (self.leading or not self.settings.leader_election)
 
     async def run(self) -> int:
-        client = await connect(self.temporal)
+        client = await connect(
+            self.temporal, make_runtime(self.temporal), tracing_interceptors("dmrollout-controller")
+        )
         await check_namespace(client, self.temporal.namespace)
         kube = Kube.from_settings(self.rollout)
         rollouts = Rollouts(client, self.temporal.task_queue, self.temporal.ui_url)
@@ -111,7 +118,7 @@ class Manager:
         self.watcher.start()
         self.health.start()
         self.secure_metrics = build_secure_metrics_server(
-            self.metrics_settings, kube.api_client, self.metrics.render
+            self.metrics_settings, kube.api_client, self.render
         )
         if self.secure_metrics is not None:
             self.secure_metrics.start()
@@ -162,6 +169,7 @@ class Manager:
         self.health.stop()
         if self.secure_metrics is not None:
             self.secure_metrics.stop()
+        shutdown_tracing()
         if self.lost:
             log.error("leadership lost: exiting so a standby takes over")
             return 1

@@ -39,6 +39,7 @@ from controller.restarts import RestartPlan, RestartPolicy, exhausted_message, p
 from controller.rollouts import Rollouts, RunningRollout
 from controller.settings import ControllerSettings
 from controller.steady import SteadyState
+from controller.tracing import span
 from decisionmodel.api import GROUP, PLURAL, VERSION, DecisionModel, DecisionModelInvalid
 from decisionmodel.api_status import DecisionModelStatus
 from decisionmodel.conditions import is_condition_true
@@ -219,9 +220,12 @@ class Reconciler:
 
     async def reconcile(self, namespace: str, name: str) -> float | None:
         """Returns seconds until the next re-check (None = only on events)."""
-        token = current_dm.set(f"{namespace}/{name}")  # its log lines name it (controller/logs.py)
+        key = f"{namespace}/{name}"
+        token = current_dm.set(key)  # its log lines name it (controller/logs.py)
         try:
-            return await self._reconcile_key(namespace, name)
+            # With tracing on, the rollout this reconcile starts is a child of this span.
+            with span("reconcile", dm=key):
+                return await self._reconcile_key(namespace, name)
         finally:
             current_dm.reset(token)
 

@@ -6,6 +6,7 @@ API key); the local environment uses the dev server on loopback without TLS.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
@@ -18,7 +19,7 @@ from temporalio.api.operatorservice.v1 import (
     ListSearchAttributesRequest,
 )
 from temporalio.api.workflowservice.v1 import DescribeNamespaceRequest
-from temporalio.client import Client, TLSConfig
+from temporalio.client import Client, Interceptor, TLSConfig
 from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.envconfig import ClientConfigProfile
 from temporalio.runtime import PrometheusConfig, Runtime, TelemetryConfig
@@ -119,7 +120,11 @@ def make_runtime(settings: TemporalSettings) -> Runtime | None:
     )
 
 
-async def connect(settings: TemporalSettings, runtime: Runtime | None = None) -> Client:
+async def connect(
+    settings: TemporalSettings,
+    runtime: Runtime | None = None,
+    interceptors: Sequence[Interceptor] = (),
+) -> Client:
     return await Client.connect(
         settings.address,
         namespace=settings.namespace,
@@ -127,6 +132,7 @@ async def connect(settings: TemporalSettings, runtime: Runtime | None = None) ->
         api_key=settings.api_key,
         data_converter=pydantic_data_converter,
         runtime=runtime or Runtime.default(),
+        interceptors=interceptors,
     )
 
 

@@ -16,7 +16,6 @@ import signal
 from collections.abc import Callable
 from datetime import timedelta
 
-import httpx
 from prometheus_client import CollectorRegistry, Counter, Histogram, generate_latest
 from temporalio.client import Client
 from temporalio.worker import Worker
@@ -26,7 +25,9 @@ from controller.health import HealthServer
 from controller.liveness import LoopProgress
 from controller.metrics_server import build_secure_metrics_server
 from controller.metrics_settings import MetricsSettings
+from controller.sdk_metrics import with_sdk_series
 from controller.temporal_client import TemporalSettings, check_namespace, connect, make_runtime
+from controller.tracing import shutdown_tracing, tracing_interceptors
 from controller.worker_progress import ProgressInterceptor
 from decisionmodel.settings import RolloutSettings
 from kube.client import Kube
@@ -95,7 +96,9 @@ def build_worker(
 
 
 async def run_worker(temporal: TemporalSettings, settings: RolloutSettings) -> int:
-    client = await connect(temporal, make_runtime(temporal))
+    client = await connect(
+        temporal, make_runtime(temporal), tracing_interceptors("dmrollout-worker")
+    )
     await check_namespace(client, temporal.namespace)
     kube = Kube.from_settings(settings)
     loop = asyncio.get_running_loop()
@@ -106,7 +109,8 @@ async def run_worker(temporal: TemporalSettings, settings: RolloutSettings) -> i
     metrics = WorkerMetrics()
     progress = LoopProgress(settings.worker_liveness_stall_seconds)
     serving = MetricsSettings()
-    render = _worker_series(metrics, temporal.metrics_bind_address if serving.secure else None)
+    sdk = temporal.metrics_bind_address if serving.secure else None
+    render = with_sdk_series(lambda: generate_latest(metrics.registry), sdk)
     health = _health_server(None if serving.secure else render, progress)
     secure = build_secure_metrics_server(serving, kube.api_client, render)
     if secure is not None:
@@ -127,42 +131,8 @@ async def run_worker(temporal: TemporalSettings, settings: RolloutSettings) -> i
             health.stop()
         if secure is not None:
             secure.stop()
+        shutdown_tracing()
     return 0
-
-
-# The SDK's exporter is on loopback next to this process: a scrape never waits long on it.
-SDK_SCRAPE_TIMEOUT_SECONDS = 2.0
-
-
-def _worker_series(metrics: WorkerMetrics, sdk_bind_address: str | None) -> Callable[[], bytes]:
-    """dmrollout's worker series, followed (HTTPS mode) by the Temporal SDK's temporal_* series
-    read from the SDK's own exporter, which the chart then binds to loopback only: its plain,
-    unauthenticated port is never reachable from outside the Pod. The names do not overlap, so
-    the two texts concatenate into one valid exposition."""
-    sdk_url = _loopback_url(sdk_bind_address) if sdk_bind_address else None
-
-    def render() -> bytes:
-        own = generate_latest(metrics.registry)
-        if sdk_url is None:
-            return own
-        try:
-            with httpx.Client(trust_env=False, timeout=SDK_SCRAPE_TIMEOUT_SECONDS) as c:
-                response = c.get(sdk_url)
-                response.raise_for_status()
-        except httpx.HTTPError as e:
-            log.warning("Temporal SDK metrics not read from %s: %s", sdk_url, type(e).__name__)
-            return own
-        return own + response.content
-
-    return render
-
-
-def _loopback_url(bind_address: str) -> str:
-    host, _, port = bind_address.rpartition(":")
-    host = host.strip("[]")
-    if host in ("", "0.0.0.0", "::"):
-        host = "127.0.0.1"
-    return f"http://{f'[{host}]' if ':' in host else host}:{port}/metrics"
 
 
 def _health_server(

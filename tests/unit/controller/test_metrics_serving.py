@@ -15,15 +15,18 @@ from pathlib import Path
 import httpx
 import pytest
 from kubernetes import client
+from prometheus_client import generate_latest
 
 from controller.manager import Manager
 from controller.metrics_auth import MetricsAuth
 from controller.metrics_server import SecureMetricsServer, build_secure_metrics_server
 from controller.metrics_settings import MetricsSettings
 from controller.metrics_tls import ServingCertificate, self_signed_pem
+from controller.sdk_metrics import loopback_url as _loopback_url
+from controller.sdk_metrics import with_sdk_series
 from controller.settings import ControllerSettings
 from controller.temporal_client import TemporalSettings
-from controller.worker import WorkerMetrics, _loopback_url, _worker_series
+from controller.worker import WorkerMetrics
 from decisionmodel.settings import RolloutSettings
 from kube.access_review import AccessReviews, ReviewedUser, ReviewUnavailable
 
@@ -205,11 +208,16 @@ def test_the_worker_serves_its_series_and_the_sdk_series_in_one_text() -> None:
     metrics = WorkerMetrics()
     metrics.observe_resolve(0.3)
     try:
-        text = _worker_series(metrics, f"127.0.0.1:{sdk.server_address[1]}")().decode()
+        text = with_sdk_series(
+            lambda: generate_latest(metrics.registry), f"127.0.0.1:{sdk.server_address[1]}"
+        )().decode()
     finally:
         sdk.shutdown()
         sdk.server_close()
     assert "decisionmodel_registry_resolve_duration_seconds_count 1.0" in text
     assert "temporal_workflow_task_execution_failed 2" in text
     # The SDK exporter gone: the worker's own series still answer.
-    assert "decisionmodel_registry" in _worker_series(metrics, "127.0.0.1:1")().decode()
+    assert (
+        "decisionmodel_registry"
+        in with_sdk_series(lambda: generate_latest(metrics.registry), "127.0.0.1:1")().decode()
+    )
