@@ -3,6 +3,9 @@
 The order is the reference's (REFERENCE "Failure, retry, promotion") and is what makes a crash
 at any point safe, since the activity is simply run again:
 
+0. Re-check the policy against the live DecisionModel (``decisionmodel.policy_check``): the
+   rollout's evaluation, gates and promotion mode, and the approval Manual requires; a
+   mismatch is PolicyMismatch, permanent. Then re-inspect the candidate's Pods.
 1. Refuse a foreign Service ``<dm>`` (ResourceConflict): nothing has changed yet.
 2. Persist the promotion in status first: stableRevision = candidate, previousRevision = the
    old stable, lastPromotionTime, Promoted=True, candidateRevision cleared, phase Ready. From
@@ -23,6 +26,7 @@ from typing import Any
 from kubernetes.client.rest import ApiException
 from temporalio import activity
 
+from activities.policy import read_live_policy
 from activities.typed_errors import show_guards, typed_errors
 from decisionmodel.contracts import (
     PROMOTE,
@@ -34,6 +38,7 @@ from decisionmodel.contracts import (
     StatusUpdate,
 )
 from decisionmodel.errors import ProbeError, ResourceConflict
+from decisionmodel.policy_check import check_promotion
 from decisionmodel.render import render_pdb, render_service
 from decisionmodel.render.labels import LABEL_REVISION, selector_labels, service_name
 from decisionmodel.runtime_client import GateVerdict, RuntimeClient, verdict
@@ -73,6 +78,11 @@ class PromoteActivities:
         the revision the Service selected before (else the old stable), for the workflow to
         delete after the grace; None when there is nothing to delete."""
         async with typed_errors(show_guards(self.kube, inp.dm, ConditionType.PROMOTED)):
+            live = await read_live_policy(self.kube, inp.dm)
+            if live.stable != inp.candidate.hash:
+                # Not recorded yet: the policy and the approval must be the live spec's. Once
+                # recorded (a retried attempt) the promotion is finished, never undone.
+                check_promotion(inp, live.policy, live.stable)
             if inp.model and activity.info().attempt == 1:
                 # Once, before anything is recorded: a later attempt may find the candidate
                 # already recorded as the stable, which must then be finished, not undone.

@@ -121,6 +121,8 @@ class Reason(enum.StrEnum):
     CLEANUP_PENDING = "CleanupPending"  # a compensation step keeps failing; it keeps retrying
     ACTIVITY_FAILED = "ActivityFailed"  # a step failed without a typed reason
     ACTIVITY_TIMEOUT = "ActivityTimeout"  # a step without a phase deadline timed out
+    # The rollout's policy (evaluation, gates, promotion) is not the live DecisionModel's.
+    POLICY_MISMATCH = "PolicyMismatch"
 
     # --- this project: progress and success -----------------------------------------------
     RESOLVING = "Resolving"
@@ -162,6 +164,8 @@ class EventReason(enum.StrEnum):
     REAPED = "Reaped"  # an object of a revision no rollout owns was deleted
     ROLLOUT_RESTARTED = "RolloutRestarted"  # a rollout that ended without a verdict runs again
     ROLLOUT_RESTARTS_EXHAUSTED = "RolloutRestartsExhausted"
+    # A running rollout's policy is not the spec's: the controller replaced it.
+    POLICY_MISMATCH = "PolicyMismatch"
 
 
 # Failures no retry can fix (seed 001 marks them permanent; DESIGN.md "Things that must hold").
@@ -200,6 +204,7 @@ PERMANENT_REASONS: Final = frozenset(
         Reason.INVALID_DIGEST,
         Reason.INVALID_REVISION_PARAMS,
         Reason.INVALID_EVALUATION_POLICY,
+        Reason.POLICY_MISMATCH,
     }
 )
 

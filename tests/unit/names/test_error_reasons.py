@@ -36,6 +36,7 @@ EXPECTED = {
     "InvalidDigest": True,
     "InvalidEvaluationPolicy": True,
     "InvalidRevisionParams": True,
+    "PolicyMismatch": True,
 }
 
 
