@@ -2,6 +2,8 @@
 
 Steps (REFERENCE.md "Evaluation"):
 
+0. Policy: the rollout's gates, dataset reference and promotion mode must be the live
+   DecisionModel's (``decisionmodel.policy_check``), else PolicyMismatch, permanent.
 1. Read the dataset (ConfigMap key, or a Secret key labelled ``decisionmodel.io/eval-dataset``).
    A missing object or key, or an unlabelled Secret, is *transient* (DatasetNotFound,
    SecretNotAllowed): the rollout holds in Evaluating until the user fixes it or the
@@ -31,6 +33,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, ValidationError
 from temporalio import activity
 
+from activities.policy import read_live_policy
 from activities.typed_errors import show_guards, typed_errors
 from activities.warmup_inspect import HeartbeatTicker, RuntimeClientFactory
 from decisionmodel.contracts import (
@@ -57,6 +60,7 @@ from decisionmodel.evaluation import (
     finalize,
     parse_dataset,
 )
+from decisionmodel.policy_check import check_evaluation
 from decisionmodel.runtime_client import RuntimeClient
 from decisionmodel.settings import RolloutSettings
 from decisionmodel.vocabulary import ConditionType
@@ -148,6 +152,8 @@ class EvaluateActivities:
     @activity.defn(name=EVALUATE)
     async def evaluate(self, inp: EvaluateInput) -> EvaluationOutcome:
         async with typed_errors(show_guards(self.kube, inp.dm, ConditionType.EVALUATED)):
+            # Every attempt, before a case is read: the gates must be the live spec's.
+            check_evaluation(inp, (await read_live_policy(self.kube, inp.dm)).policy)
             gates = gates_of(inp.policy)
             baseline = inp.stable if gates.needs_baseline else None
             previous = previous_heartbeat(activity.info().heartbeat_details, inp.candidate.hash)

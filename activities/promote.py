@@ -3,6 +3,9 @@
 The order is the reference's (REFERENCE "Failure, retry, promotion") and is what makes a crash
 at any point safe, since the activity is simply run again:
 
+0. Re-check the policy against the live DecisionModel (``decisionmodel.policy_check``): the
+   rollout's evaluation, gates and promotion mode, and the approval Manual requires; a
+   mismatch is PolicyMismatch, permanent. Then re-inspect the candidate's Pods.
 1. Refuse a foreign Service ``<dm>`` (ResourceConflict): nothing has changed yet.
 2. Persist the promotion in status first: stableRevision = candidate, previousRevision = the
    old stable, lastPromotionTime, Promoted=True, candidateRevision cleared, phase Ready. From
@@ -24,6 +27,7 @@ from kubernetes.client.rest import ApiException
 from temporalio import activity
 
 from activities.pod_inspect import inspect_pod
+from activities.policy import read_live_policy
 from activities.typed_errors import show_guards, typed_errors
 from decisionmodel.contracts import (
     PROMOTE,
@@ -33,7 +37,8 @@ from decisionmodel.contracts import (
     PromoteResult,
     StatusUpdate,
 )
-from decisionmodel.errors import ProbeError, ResourceConflict
+from decisionmodel.errors import PolicyMismatch, ProbeError, ResourceConflict
+from decisionmodel.policy_check import check_promotion
 from decisionmodel.render import render_pdb, render_service
 from decisionmodel.render.labels import LABEL_REVISION, selector_labels, service_name
 from decisionmodel.settings import RolloutSettings
@@ -71,6 +76,13 @@ class PromoteActivities:
         the revision the Service selected before (else the old stable), for the workflow to
         delete after the grace; None when there is nothing to delete."""
         async with typed_errors(show_guards(self.kube, inp.dm, ConditionType.PROMOTED)):
+            live = await read_live_policy(self.kube, inp.dm)
+            if inp.switch_back:
+                self._check_switch_back(inp, live.stable, live.previous)
+            elif live.stable != inp.candidate.hash:
+                # Not recorded yet: the policy and the approval must be the live spec's. Once
+                # recorded (a retried attempt) the promotion is finished, never undone.
+                check_promotion(inp, live.policy, live.stable)
             if inp.model and activity.info().attempt == 1:
                 # Once, before anything is recorded: a later attempt may find the candidate
                 # already recorded as the stable, which must then be finished, not undone.
@@ -139,6 +151,19 @@ class PromoteActivities:
                 "it out again",
                 permanent=True,
             )
+
+    @staticmethod
+    def _check_switch_back(inp: PromoteInput, stable: str | None, previous: str | None) -> None:
+        """Only back to the revision that served before, and only from the one promoted after
+        it; an attempt retried after the switch finds it done (stable is the candidate)."""
+        candidate, watched = inp.candidate.hash, inp.stable.hash if inp.stable else None
+        if stable == candidate or (stable == watched and previous == candidate):
+            return
+        raise PolicyMismatch(
+            f"switch back to revision {candidate} refused: status says stable {stable}, "
+            f"previous {previous}; only the revision that served before the watched one may "
+            "come back (retry the rollout with decisionmodel.io/retry)"
+        )
 
     @staticmethod
     def _refuse_foreign(service: dict[str, Any], uid: str) -> None:

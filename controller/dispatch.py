@@ -30,10 +30,10 @@ from decisionmodel.spec_mapping import (
     api_key_ref,
     cache_policy,
     dm_ref,
-    evaluation_policy,
     phase_timeouts,
     record_for,
     revision_spec,
+    rollout_policy,
 )
 
 
@@ -146,6 +146,7 @@ def rollout_input(
     desired = desired_revision(dm, settings)
     spec = dm.spec
     stable = dm.status.stable_revision if dm.status else None
+    policy = rollout_policy(dm)  # the activities compare it with the live spec's again
     return RolloutInput(
         dm=dm_ref(dm),
         requested_revision=desired.requested_hash,
@@ -153,8 +154,8 @@ def rollout_input(
         replicas=spec.replicas,
         cache=cache_policy(spec.cache),
         api_key=api_key_ref(dm),
-        evaluation=evaluation_policy(spec.rollout.evaluation),
-        promotion=spec.effective_promotion.value,
+        evaluation=policy.evaluation,
+        promotion=policy.promotion,
         timeouts=phase_timeouts(spec.rollout.timeouts),
         stable=record_of(stable),
         retry_token=retry_token,

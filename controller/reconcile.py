@@ -5,7 +5,10 @@ Decision (pure, ``decide``): from the object and the rollouts running for it:
 - desired revision = stable → cancel any candidate; clear failedRevision (the spec came back);
 - desired = failed revision and no new retry token → nothing (a failed revision is not retried
   until the spec yields a new hash or ``decisionmodel.io/retry`` changes);
-- desired already running → nothing (maybe forward an approval);
+- desired already running → nothing (maybe forward an approval); but a run whose policy digest
+  (its input's evaluation, gates and promotion mode) is not the spec's is cancelled and the
+  revision started again under the spec's policy once it has closed (a hand-started run, or
+  spec.rollout changed mid-rollout; docs/security.md);
 - else cancel the other running rollout(s) of this DecisionModel, then start the desired one
   (within the fleet budget; queued otherwise: Pending / RolloutQueued, FIFO).
 
@@ -53,7 +56,7 @@ from decisionmodel.contracts import (
     workflow_id,
 )
 from decisionmodel.render.labels import ANNOTATION_PROMOTE, ANNOTATION_RETRY, selector_labels
-from decisionmodel.spec_mapping import dm_ref
+from decisionmodel.spec_mapping import dm_ref, rollout_policy
 from decisionmodel.vocabulary import ConditionType, EventReason, Reason
 from kube.client import DecisionModelGone, Kube
 from kube.controller_status import Cond, ControllerStatus, apply_controller_status
@@ -103,6 +106,10 @@ class Decision:
     target_id: str | None = None
     at_stable: bool = False  # the spec asks for the stable revision
     why: str = ""
+    # Runs of the desired revision cancelled because their policy is not the spec's (each with
+    # the policy digest it enforces); the revision starts again once they have closed.
+    replaced: tuple[tuple[str, str], ...] = ()
+    policy: str = ""  # the spec's policy digest
 
 
 def decide(dm: DecisionModel, desired: DesiredRevision, running: list[RunningRollout]) -> Decision:
@@ -167,12 +174,24 @@ def decide(dm: DecisionModel, desired: DesiredRevision, running: list[RunningRol
         for r in running
         if r.workflow_id != target and (r.revision is None or r.revision != desired.requested_hash)
     )
+    # The revision hash leaves the policy out: a run of the right revision may still enforce
+    # another policy (started by hand, or spec.rollout changed since). It is replaced as a new
+    # revision would be; its activities would refuse it anyway (decisionmodel.policy_check).
+    policy = rollout_policy(dm).digest()
+    replaced = tuple(
+        (r.workflow_id, r.policy) for r in mine if r.policy is not None and r.policy != policy
+    )
+    why = "running" if mine else "new revision"
+    if replaced:
+        why = f"policy {policy} of spec.rollout is not the running rollout's"
     return Decision(
         start=not mine,
-        cancel=others,
+        cancel=others + tuple(wid for wid, _ in replaced),
         consume_retry=retry,
         target_id=target,
-        why="running" if mine else "new revision",
+        why=why,
+        replaced=replaced,
+        policy=policy,
     )
 
 
@@ -198,6 +217,9 @@ class Reconciler:
     # When each DecisionModel was last reaped (monotonic): a reap lists four kinds, so it runs
     # once per reap grace, not on every reconcile.
     reaped_at: dict[str, float] = field(default_factory=dict)
+    # Runs already said to be replaced for their policy: a cancelled run closes a few seconds
+    # later, and every reconcile in between sees it again; one Event per run is enough.
+    replaced_told: OrderedDict[str, None] = field(default_factory=OrderedDict)
 
     def __post_init__(self) -> None:
         if self.reaper is None:
@@ -267,6 +289,7 @@ class Reconciler:
             await self.rollouts.cancel(wid)
             if self.started.get(key) == wid:
                 self.started.pop(key, None)
+        await self._policy_replaced(ref, decision)
         if decision.clear_failed:
             await write_status(self.kube, StatusUpdate(dm=ref, clear_failed=True))
         requeue: float | None = self.settings.reinspect_seconds
@@ -296,6 +319,10 @@ class Reconciler:
             if not allowed:
                 queued = True
                 requeue = self.settings.queued_recheck_seconds
+        elif decision.replaced:
+            # Start the revision again as soon as the cancelled run has closed (it removes its
+            # candidate first); an approval waits for the new run.
+            requeue = min(requeue or 1e9, self.settings.queued_recheck_seconds)
         elif decision.target_id:
             self.queue_order.pop(key, None)
             await self._forward_approval(ref, dm, decision.target_id)
@@ -306,6 +333,25 @@ class Reconciler:
         await self._reap(ref, dm, obj, running)
         await self._steady(ref, dm, obj, in_flight, queued, decision.at_stable)
         return requeue
+
+    async def _policy_replaced(self, ref: DMRef, decision: Decision) -> None:
+        """Say where a user looks that a run was replaced for its policy (an Event per run)."""
+        for wid, enforced in decision.replaced:
+            told = f"{wid}@{enforced}"
+            if told in self.replaced_told:
+                continue
+            self.replaced_told[told] = None
+            while len(self.replaced_told) > 1000:
+                self.replaced_told.popitem(last=False)
+            message = (
+                f"rollout workflow {wid} enforces policy {enforced}, but spec.rollout asks for "
+                f"policy {decision.policy} (evaluation, gates, promotion): it was cancelled and "
+                "the revision is rolled out again under the current policy; the stable revision "
+                "keeps serving. A run you did not expect was started by someone with write "
+                "access to the Temporal namespace (docs/security.md)"
+            )
+            log.warning("%s/%s: %s", ref.namespace, ref.name, message)
+            await emit_event(self.kube, ref, EventReason.POLICY_MISMATCH, message, "Warning")
 
     # -- restart discipline and the reaper (controller.restarts, controller.reaper) ----------
     async def _restart_plan(

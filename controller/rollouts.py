@@ -39,6 +39,8 @@ class RunningRollout:
     workflow_id: str
     run_id: str | None
     revision: str | None
+    # The policy digest of what the run enforces, from its own input (None: not known).
+    policy: str | None = None
 
 
 def _quote(value: str) -> str:
@@ -54,6 +56,8 @@ class Rollouts:
         self.client = client
         self.task_queue = task_queue
         self.ui_url = ui_url.rstrip("/")
+        # run ID → policy digest of its input: a run's input never changes, so it is read once.
+        self.policies: dict[str, str] = {}
 
     async def start(self, inp: RolloutInput) -> bool:
         """Start the rollout of ``inp``; False when that workflow was already running."""
@@ -94,8 +98,36 @@ class Rollouts:
         found: list[RunningRollout] = []
         async for wf in self.client.list_workflows(query, rpc_timeout=RPC_TIMEOUT):
             revision = wf.typed_search_attributes.get(sa.DM_REVISION)
-            found.append(RunningRollout(wf.id, wf.run_id, revision))
+            policy = await self.policy_of(wf.id, wf.run_id)
+            found.append(RunningRollout(wf.id, wf.run_id, revision, policy))
         return found
+
+    async def policy_of(self, wid: str, run_id: str) -> str | None:
+        """The policy digest of the run's own input (its first history event), not of anything
+        its starter declared (a memo, a search attribute): what its steps will enforce. None
+        when the history cannot be read now (the run is then left as it is)."""
+        if run_id in self.policies:
+            return self.policies[run_id]
+        handle = self.client.get_workflow_handle(wid, run_id=run_id)
+        try:
+            async for event in handle.fetch_history_events(page_size=1):
+                started = event.workflow_execution_started_event_attributes
+                decoded = await self.client.data_converter.decode(
+                    started.input.payloads, [RolloutInput]
+                )
+                break
+            else:
+                return None
+        except (RPCError, ValueError, TypeError) as e:
+            log.info("policy of %s: %s", wid, e)
+            return None
+        if not decoded or not isinstance(decoded[0], RolloutInput):
+            return None
+        digest = decoded[0].policy().digest()
+        if len(self.policies) > 10_000:  # closed runs are not pruned one by one: bound it
+            self.policies.clear()
+        self.policies[run_id] = digest
+        return digest
 
     async def in_flight(self, namespaces: list[str] | None = None) -> set[str]:
         """IDs of rollouts in flight, within the watched namespaces when the controller is scoped.

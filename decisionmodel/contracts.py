@@ -141,6 +141,28 @@ class EvaluationPolicy(Contract):
         return hashlib.sha256(body.encode()).hexdigest()[:12]
 
 
+Promotion = Literal["Automatic", "EvaluationGated", "Manual"]
+
+
+class RolloutPolicy(Contract):
+    """What decides whether a revision may be promoted: the evaluation (dataset reference,
+    gates, case count) and the promotion mode (spec.rollout). Timeouts, replicas and the cache
+    are not policy: they change how a rollout runs, never whether it may promote.
+
+    The activities compare the digest of the policy a rollout enforces (taken from its own
+    input, never from a digest the starter declares) with the live DecisionModel's before
+    evaluating and before promoting (``decisionmodel.policy_check``).
+    """
+
+    evaluation: EvaluationPolicy | None = None
+    promotion: Promotion = "Automatic"
+
+    def digest(self) -> str:
+        """16 hex of sha256 over the canonical JSON of the policy."""
+        body = json.dumps(self.model_dump(mode="json"), sort_keys=True, separators=(",", ":"))
+        return hashlib.sha256(body.encode()).hexdigest()[:16]
+
+
 class PhaseTimeouts(Contract):
     """Phase deadlines from spec.rollout.timeouts, in seconds (reference defaults)."""
 
@@ -176,13 +198,18 @@ class RolloutInput(Contract):
     cache: CachePolicy = Field(default_factory=CachePolicy)
     api_key: KeyRef | None = None
     evaluation: EvaluationPolicy | None = None
-    promotion: Literal["Automatic", "EvaluationGated", "Manual"] = "Automatic"
+    promotion: Promotion = "Automatic"
     timeouts: PhaseTimeouts = Field(default_factory=PhaseTimeouts)
     stable: RevisionRecord | None = None
     retry_token: str | None = None  # the decisionmodel.io/retry value this run consumes
     tuning: RolloutTuning = Field(default_factory=RolloutTuning)
     # spec.rollout.postPromotionWatch in seconds; None (the default) keeps no watch.
     post_promotion_watch_seconds: int | None = None
+
+    def policy(self) -> RolloutPolicy:
+        """The policy this rollout enforces: what its steps actually do with this input (its
+        digest is the policy digest the controller and the activities compare)."""
+        return RolloutPolicy(evaluation=self.evaluation, promotion=self.promotion)
 
 
 def retry_key(token: str) -> str:
@@ -263,6 +290,9 @@ class EvaluateInput(Contract):
     stable: RevisionRecord | None = None
     policy: EvaluationPolicy
     api_key: KeyRef | None = None
+    # The rollout's promotion mode, so that evaluate compares the whole policy with the live
+    # DecisionModel; None from a workflow scheduled before the check (evaluation part only).
+    promotion: Promotion | None = None
 
 
 class EvaluationOutcome(Contract):
@@ -290,6 +320,16 @@ class PromoteInput(Contract):
     # candidate held for an approval may have lost its model or its pin since warm-up).
     model: str = ""
     api_key: KeyRef | None = None
+    # The policy the rollout enforced, the approval it accepted (None: it awaited none) and the
+    # dataset its evaluation read: promote re-checks all three against the live DecisionModel.
+    # A policy of None (scheduled before the check existed) is refused as a mismatch.
+    policy: RolloutPolicy | None = None
+    approval: str | None = None
+    dataset_digest: str | None = None
+    # The post-promotion watch switching back: the candidate is the revision that served
+    # before the stable (status.previousRevision), which passed its gates then; promote checks
+    # that it is exactly that revision instead of re-checking policy and approval.
+    switch_back: bool = False
 
 
 class PromoteResult(Contract):

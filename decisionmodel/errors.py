@@ -269,6 +269,15 @@ class InvalidRevisionParams(DmrolloutError):
     permanent = True
 
 
+class PolicyMismatch(DmrolloutError):
+    """The policy a rollout enforces (evaluation, gates, promotion mode, approval) is not the
+    live DecisionModel's: a hand-started workflow, or a policy changed under a running rollout.
+    Checked before evaluating and before promoting; retrying the same input cannot succeed."""
+
+    reason = Reason.POLICY_MISMATCH
+    permanent = True
+
+
 ALL_ERRORS: tuple[type[DmrolloutError], ...] = (
     InvalidModelName,
     RegistryNotAllowed,
@@ -297,6 +306,7 @@ ALL_ERRORS: tuple[type[DmrolloutError], ...] = (
     InvalidDigest,
     InvalidEvaluationPolicy,
     InvalidRevisionParams,
+    PolicyMismatch,
 )
 """Every concrete error, for code that maps a Temporal failure ``type`` back to its class."""
 

@@ -6,6 +6,8 @@
   resolve activity the resolved one, so both always agree;
 - :func:`cache_policy`, :func:`api_key_ref`, :func:`evaluation_policy`, :func:`phase_timeouts`:
   the in-place settings and the policy, as references (never a Secret value);
+- :func:`rollout_policy`: the policy that decides whether a revision may be promoted, whose
+  digest the controller and the activities compare with a running rollout's;
 - :func:`stable_objects_input`: the stable revision as recorded with today's in-place settings,
   what the controller's steady state renders.
 
@@ -28,6 +30,7 @@ from decisionmodel.contracts import (
     RevisionObjectsInput,
     RevisionRecord,
     RevisionSpec,
+    RolloutPolicy,
 )
 from decisionmodel.engine_params import DEFAULT_RUNTIME_VERSION, default_image
 from decisionmodel.revision import RevisionInputs, placement_hash, revision_hash
@@ -152,6 +155,16 @@ def evaluation_policy(ev: EvaluationSpec | None) -> EvaluationPolicy | None:
         max_ece=str(ev.max_ece) if ev.max_ece else None,
         max_ece_increase=str(ev.max_ece_increase) if ev.max_ece_increase else None,
         max_cases=ev.max_cases,
+    )
+
+
+def rollout_policy(dm: DecisionModel) -> RolloutPolicy:
+    """The live policy of ``dm``: what a rollout dispatched now would enforce (the same two
+    fields ``controller.dispatch.rollout_input`` puts into the workflow input)."""
+    rollout = dm.spec.rollout
+    return RolloutPolicy(
+        evaluation=evaluation_policy(rollout.evaluation),
+        promotion=rollout.effective_promotion.value,
     )
 
 

@@ -125,6 +125,8 @@ class Reason(enum.StrEnum):
     # spec.rollout.postPromotionWatch: the new stable failed its gate inside the window, the
     # Service went back to the previous revision.
     POST_PROMOTION_GATE_FAILED = "PostPromotionGateFailed"
+    # The rollout's policy (evaluation, gates, promotion) is not the live DecisionModel's.
+    POLICY_MISMATCH = "PolicyMismatch"
 
     # --- this project: progress and success -----------------------------------------------
     RESOLVING = "Resolving"
@@ -166,6 +168,8 @@ class EventReason(enum.StrEnum):
     REAPED = "Reaped"  # an object of a revision no rollout owns was deleted
     ROLLOUT_RESTARTED = "RolloutRestarted"  # a rollout that ended without a verdict runs again
     ROLLOUT_RESTARTS_EXHAUSTED = "RolloutRestartsExhausted"
+    # A running rollout's policy is not the spec's: the controller replaced it.
+    POLICY_MISMATCH = "PolicyMismatch"
 
 
 # Failures no retry can fix (seed 001 marks them permanent; DESIGN.md "Things that must hold").
@@ -206,6 +210,7 @@ PERMANENT_REASONS: Final = frozenset(
         Reason.INVALID_DIGEST,
         Reason.INVALID_REVISION_PARAMS,
         Reason.INVALID_EVALUATION_POLICY,
+        Reason.POLICY_MISMATCH,
     }
 )
 

@@ -311,6 +311,7 @@ class RolloutWorkflow:
                 stable=inp.stable,
                 policy=policy,
                 api_key=inp.api_key,
+                promotion=inp.promotion,
             ),
             EvaluationOutcome,
             summary=f"evaluate {record.hash} on {policy.dataset.kind} "
@@ -403,7 +404,7 @@ class RolloutWorkflow:
 
     async def _promote(self, inp: RolloutInput, record: RevisionRecord) -> PromoteResult:
         """The shielded part of 6: phase Promoting, then the promote activity."""
-        dm = inp.dm
+        dm, state = inp.dm, self._state
         await self._enter(Phase.PROMOTING, "promote")
         promoted: PromoteResult = await self._activity(
             PROMOTE,
@@ -414,6 +415,11 @@ class RolloutWorkflow:
                 stable=inp.stable,
                 model=inp.revision.model,
                 api_key=inp.api_key,
+                # What promote re-checks against the live DecisionModel (activity inputs are
+                # not part of the determinism check: no patch needed).
+                policy=inp.policy(),
+                approval=state.expected_approval if state.approved else None,
+                dataset_digest=state.evaluation.dataset_digest if state.evaluation else None,
             ),
             PromoteResult,
             summary=f"promote {record.hash}: record stable, PDB, switch Service {dm.name}",
@@ -469,7 +475,13 @@ class RolloutWorkflow:
         """The promote activity run for the previous revision: stable recorded, PDB, Service."""
         await self._activity(
             PROMOTE,
-            PromoteInput(dm=inp.dm, candidate=previous, replicas=inp.replicas, stable=record),
+            PromoteInput(
+                dm=inp.dm,
+                candidate=previous,
+                replicas=inp.replicas,
+                stable=record,
+                switch_back=True,
+            ),
             PromoteResult,
             summary=f"switch Service {inp.dm.name} back to revision {previous.hash}",
             start_to_close=timedelta(seconds=60),

@@ -9,6 +9,7 @@ from controller.reconcile import decide
 from controller.rollouts import RunningRollout
 from decisionmodel.api import DecisionModel
 from decisionmodel.contracts import DMRef, retry_key, workflow_id
+from decisionmodel.spec_mapping import rollout_policy
 
 DIGEST_A = "a" * 64
 DIGEST_B = "b" * 64
@@ -218,3 +219,32 @@ def test_no_update_notice_when_the_runtime_was_chosen_or_is_current() -> None:
     assert runtime_update_available(current, DispatchSettings(runtime_version="0.9.0")) is None
     first = dm({"model": "laya:en"})
     assert runtime_update_available(first, UPGRADED) is None
+
+
+# --- policy (issue 12, point 4) ---------------------------------------------------------------
+
+GATES = {
+    "evaluation": {
+        "datasetRef": {"configMapRef": {"name": "golden", "key": "cases.jsonl"}},
+        "minAccuracy": "0.90",
+    }
+}
+
+
+def test_a_running_rollout_with_another_policy_is_replaced() -> None:
+    """Same revision, other policy (a hand-started run without gates, or spec.rollout changed):
+    cancelled, not adopted; the revision starts again once it has closed."""
+    obj = dm({"model": "laya:en", "rollout": GATES})
+    desired = desired_revision(obj, DispatchSettings())
+    wid = workflow_id(REF, rev(obj))
+    forged = rollout_policy(dm({"model": "laya:en"})).digest()  # no evaluation
+    d = decide(obj, desired, [RunningRollout(wid, "r1", rev(obj), forged)])
+    assert not d.start and d.cancel == (wid,) and d.replaced == ((wid, forged),)
+    assert d.policy == rollout_policy(obj).digest() and "policy" in d.why
+    # The same run with the spec's policy is left running; an unknown policy too.
+    for known in (rollout_policy(obj).digest(), None):
+        d = decide(obj, desired, [RunningRollout(wid, "r1", rev(obj), known)])
+        assert not d.start and d.cancel == () and d.replaced == ()
+    # Once it has closed, the revision starts again (the same workflow ID).
+    d = decide(obj, desired, [])
+    assert d.start and d.target_id == wid

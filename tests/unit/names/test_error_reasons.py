@@ -37,6 +37,7 @@ EXPECTED = {
     "InvalidDigest": True,
     "InvalidEvaluationPolicy": True,
     "InvalidRevisionParams": True,
+    "PolicyMismatch": True,
 }
 
 

@@ -1,0 +1,39 @@
+"""The live DecisionModel's policy, read by evaluate and promote right before they act.
+
+The comparison itself is pure (``decisionmodel.policy_check``); this module only reads the
+object (UID-checked: a re-created namesake is DecisionModelGone) and maps it to a policy.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from decisionmodel.api import DecisionModel, DecisionModelInvalid
+from decisionmodel.contracts import DMRef, RolloutPolicy
+from decisionmodel.errors import PolicyMismatch
+from decisionmodel.spec_mapping import rollout_policy
+from kube.client import Kube
+
+
+@dataclass(frozen=True)
+class LivePolicy:
+    policy: RolloutPolicy
+    stable: str | None  # status.stableRevision.hash now
+    previous: str | None = None  # status.previousRevision.hash: what served before the stable
+
+
+async def read_live_policy(kube: Kube, dm: DMRef) -> LivePolicy:
+    obj = await Kube.run(kube.get_dm, dm)
+    try:
+        live = DecisionModel.from_k8s(obj)
+    except DecisionModelInvalid as err:
+        # The controller refuses such an object too; nothing may be promoted under it.
+        raise PolicyMismatch(
+            f"the live DecisionModel cannot be read as a policy ({err}); fix the named "
+            "fields, then retry the rollout (annotation decisionmodel.io/retry)"
+        ) from None
+    stable = live.status.stable_revision if live.status else None
+    previous = live.status.previous_revision if live.status else None
+    return LivePolicy(
+        rollout_policy(live), stable.hash if stable else None, previous.hash if previous else None
+    )
