@@ -46,7 +46,12 @@ LEADER_ELECTION_ROLE = ROOT / "deploy/core/leader_election_role.yaml"
 
 
 def install_crd(cluster: LocalCluster) -> None:
+    """The CRD and, as a cluster admin installs them with it, the admission policies that hold
+    the components' ServiceAccounts (deploy/admission): every rollout here passes them."""
+    from shipped import kustomize
+
     cluster.kubectl("apply", "--server-side", "-f", str(CRD_FILE))
+    cluster.apply(kustomize("deploy/admission"))
     cluster.kubectl(
         "wait", "--for", "condition=established", "--timeout=60s",
         "crd/decisionmodels.decisionmodel.io",
