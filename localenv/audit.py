@@ -39,6 +39,10 @@ class Request:
     use: Use
     code: int
     namespace: str | None
+    # The authorizer's decision (annotation authorization.k8s.io/decision). A 403 alone is not a
+    # missing grant: admission refuses with 403 too (e.g. growing a PVC whose StorageClass does
+    # not allow expansion), after RBAC allowed the request.
+    authorized: bool
 
 
 def _use(event: dict[str, Any]) -> Use | None:
@@ -69,7 +73,8 @@ def requests(lines: Iterable[str]) -> Iterator[Request]:
         seen.add(event["auditID"])
         code = int((event.get("responseStatus") or {}).get("code") or 0)
         ns = (event.get("objectRef") or {}).get("namespace")
-        yield Request(event["user"]["username"], use, code, ns)
+        decision = (event.get("annotations") or {}).get("authorization.k8s.io/decision")
+        yield Request(event["user"]["username"], use, code, ns, decision != "forbid")
 
 
 def read(path: Path) -> list[Request]:
@@ -88,7 +93,8 @@ def uses_by_user(reqs: Iterable[Request]) -> dict[str, set[Use]]:
 
 
 def forbidden(reqs: Iterable[Request]) -> list[Request]:
-    return [r for r in reqs if r.code == 403]
+    """The requests RBAC refused: used, and not granted."""
+    return [r for r in reqs if not r.authorized]
 
 
 def main(argv: list[str]) -> int:  # pragma: no cover - a manual tool
@@ -101,9 +107,9 @@ def main(argv: list[str]) -> int:  # pragma: no cover - a manual tool
         for use in sorted(uses, key=lambda u: (u.group, u.resource, u.verb, u.scope)):
             print(f"  {use}  x{counts[(user, use)]}")
     denied = forbidden(reqs)
-    print(f"{len(reqs)} requests, {len(denied)} forbidden")
+    print(f"{len(reqs)} requests, {len(denied)} forbidden by RBAC")
     for r in denied:
-        print(f"  403 {r.user} {r.use} ns={r.namespace}")
+        print(f"  forbidden {r.user} {r.use} ns={r.namespace}")
     return 0
 
 
