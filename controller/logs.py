@@ -84,7 +84,7 @@ def add_log_flag(p: Any) -> None:
 
 
 def log_format(args: Any) -> str:
-    import os
+    """``--log-format``, else DMROLLOUT_LOG_FORMAT (RolloutSettings.log_format)."""
+    from decisionmodel.settings import RolloutSettings
 
-    chosen = getattr(args, "log_format", None) or os.environ.get("DMROLLOUT_LOG_FORMAT", "text")
-    return chosen if chosen in LOG_FORMATS else "text"
+    return str(getattr(args, "log_format", None) or RolloutSettings().log_format)

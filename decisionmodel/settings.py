@@ -8,6 +8,8 @@ controller copies it from ``controller/settings.py`` into each rollout when it s
 
 from __future__ import annotations
 
+from typing import Literal
+
 from pydantic import Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
@@ -17,6 +19,11 @@ from decisionmodel.engine_params import DEFAULT_RUNTIME_VERSION as _DEFAULT_RUNT
 class RolloutSettings(BaseSettings):
     model_config = SettingsConfigDict(env_prefix="DMROLLOUT_", extra="ignore")
 
+    log_format: Literal["text", "json"] = Field(
+        default="text",
+        description="Log lines of the worker and the controller: text, or json (one object "
+        "per line naming the DecisionModel, revision and workflow ID).",
+    )
     kubeconfig: str | None = Field(
         default=None, description="Kubeconfig file; unset = in-cluster config, else ~/.kube/config."
     )

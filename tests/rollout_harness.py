@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+import yaml
 from temporalio.client import Client, WorkflowHandle
 from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.worker import Worker
@@ -32,6 +33,7 @@ from decisionmodel.settings import RolloutSettings
 from kube.client import Kube
 from localenv.cluster import LocalCluster
 from localenv.env import REGISTRY_HOST, REGISTRY_URL
+from localenv.identities import CONTROLLER, SYSTEM_NAMESPACE, WORKER
 from simulators.answers import make_golden_set
 from workflows.rollout import RolloutWorkflow
 
@@ -39,19 +41,71 @@ CRD_FILE = (
     Path(__file__).resolve().parent.parent / "deploy/crd/decisionmodels.decisionmodel.io.yaml"
 )
 SIM_PREFIX = "sim.dmrollout.dev/"
+ROOT = Path(__file__).resolve().parent.parent
+LEADER_ELECTION_ROLE = ROOT / "deploy/core/leader_election_role.yaml"
 
 
 def install_crd(cluster: LocalCluster) -> None:
+    """The CRD and, as a cluster admin installs them with it, the admission policies that hold
+    the components' ServiceAccounts (deploy/admission): every rollout here passes them."""
+    from shipped import kustomize
+
     cluster.kubectl("apply", "--server-side", "-f", str(CRD_FILE))
+    cluster.apply(kustomize("deploy/admission"))
     cluster.kubectl(
         "wait", "--for", "condition=established", "--timeout=60s",
         "crd/decisionmodels.decisionmodel.io",
     )  # fmt: skip
 
 
+# --- the components' identities and their shipped RBAC ---------------------------------------
+# The worker and the controller reach the API server as their own ServiceAccounts (never the
+# admin certificate), holding only what deploy/namespaced grants in each namespace a test uses:
+# a missing grant fails the test that needs it, and the audit log attributes every request.
+
+_namespaced_rbac: list[dict[str, Any]] = []
+
+
+def namespaced_rbac() -> list[dict[str, Any]]:
+    """deploy/namespaced rendered once (its Roles and RoleBindings, namespace to be set)."""
+    if not _namespaced_rbac:
+        from shipped import kustomize
+
+        _namespaced_rbac.extend(kustomize("deploy/namespaced"))
+    return _namespaced_rbac
+
+
+def grant_namespaces(cluster: LocalCluster, namespaces: list[str]) -> None:
+    """Create the namespaces (if missing) with the shipped per-namespace RBAC in each."""
+    docs: list[dict[str, Any]] = []
+    for ns in namespaces:
+        docs.append({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}})
+        for obj in namespaced_rbac():
+            copy = json.loads(json.dumps(obj))
+            copy["metadata"]["namespace"] = ns
+            docs.append(copy)
+    cluster.apply(docs)
+
+
+def grant_lease(cluster: LocalCluster, lease: str) -> None:
+    """The shipped leader-election Role, for the Lease this controller process elects on."""
+    docs = [d for d in yaml.safe_load_all(LEADER_ELECTION_ROLE.read_text()) if d]
+    for d in docs:
+        d["metadata"]["namespace"] = SYSTEM_NAMESPACE
+        if lease != "dmrollout-controller":
+            d["metadata"]["name"] = f"{d['metadata']['name']}-{lease}"
+        if d["kind"] == "Role":
+            for rule in d["rules"]:
+                if "resourceNames" in rule:
+                    rule["resourceNames"] = [lease]
+        else:
+            d["roleRef"]["name"] = docs[0]["metadata"]["name"]
+    cluster.apply(docs)
+
+
 def rollout_settings(cluster: LocalCluster) -> RolloutSettings:
     return RolloutSettings(
-        kubeconfig=str(cluster.kubeconfig),
+        kubeconfig=str(cluster.component_kubeconfig(WORKER)),
         ollaya_registry=REGISTRY_URL,
         allowed_registries=[REGISTRY_HOST],
         allow_insecure_registries=True,
@@ -62,7 +116,7 @@ def rollout_settings(cluster: LocalCluster) -> RolloutSettings:
 def worker_env(cluster: LocalCluster, temporal_address: str, task_queue: str) -> dict[str, str]:
     """Environment of a `dmrollout worker` subprocess equal to rollout_settings()."""
     return {
-        "DMROLLOUT_KUBECONFIG": str(cluster.kubeconfig),
+        "DMROLLOUT_KUBECONFIG": str(cluster.component_kubeconfig(WORKER)),
         "DMROLLOUT_OLLAYA_REGISTRY": REGISTRY_URL,
         "DMROLLOUT_ALLOWED_REGISTRIES": json.dumps([REGISTRY_HOST]),
         "DMROLLOUT_ALLOW_INSECURE_REGISTRIES": "true",
@@ -110,7 +164,7 @@ class RolloutHarness:
         self.task_queue = task_queue
         self.namespace = namespace or f"ro-{uuid.uuid4().hex[:8]}"
         self.kube = Kube.from_config(str(cluster.kubeconfig))
-        cluster.kubectl("create", "namespace", self.namespace)
+        grant_namespaces(cluster, [self.namespace])
 
     # -- objects ---------------------------------------------------------------------------
     def kubectl(self, *args: str, input: str | None = None) -> str:
@@ -294,8 +348,9 @@ class ControllerProcess:
         self.env = {
             **os.environ,
             **worker_env(cluster, temporal_address, task_queue),
+            "DMROLLOUT_KUBECONFIG": str(cluster.component_kubeconfig(CONTROLLER)),
             "DMROLLOUT_CONTROLLER_IDENTITY": identity,
-            "DMROLLOUT_CONTROLLER_LEASE_NAMESPACE": "default",
+            "DMROLLOUT_CONTROLLER_LEASE_NAMESPACE": SYSTEM_NAMESPACE,
             "DMROLLOUT_CONTROLLER_LEASE_DURATION_SECONDS": "4",
             "DMROLLOUT_CONTROLLER_RENEW_DEADLINE_SECONDS": "3",
             "DMROLLOUT_CONTROLLER_RETRY_PERIOD_SECONDS": "0.5",
@@ -313,11 +368,14 @@ class ControllerProcess:
         ]  # fmt: skip
         self.health_port = health_port
         self.identity = identity
+        self.cluster = cluster
         self.log_dir = log_dir
         self.proc: subprocess.Popen[bytes] | None = None
         self.starts = 0
 
     def start(self) -> None:
+        if self.starts == 0:
+            grant_lease(self.cluster, self.env.get("DMROLLOUT_CONTROLLER_LEASE_NAME", CONTROLLER))
         self.starts += 1
         log = (self.log_dir / f"controller-{self.identity}-{self.starts}.log").open("wb")
         self.proc = subprocess.Popen(

@@ -221,7 +221,8 @@ def test_kustomize_deploy_dry_run(cluster: LocalCluster) -> None:
     assert _server_dry_run_lines(out) == len(_kinds(rendered))
     for expected in (
         "customresourcedefinition.apiextensions.k8s.io/decisionmodels.decisionmodel.io",
-        "clusterrole.rbac.authorization.k8s.io/dmrollout-manager",
+        "clusterrole.rbac.authorization.k8s.io/dmrollout-controller",
+        "clusterrole.rbac.authorization.k8s.io/dmrollout-worker",
         "deployment.apps/dmrollout-controller",
         "deployment.apps/dmrollout-worker",
         "service/dmrollout-controller-metrics",
@@ -232,8 +233,9 @@ def test_kustomize_deploy_dry_run(cluster: LocalCluster) -> None:
 @pytest.mark.cluster
 def test_kustomize_namespaced_variant_dry_run(cluster: LocalCluster) -> None:
     out = dry_run(cluster, "-k", str(ROOT / "deploy" / "namespaced"))
-    assert "role.rbac.authorization.k8s.io/dmrollout-manager" in out
-    assert _server_dry_run_lines(out) == 2
+    assert "role.rbac.authorization.k8s.io/dmrollout-controller" in out
+    assert "role.rbac.authorization.k8s.io/dmrollout-worker" in out
+    assert _server_dry_run_lines(out) == 4
 
 
 @pytest.mark.cluster
@@ -365,23 +367,40 @@ def assert_access(
     assert not wrong, f"{sa} in {namespace or '(all namespaces)'}: {wrong}"
 
 
-OBJECT_GRANTS = [
-    Access("get", "secrets"),
-    Access("get", "configmaps"),
-    Access("create", "deployments.apps"),
-    Access("patch", "deployments.apps"),
-    Access("delete", "jobs.batch"),
-    Access("watch", "poddisruptionbudgets.policy"),
-    Access("list", "persistentvolumeclaims"),
-    Access("create", "services"),
-    Access("watch", "decisionmodels.decisionmodel.io"),
-    Access("patch", "decisionmodels.decisionmodel.io"),
-    Access("patch", "decisionmodels.decisionmodel.io", "status"),
-    Access("patch", "pods", "status"),
-    Access("list", "pods"),
-    Access("create", "events.events.k8s.io"),
-]
-OBJECT_REFUSALS = [
+# Each component's own grants (the audit log's table, docs/rbac.md), asked of the authorizer.
+GRANTS = {
+    "dmrollout-controller": [
+        Access("get", "secrets"),
+        Access("patch", "deployments.apps"),
+        Access("create", "deployments.apps"),
+        Access("delete", "jobs.batch"),
+        Access("list", "jobs.batch"),
+        Access("watch", "poddisruptionbudgets.policy"),
+        Access("list", "persistentvolumeclaims"),
+        Access("create", "services"),
+        Access("watch", "decisionmodels.decisionmodel.io"),
+        Access("patch", "decisionmodels.decisionmodel.io"),
+        Access("patch", "decisionmodels.decisionmodel.io", "status"),
+        Access("patch", "pods", "status"),
+        Access("watch", "pods"),
+        Access("create", "events.events.k8s.io"),
+    ],
+    "dmrollout-worker": [
+        Access("get", "secrets"),
+        Access("get", "configmaps"),
+        Access("create", "deployments.apps"),
+        Access("create", "jobs.batch"),
+        Access("delete", "jobs.batch"),
+        Access("create", "persistentvolumeclaims"),
+        Access("patch", "services"),
+        Access("get", "decisionmodels.decisionmodel.io"),
+        Access("patch", "decisionmodels.decisionmodel.io", "status"),
+        Access("patch", "pods", "status"),
+        Access("list", "pods"),
+        Access("create", "events.events.k8s.io"),
+    ],
+}
+COMMON_REFUSALS = [
     Access("list", "secrets"),
     Access("watch", "secrets"),
     Access("list", "configmaps"),
@@ -389,6 +408,7 @@ OBJECT_REFUSALS = [
     Access("deletecollection", "deployments.apps"),
     Access("patch", "pods"),
     Access("delete", "pods"),
+    Access("create", "pods"),
     Access("create", "pods", "exec"),
     Access("create", "decisionmodels.decisionmodel.io"),
     Access("delete", "decisionmodels.decisionmodel.io"),
@@ -397,7 +417,32 @@ OBJECT_REFUSALS = [
     Access("create", "secrets"),
     Access("create", "roles.rbac.authorization.k8s.io"),
     Access("create", "leases.coordination.k8s.io"),
+    Access("delete", "services"),
+    Access("patch", "jobs.batch"),
 ]
+# What the other component may, and this one may not (issue 12: the controller gets no Jobs it
+# would create, the worker no list/watch but Pods).
+REFUSALS = {
+    "dmrollout-controller": [
+        *COMMON_REFUSALS,
+        Access("create", "jobs.batch"),
+        Access("watch", "jobs.batch"),
+        Access("get", "configmaps"),
+        Access("create", "persistentvolumeclaims"),
+    ],
+    "dmrollout-worker": [
+        *COMMON_REFUSALS,
+        Access("list", "deployments.apps"),
+        Access("watch", "deployments.apps"),
+        Access("watch", "pods"),
+        Access("list", "decisionmodels.decisionmodel.io"),
+        Access("watch", "decisionmodels.decisionmodel.io"),
+        Access("patch", "decisionmodels.decisionmodel.io"),
+        Access("list", "jobs.batch"),
+        Access("list", "persistentvolumeclaims"),
+        Access("patch", "deployments.apps"),
+    ],
+}
 LEASE = "leases.coordination.k8s.io"
 
 
@@ -410,15 +455,22 @@ def test_cluster_wide_rbac_grants_exactly_what_is_needed(
     cluster.apply(objects)
     for sa in ("dmrollout-controller", "dmrollout-worker"):
         for ns in ("default", EXAMPLES_NS):
-            assert_access(cluster, sa, ns, OBJECT_GRANTS, OBJECT_REFUSALS)
-        # Cluster-wide list/watch is what the controller's watches use without --watch-namespaces.
-        assert_access(
-            cluster,
-            sa,
-            "",
-            [Access("list", "decisionmodels.decisionmodel.io"), Access("watch", "pods")],
-            [Access("get", "nodes"), Access("list", "secrets")],
-        )
+            assert_access(cluster, sa, ns, GRANTS[sa], REFUSALS[sa])
+    # Cluster-wide list/watch is what the controller's watches use without --watch-namespaces.
+    assert_access(
+        cluster,
+        "dmrollout-controller",
+        "",
+        [Access("list", "decisionmodels.decisionmodel.io"), Access("watch", "pods")],
+        [Access("get", "nodes"), Access("list", "secrets")],
+    )
+    assert_access(
+        cluster,
+        "dmrollout-worker",
+        "",
+        [],
+        [Access("list", "decisionmodels.decisionmodel.io"), Access("watch", "pods")],
+    )
     own_lease = [
         Access("get", LEASE, name="dmrollout-controller"),
         Access("update", LEASE, name="dmrollout-controller"),
@@ -445,8 +497,8 @@ def test_namespaced_rbac_grants_only_in_its_namespace(
     applied.extend(objects)
     cluster.apply(objects)
     for sa in ("dmrollout-controller", "dmrollout-worker"):
-        assert_access(cluster, sa, NAMESPACED_NS, OBJECT_GRANTS, OBJECT_REFUSALS)
-        assert_access(cluster, sa, "default", [], OBJECT_GRANTS)
+        assert_access(cluster, sa, NAMESPACED_NS, GRANTS[sa], REFUSALS[sa])
+        assert_access(cluster, sa, "default", [], GRANTS[sa])
         assert_access(cluster, sa, "", [], [Access("list", "decisionmodels.decisionmodel.io")])
 
 

@@ -240,38 +240,100 @@ affinity:
 {{- end -}}
 
 {{/*
-What the controller and the workers may do where DecisionModels live: verb by verb from the calls
-in controller/ and activities/, no wildcards (the same rules as deploy/rbac/cluster_role.yaml).
-Secrets and ConfigMaps are get-only: read by the name a DecisionModel references, never listed.
+What each component may do where DecisionModels live, derived from the API server's audit log of
+the e2e suite (docs/rbac.md) and equal to deploy/rbac and deploy/namespaced (tests/unit/ship/
+test_rbac_guard.py). No wildcards; Secrets and ConfigMaps get-only, by the name a DecisionModel
+references, never listed or watched.
 */}}
-{{- define "dmrollout.managerRules" -}}
+{{- define "dmrollout.controllerRules" -}}
+# watch them; patch: remove the promote annotation once acted on
 - apiGroups: ["decisionmodel.io"]
   resources: ["decisionmodels"]
   verbs: ["get", "list", "watch", "patch"]
+# its status fields (server-side apply)
 - apiGroups: ["decisionmodel.io"]
   resources: ["decisionmodels/status"]
   verbs: ["patch"]
-- apiGroups: ["apps"]
-  resources: ["deployments"]
-  verbs: ["get", "list", "watch", "create", "patch", "delete"]
-- apiGroups: [""]
-  resources: ["services", "persistentvolumeclaims"]
-  verbs: ["get", "list", "watch", "create", "patch", "delete"]
-- apiGroups: ["policy"]
-  resources: ["poddisruptionbudgets"]
-  verbs: ["get", "list", "watch", "create", "patch", "delete"]
-- apiGroups: ["batch"]
-  resources: ["jobs"]
-  verbs: ["get", "list", "watch", "create", "patch", "delete"]
+# the serving Pods it re-inspects (by label)
 - apiGroups: [""]
   resources: ["pods"]
-  verbs: ["get", "list", "watch"]
+  verbs: ["list", "watch"]
+# the decisionmodel.io/model-ready readiness gate
 - apiGroups: [""]
   resources: ["pods/status"]
   verbs: ["patch"]
+# restore / repair the stable's Deployment; reap an orphan revision's
+- apiGroups: ["apps"]
+  resources: ["deployments"]
+  verbs: ["get", "list", "watch", "create", "patch", "delete"]
+# restore the Service or switch its selector back to the stable (never deleted)
+- apiGroups: [""]
+  resources: ["services"]
+  verbs: ["get", "list", "watch", "create", "patch"]
+# restore the stable's PDB, delete it at replicas 1, reap an orphan's
+- apiGroups: ["policy"]
+  resources: ["poddisruptionbudgets"]
+  verbs: ["get", "list", "watch", "create", "delete"]
+# grow the stable's store; reap an orphan's (created by the workers only)
+- apiGroups: [""]
+  resources: ["persistentvolumeclaims"]
+  verbs: ["get", "list", "watch", "patch", "delete"]
+# reap an orphan's prefetch Job, and the finished one holding a Terminating store; never create, never watch
+- apiGroups: ["batch"]
+  resources: ["jobs"]
+  verbs: ["get", "list", "delete"]
+# Events on DecisionModels
 - apiGroups: ["events.k8s.io"]
   resources: ["events"]
   verbs: ["create"]
+# the API key it probes the stable with, by name: never list/watch
+- apiGroups: [""]
+  resources: ["secrets"]
+  verbs: ["get"]
+{{- end -}}
+
+{{- define "dmrollout.workerRules" -}}
+# the live object (uid, spec) by name
+- apiGroups: ["decisionmodel.io"]
+  resources: ["decisionmodels"]
+  verbs: ["get"]
+# the rollout's status fields
+- apiGroups: ["decisionmodel.io"]
+  resources: ["decisionmodels/status"]
+  verbs: ["patch"]
+# one revision's Pods by label (no watch: it polls)
+- apiGroups: [""]
+  resources: ["pods"]
+  verbs: ["list"]
+# the decisionmodel.io/model-ready readiness gate
+- apiGroups: [""]
+  resources: ["pods/status"]
+  verbs: ["patch"]
+# a revision's Deployment
+- apiGroups: ["apps"]
+  resources: ["deployments"]
+  verbs: ["get", "create", "delete"]
+# the DecisionModel's Service; patch: promotion
+- apiGroups: [""]
+  resources: ["services"]
+  verbs: ["get", "create", "patch"]
+# a revision's PDB
+- apiGroups: ["policy"]
+  resources: ["poddisruptionbudgets"]
+  verbs: ["get", "create", "delete"]
+# a revision's store; patch: its recovering mark
+- apiGroups: [""]
+  resources: ["persistentvolumeclaims"]
+  verbs: ["get", "create", "patch", "delete"]
+# a revision's prefetch Job
+- apiGroups: ["batch"]
+  resources: ["jobs"]
+  verbs: ["get", "create", "delete"]
+# Events on DecisionModels
+- apiGroups: ["events.k8s.io"]
+  resources: ["events"]
+  verbs: ["create"]
+# API key, download token, golden dataset: by the name a DecisionModel gives, never list/watch
 - apiGroups: [""]
   resources: ["secrets", "configmaps"]
   verbs: ["get"]
@@ -298,4 +360,15 @@ Secrets and ConfigMaps are get-only: read by the name a DecisionModel references
 - name: https
   containerPort: {{ .Values.metrics.port }}
   protocol: TCP
+{{- end -}}
+
+{{/* The namespaces dmrollout watches in a namespaced install: watchNamespaces, or the release's. */}}
+{{- define "dmrollout.watchNamespaces" -}}
+{{- if .Values.rbac.clusterWide -}}
+[]
+{{- else if .Values.watchNamespaces -}}
+{{- .Values.watchNamespaces | toJson -}}
+{{- else -}}
+{{- list .Release.Namespace | toJson -}}
+{{- end -}}
 {{- end -}}

@@ -13,7 +13,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from rollout_harness import ControllerProcess, RolloutHarness, WorkerProcess
+from rollout_harness import ControllerProcess, RolloutHarness, WorkerProcess, grant_namespaces
 from temporalio.client import Client
 
 from localenv.cluster import LocalCluster
@@ -52,6 +52,9 @@ def controller(
     ctl_queue: str,
     ctl_logs: Path,
 ) -> Iterator[ControllerProcess]:
+    # The namespaces and their Roles exist before the controller starts, as a namespaced install
+    # requires: without a Role its list/watch in a namespace is refused.
+    grant_namespaces(crd, CTL_NAMESPACES)
     c = ControllerProcess(
         crd,
         local_env.temporal.address,

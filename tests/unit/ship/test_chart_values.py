@@ -75,10 +75,15 @@ class Mapping:
 
 
 MAPPING: tuple[Mapping, ...] = (
-    Mapping("watchNamespaces", "controller", "watch_namespaces"),
+    # The chart is namespaced by default (issue 12): no watchNamespaces watches the release's
+    # namespace (the program's own default, [], is every namespace: rbac.clusterWide).
+    Mapping(
+        "watchNamespaces", "controller", "watch_namespaces", lambda v: v or ["dmrollout-system"]
+    ),
     Mapping("maxConcurrentRollouts", "controller", "max_concurrent_rollouts"),
     Mapping("runtimeVersionPolicy", "controller", "runtime_version_policy"),
     Mapping("promotionGraceSeconds", "controller", "promotion_grace_seconds"),
+    Mapping("logFormat", "rollout", "log_format"),
     Mapping("postPromotionWatchPeriodSeconds", "controller", "post_promotion_watch_period_seconds"),
     Mapping("controller.workers", "controller", "workers"),
     Mapping("controller.healthPort", "controller", "health_port"),
@@ -147,7 +152,8 @@ UNMAPPED: dict[str, dict[str, str]] = {
         "client_key_file": "temporal.tls.clientCertSecret, mounted",
         "server_name": "temporal.tls.serverName (empty = unset)",
         "api_key": "temporal.apiKey.existingSecret",
-        "metrics_bind_address": "worker.metricsPort",
+        "metrics_bind_address": "worker.metricsPort; the controller's on loopback, fixed",
+        "profile": "a temporal.toml profile: the CLI's; the chart sets each field itself",
     },
     "metrics": {
         "bind": "all interfaces in a Pod; the default",
@@ -259,6 +265,11 @@ def test_values_default_equals_settings_default(
     m: Mapping, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     defaults = settings_from({}, monkeypatch)[m.settings]
+    if m.path == "watchNamespaces":
+        # The one deliberate difference (issue 12): namespaced unless rbac.clusterWide.
+        assert lookup(VALUES, m.path) == getattr(defaults, m.field) == []
+        assert lookup(VALUES, "rbac.clusterWide") is False
+        return
     assert m.convert(lookup(VALUES, m.path)) == getattr(defaults, m.field)
 
 
@@ -304,13 +315,16 @@ def test_defaults_render_exactly_the_program_defaults(
     default_objs: list[dict[str, Any]], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Beyond MAPPING: nothing else the chart sets by default moves a setting off its default
-    (except the address, the lease namespace and the identity)."""
+    (except the address, the lease namespace, the identity, and the watched namespaces: the
+    release's own by default, see MAPPING)."""
     program = {k: v.model_dump() for k, v in settings_from({}, monkeypatch).items()}
     rendered_env = env_of(container(default_objs, "Deployment", "-controller"))
     chart = {k: v.model_dump() for k, v in settings_from(rendered_env, monkeypatch).items()}
-    for name in ("lease_namespace", "identity"):
+    for name in ("lease_namespace", "identity", "watch_namespaces"):
         del program["controller"][name], chart["controller"][name]
     del program["temporal"]["address"], chart["temporal"]["address"]
+    # The controller's SDK exporter, on loopback and served through /metrics (fixed).
+    del program["temporal"]["metrics_bind_address"], chart["temporal"]["metrics_bind_address"]
     assert chart == program
 
 
