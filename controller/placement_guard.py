@@ -64,6 +64,14 @@ def show_refusal(
     return kept
 
 
+def clear_refusal(conditions: list[ConditionUpdate], dm: DecisionModel) -> list[ConditionUpdate]:
+    """The refusal is gone: a Degraded the reconcile does not compute (no stable yet) would keep
+    saying PlacementRefused, since the controller carries its conditions over; say it is over."""
+    if not already_shown(dm) or any(c.type == ConditionType.DEGRADED for c in conditions):
+        return conditions
+    return [*conditions, Cond(ConditionType.DEGRADED, "False", Reason.AS_EXPECTED, "")]
+
+
 def already_shown(dm: DecisionModel) -> bool:
     """The status already shows the refusal (the Warning Event is emitted once per refusal)."""
     for cond in dm.status.conditions if dm.status else []:

@@ -35,6 +35,7 @@ from controller.dispatch import (
 )
 from controller.placement_guard import (
     already_shown,
+    clear_refusal,
     placement_refusal,
     refused_decision,
     show_refusal,
@@ -500,6 +501,8 @@ class Reconciler:
             if status is not None and status.candidate_revision is not None:
                 # The cancelled candidate's rollout leaves status to a newer one; there is none.
                 await write_status(self.kube, StatusUpdate(dm=ref, clear_candidate=True))
+        else:
+            want.conditions = clear_refusal(want.conditions, dm)
         if queued:
             new_phase = Phase.PENDING
             want.conditions.append(
