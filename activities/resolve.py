@@ -2,7 +2,8 @@
 
 Order, each step before anything leaves the process: parse ``spec.model`` (explicit tag
 required, InvalidModelName), the allowed-registries and insecure-registry guard
-(RegistryNotAllowed), the image-override guard (ImageOverrideNotAllowed) — all permanent — then
+(RegistryNotAllowed), the image-override guard (ImageOverrideNotAllowed), the placement guard
+(PlacementRefused, decisionmodel.placement) — all permanent — then
 the digest: the input's digest when given (``spec.digest``, or the one the controller reused
 from status for the same model), else the registry's (ModelNotFound permanent; RegistryUnavailable
 and RegistryError transient: Temporal retries them, and each failed attempt shows
@@ -29,6 +30,7 @@ from decisionmodel.contracts import (
 )
 from decisionmodel.errors import ImageOverrideNotAllowed, InvalidDigest
 from decisionmodel.names import ModelRef, check_registry_allowed, parse_model_name
+from decisionmodel.placement import guard_placement
 from decisionmodel.resolver import RegistryResolver
 from decisionmodel.settings import RolloutSettings
 from decisionmodel.spec_mapping import digest_hex, record_for
@@ -48,6 +50,9 @@ def parse_and_guard(revision: RevisionSpec, settings: RolloutSettings) -> ModelR
             "--allow-image-override; remove spec.image (use spec.runtimeVersion) or enable "
             "the flag (Helm manager.allowImageOverride)"
         )
+    # Placement first checked here, before anything exists (replicas: by start, the step that
+    # applies them); the controller checked the live spec before it started this rollout.
+    guard_placement(revision.scheduling, None, settings.placement_policy())
     return ref
 
 

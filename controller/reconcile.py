@@ -37,6 +37,13 @@ from controller.dispatch import (
     runtime_update_available,
 )
 from controller.logs import current_dm
+from controller.placement_guard import (
+    already_shown,
+    clear_refusal,
+    placement_refusal,
+    refused_decision,
+    show_refusal,
+)
 from controller.reaper import Reaper
 from controller.restarts import RestartPlan, RestartPolicy, exhausted_message, plan_restart
 from controller.rollouts import Rollouts, RunningRollout
@@ -285,6 +292,9 @@ class Reconciler:
             else:
                 self.started.pop(key, None)
         decision = decide(dm, desired, running)
+        refusal = placement_refusal(dm, self.steady.rollout.placement_policy())
+        if refusal is not None:
+            decision = refused_decision(decision)
         for wid in decision.cancel:
             await self.rollouts.cancel(wid)
             if self.started.get(key) == wid:
@@ -331,7 +341,7 @@ class Reconciler:
 
         in_flight = bool(decision.target_id) and not queued and not plan.exhausted
         await self._reap(ref, dm, obj, running)
-        await self._steady(ref, dm, obj, in_flight, queued, decision.at_stable)
+        await self._steady(ref, dm, obj, in_flight, queued, decision.at_stable, refusal)
         return requeue
 
     async def _policy_replaced(self, ref: DMRef, decision: Decision) -> None:
@@ -474,6 +484,16 @@ class Reconciler:
         ):
             await emit_event(self.kube, ref, EventReason.RUNTIME_UPDATE_AVAILABLE, message)
 
+    async def _placement_refused(
+        self, ref: DMRef, dm: DecisionModel, want: ControllerStatus, message: str
+    ) -> None:
+        """controller.placement_guard: the condition, and a Warning Event once per refusal."""
+        has_stable = bool(dm.status and dm.status.stable_revision)
+        want.conditions = show_refusal(want.conditions, message, has_stable)
+        if not already_shown(dm):
+            log.warning("%s/%s: %s", ref.namespace, ref.name, message)
+            await emit_event(self.kube, ref, Reason.PLACEMENT_REFUSED, message, "Warning")
+
     async def _forward_approval(self, ref: DMRef, dm: DecisionModel, wid: str) -> None:
         approval = (dm.metadata.annotations or {}).get(ANNOTATION_PROMOTE)
         if not approval:
@@ -499,6 +519,7 @@ class Reconciler:
         in_flight: bool,
         queued: bool,
         at_stable: bool = False,
+        refusal: str | None = None,
     ) -> None:
         status = dm.status
         stable = status.stable_revision if status else None
@@ -518,19 +539,29 @@ class Reconciler:
                 f"{k}={v}" for k, v in sorted(selector_labels(ref.name, record.hash).items())
             )
             want.conditions = list(health.conditions)
-            if phase_now == Phase.ROLLED_BACK:
+            if phase_now == Phase.ROLLED_BACK and refusal is None:
                 want.conditions = _rejected(want.conditions, status, health.model_ready > 0)
             # Steady phases follow the stable's health; a RolledBack/Failed phase stays until the
-            # spec changes — and returning the spec to the stable revision is such a change.
+            # spec changes — and returning the spec to the stable revision is such a change. A
+            # refused spec has no candidate: only the stable is left to report on.
             steady = phase_now in (Phase.READY, Phase.DEGRADED, Phase.PENDING, None)
             ended = phase_now in (Phase.ROLLED_BACK, Phase.FAILED)
-            if not in_flight and (steady or (at_stable and ended)):
+            if not in_flight and (steady or (at_stable and ended) or refusal is not None):
                 degraded = health.degraded_reason or health.model_ready < health.desired
                 new_phase = Phase.DEGRADED if degraded else Phase.READY
         else:
             want.replicas = {"desired": dm.spec.replicas, "modelReady": 0}
             want.conditions.append(_no_stable(phase_now))
         await self._runtime_update(ref, dm, want)
+        if refusal is not None:
+            await self._placement_refused(ref, dm, want, refusal)
+            if record is None:
+                new_phase = Phase.FAILED
+            if status is not None and status.candidate_revision is not None:
+                # The cancelled candidate's rollout leaves status to a newer one; there is none.
+                await write_status(self.kube, StatusUpdate(dm=ref, clear_candidate=True))
+        else:
+            want.conditions = clear_refusal(want.conditions, dm)
         if queued:
             new_phase = Phase.PENDING
             want.conditions.append(

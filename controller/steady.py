@@ -6,9 +6,10 @@ On every reconcile of a DecisionModel with a stable revision (Pod events, and ev
 - keeps the stable's objects as recorded: restores a deleted Deployment, Service or PDB from
   ``status.stableRevision`` (never from the live spec), refuses foreign objects
   (ResourceConflict);
-- applies in-place changes: replicas (scale; PDB only when > 1; CacheNotShareable on a store
-  that is not ReadWriteMany), cache size grow (CacheSpecImmutable otherwise), API-key Secret
-  change or value rotation (checksum annotation on the Pod template rolls the Pods);
+- applies in-place changes: replicas (scale, never above the operator's maximum; PDB only when
+  > 1; CacheNotShareable on a store that is not ReadWriteMany), cache size grow
+  (CacheSpecImmutable otherwise), API-key Secret change or value rotation (checksum
+  annotation on the Pod template rolls the Pods);
 - re-inspects every stable Pod (``/api/ps``; warmup first when the gate is not True), sets the
   readiness gate, tolerates ``probe_error_tolerance`` consecutive transport/401 errors and
   flips at once on a lost or wrong model;
@@ -122,6 +123,10 @@ class SteadyState:
 
     async def reconcile(self, model: DecisionModel, stable: RevisionRecord) -> StableHealth:
         inp = stable_objects_input(model, stable, self.rollout.runtime_version)
+        if inp.replicas > self.rollout.max_replicas:
+            # spec.replicas above the operator's maximum is refused (PlacementRefused, shown by
+            # the reconciler): the stable keeps the replicas it runs with.
+            inp = inp.model_copy(update={"replicas": await self._current_replicas(inp)})
         dm = inp.dm
         health = StableHealth(desired=inp.replicas, model_ready=0)
         api_key: str | None = None
@@ -217,12 +222,21 @@ class SteadyState:
             await Kube.run(self.kube.delete_owned, "Job", inp.dm.namespace, job, inp.dm.uid)
         return health
 
+    async def _current_replicas(self, inp: RevisionObjectsInput) -> int:
+        """The stable Deployment's replicas as they are (not scaled either way: a maximum
+        lowered under a running stable does not shrink it); a deleted one is restored with the
+        maximum."""
+        name = deployment_name(inp.dm.name, inp.record.hash)
+        current = await Kube.run(self.kube.get, "Deployment", inp.dm.namespace, name)
+        have = (current or {}).get("spec", {}).get("replicas")
+        return have if isinstance(have, int) and have >= 1 else self.rollout.max_replicas
+
     # -- objects ---------------------------------------------------------------------------
     async def _ensure_deployment(
         self, inp: RevisionObjectsInput, checksum: str | None, conflicts: list[str]
     ) -> None:
         desired = render_serving_deployment(
-            params.serving_params(inp, self._restore_settings(inp), checksum)
+            params.serving_params(inp, self._restore_settings(inp), checksum, recorded=True)
         )
         name = desired["metadata"]["name"]
         current = await Kube.run(self.kube.get, "Deployment", inp.dm.namespace, name)

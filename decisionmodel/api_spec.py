@@ -504,7 +504,9 @@ class RolloutSpec(WireModel):
 
 
 class SchedulingSpec(WireModel):
-    """Pod placement, passed through to the serving and prefetch Pods. Part of the revision."""
+    """Pod placement for the serving and prefetch Pods, within the operator's placement
+    policy (decisionmodel.placement: refused fields show as PlacementRefused). Part of the
+    revision."""
 
     node_selector: dict[str, str] | None = Field(
         default=None, description="Node labels the Pods must match (PodSpec.nodeSelector)."
@@ -518,11 +520,18 @@ class SchedulingSpec(WireModel):
     runtime_class_name: str | None = Field(
         default=None, min_length=1, max_length=253, description="PodSpec.runtimeClassName."
     )
+    priority_class_name: str | None = Field(
+        default=None, min_length=1, max_length=253, description="PodSpec.priorityClassName."
+    )
 
     def is_empty(self) -> bool:
         """No placement constraint at all (empty maps and lists count as unset)."""
         return not (
-            self.node_selector or self.tolerations or self.affinity or self.runtime_class_name
+            self.node_selector
+            or self.tolerations
+            or self.affinity
+            or self.runtime_class_name
+            or self.priority_class_name
         )
 
 
@@ -608,7 +617,14 @@ class DecisionModelSpec(WireModel):
             "from the registry and recorded in status."
         ),
     )
-    replicas: int = Field(default=1, ge=1, description="Serving Pods of the stable revision.")
+    replicas: int = Field(
+        default=1,
+        ge=1,
+        description=(
+            "Serving Pods of the stable revision; at most the operator's maximum "
+            "(DMROLLOUT_MAX_REPLICAS, default 10)."
+        ),
+    )
     device: Device = Field(default=Device.CPU, description="cpu or cuda.")
     image: str | None = Field(
         default=None,
@@ -630,7 +646,10 @@ class DecisionModelSpec(WireModel):
     )
     scheduling: SchedulingSpec = Field(
         default_factory=SchedulingSpec,
-        description="nodeSelector, tolerations, affinity, runtimeClassName; part of the revision.",
+        description=(
+            "nodeSelector, tolerations, affinity, runtimeClassName, priorityClassName, within "
+            "the operator's placement policy; part of the revision."
+        ),
     )
     cache: CacheSpec = Field(default_factory=CacheSpec, description="The model store PVC.")
     auth: AuthSpec = Field(default_factory=AuthSpec, description="Runtime API authentication.")

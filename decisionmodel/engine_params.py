@@ -25,6 +25,10 @@ DEFAULT_IMAGE_REPOSITORY = "ghcr.io/ollaya-dev/ollaya"
 # The runtime release the engine defaults to (seed 000 §2: ollaya 0.10.0, spikes 001/006).
 DEFAULT_RUNTIME_VERSION = "0.10.0"
 DEFAULT_STORE_SIZE = "10Gi"
+# sizeLimit of the /tmp and $HOME emptyDirs: the runtime keeps small state there (keys, the
+# pull log) while the model lives in the store PVC; a Pod writing more is evicted by the
+# kubelet instead of filling the node's disk (issue 12, point 3).
+DEFAULT_SCRATCH_SIZE_LIMIT = "1Gi"
 # spec.rollout.timeouts.caching default, 30m (REFERENCE "API").
 DEFAULT_CACHING_TIMEOUT_SECONDS = 30 * 60
 
@@ -102,6 +106,7 @@ class Scheduling(_CamelFrozen):
     tolerations: tuple[dict[str, Any], ...] = ()
     affinity: dict[str, Any] | None = None
     runtime_class_name: str | None = None
+    priority_class_name: str | None = None
 
 
 class ProxyEnv(_Frozen):
@@ -175,6 +180,8 @@ class _ModelParams(RevisionParams):
     store_claim_name: str = Field(min_length=1)
     registry_url: str | None = None
     """Base URL of a mirror registry (``OLLAYA_REGISTRY``); None for the runtime default."""
+    scratch_size_limit: str = Field(default=DEFAULT_SCRATCH_SIZE_LIMIT, min_length=1)
+    """sizeLimit of the /tmp and $HOME emptyDirs (the operator's ``scratch_size_limit``)."""
 
     @field_validator("model")
     @classmethod

@@ -195,6 +195,16 @@ class ImageOverrideNotAllowed(DmrolloutError):
     permanent = True
 
 
+class PlacementRefused(DmrolloutError):
+    """The spec asks for a placement (toleration, node selector or affinity key, runtime or
+    priority class) or a replica count outside the operator's placement policy
+    (``decisionmodel.placement``). Permanent for the rollout that carries it; the controller
+    starts none while the spec or the policy refuses it."""
+
+    reason = Reason.PLACEMENT_REFUSED
+    permanent = True
+
+
 class SecretNotAllowed(DmrolloutError):
     """A referenced Secret lacks the label for its capability. Transient: adding the label is
     enough, the reference picks it up within ~60 s without a spec change."""
@@ -297,6 +307,7 @@ ALL_ERRORS: tuple[type[DmrolloutError], ...] = (
     EvaluationFailed,
     EvaluationTimeout,
     ImageOverrideNotAllowed,
+    PlacementRefused,
     SecretNotAllowed,
     APIKeyInvalid,
     ResourceConflict,

@@ -13,7 +13,10 @@ from typing import Literal
 from pydantic import Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from decisionmodel.api_spec import QUANTITY_PATTERN
 from decisionmodel.engine_params import DEFAULT_RUNTIME_VERSION as _DEFAULT_RUNTIME_VERSION
+from decisionmodel.engine_params import DEFAULT_SCRATCH_SIZE_LIMIT
+from decisionmodel.placement import DEFAULT_MAX_REPLICAS, PlacementPolicy
 
 
 class RolloutSettings(BaseSettings):
@@ -78,6 +81,54 @@ class RolloutSettings(BaseSettings):
     queue_full_attempts: int = Field(
         default=20, description="Attempts per evaluation case on 503 QUEUE_FULL."
     )
+    # --- placement guard (decisionmodel.placement): what a DecisionModel may ask of the Pods --
+    allowed_toleration_keys: list[str] = Field(
+        default_factory=lambda: ["*"],
+        description="Taint keys spec.scheduling.tolerations may name: exact keys or prefix* "
+        "patterns. Patterns never match the control-plane/master, unschedulable, uninitialized "
+        'and CriticalAddonsOnly keys nor "" (tolerate everything): only an exact entry does.',
+    )
+    allowed_node_selector_keys: list[str] = Field(
+        default_factory=lambda: ["*"],
+        description="Node label keys spec.scheduling.nodeSelector may use (patterns as above; "
+        "the control-plane/master role labels only by an exact entry).",
+    )
+    allowed_affinity_keys: list[str] = Field(
+        default_factory=lambda: ["*"],
+        description="Node label keys (and matchFields keys) spec.scheduling.affinity's node "
+        "affinity may use (as the node selector keys).",
+    )
+    allowed_runtime_classes: list[str] = Field(
+        default_factory=list,
+        description="RuntimeClass names spec.scheduling.runtimeClassName may name; none by "
+        "default (a RuntimeClass brings its own handler and its own tolerations).",
+    )
+    allowed_priority_classes: list[str] = Field(
+        default_factory=list,
+        description="PriorityClass names spec.scheduling.priorityClassName may name; none by "
+        "default (the cluster's default priority applies).",
+    )
+    max_replicas: int = Field(
+        default=DEFAULT_MAX_REPLICAS,
+        ge=1,
+        description="Largest spec.replicas a rollout starts with or the stable is scaled to.",
+    )
+    scratch_size_limit: str = Field(
+        default=DEFAULT_SCRATCH_SIZE_LIMIT,
+        pattern=QUANTITY_PATTERN,
+        description="sizeLimit of every emptyDir dmrollout renders (/tmp and $HOME of the "
+        "serving and prefetch Pods): a Pod writing more is evicted, not the node's disk filled.",
+    )
+
+    def placement_policy(self) -> PlacementPolicy:
+        return PlacementPolicy(
+            toleration_keys=tuple(self.allowed_toleration_keys),
+            node_selector_keys=tuple(self.allowed_node_selector_keys),
+            affinity_keys=tuple(self.allowed_affinity_keys),
+            runtime_classes=tuple(self.allowed_runtime_classes),
+            priority_classes=tuple(self.allowed_priority_classes),
+            max_replicas=self.max_replicas,
+        )
 
     @property
     def default_registry_host(self) -> str:

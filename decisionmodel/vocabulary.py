@@ -117,6 +117,7 @@ class Reason(enum.StrEnum):
     INVALID_DIGEST = "InvalidDigest"  # a hand-made workflow input with a bad digest
     INVALID_REVISION_PARAMS = "InvalidRevisionParams"  # a revision the renderers refuse
     INVALID_EVALUATION_POLICY = "InvalidEvaluationPolicy"  # gates that are not decimals
+    PLACEMENT_REFUSED = "PlacementRefused"  # placement or replicas outside the operator's policy
     API_SERVER_UNAVAILABLE = "APIServerUnavailable"  # a Kubernetes call timed out or was refused
     ROLLOUT_RESTARTS_EXHAUSTED = "RolloutRestartsExhausted"  # ended without a verdict N times
     CLEANUP_PENDING = "CleanupPending"  # a compensation step keeps failing; it keeps retrying
@@ -211,6 +212,7 @@ PERMANENT_REASONS: Final = frozenset(
         Reason.INVALID_REVISION_PARAMS,
         Reason.INVALID_EVALUATION_POLICY,
         Reason.POLICY_MISMATCH,
+        Reason.PLACEMENT_REFUSED,
     }
 )
 

@@ -29,6 +29,7 @@ from decisionmodel.engine_params import (
 )
 from decisionmodel.errors import ImageOverrideNotAllowed, InvalidRevisionParams
 from decisionmodel.names import parse_model_name
+from decisionmodel.placement import guard_placement
 from decisionmodel.render.labels import store_pvc_name
 from decisionmodel.settings import RolloutSettings
 from decisionmodel.sizing import effective_resources
@@ -139,6 +140,9 @@ def store_params(inp: RevisionObjectsInput) -> StoreParams:
 
 
 def prefetch_params(inp: RevisionObjectsInput, settings: RolloutSettings) -> PrefetchParams:
+    # The workflow input is not trusted for policy: the placement is checked again here, before
+    # anything is created (PlacementRefused, permanent).
+    guard_placement(inp.revision.scheduling, None, settings.placement_policy())
     manifest = store_manifest_path(inp, settings)
     return _validated(
         lambda: PrefetchParams(
@@ -158,13 +162,23 @@ def prefetch_params(inp: RevisionObjectsInput, settings: RolloutSettings) -> Pre
             hf_endpoint=settings.ollaya_hf_endpoint,
             proxy=proxy_env(settings),
             download_token_secret_ref=secret_key_ref(inp.cache.download_token),
+            scratch_size_limit=settings.scratch_size_limit,
         )
     )
 
 
 def serving_params(
-    inp: RevisionObjectsInput, settings: RolloutSettings, checksum: str | None = None
+    inp: RevisionObjectsInput,
+    settings: RolloutSettings,
+    checksum: str | None = None,
+    *,
+    recorded: bool = False,
 ) -> ServingParams:
+    """``recorded``: the stable revision restored from status, whose placement passed the policy
+    when it rolled out (the controller bounds its replicas itself); anything else is checked
+    against the placement policy first (PlacementRefused)."""
+    if not recorded:
+        guard_placement(inp.revision.scheduling, inp.replicas, settings.placement_policy())
     return _validated(
         lambda: ServingParams(
             owner=owner_ref(inp.dm),
@@ -182,6 +196,7 @@ def serving_params(
             access_modes=tuple(inp.cache.access_modes),
             api_key_secret_ref=secret_key_ref(inp.api_key),
             apikey_checksum=checksum,
+            scratch_size_limit=settings.scratch_size_limit,
         )
     )
 

@@ -135,7 +135,10 @@ def render_serving_deployment(p: ServingParams) -> dict[str, Any]:
         template_meta["annotations"] = {L.ANNOTATION_APIKEY_CHECKSUM: p.apikey_checksum}
     pod_spec: dict[str, Any] = {
         "containers": [_container(p)],
-        "volumes": [store_volume(p.store_claim_name, read_only=True), *scratch_volumes()],
+        "volumes": [
+            store_volume(p.store_claim_name, read_only=True),
+            *scratch_volumes(p.scratch_size_limit),
+        ],
         "readinessGates": [{"conditionType": L.READINESS_GATE}],
         "securityContext": pod_security_context(),
         "automountServiceAccountToken": False,

@@ -56,13 +56,13 @@ def container_security_context() -> dict[str, Any]:
     }
 
 
-def scratch_volumes() -> list[dict[str, Any]]:
+def scratch_volumes(size_limit: str) -> list[dict[str, Any]]:
     """The root filesystem is read-only, so /tmp and $HOME (``ollaya`` keeps state in
     ``$HOME/.ollaya``) are emptyDirs. HOME is its own mount so the directory exists before
-    the process starts."""
+    the process starts. Each has a sizeLimit: without one a Pod may fill the node's disk."""
     return [
-        {"name": TMP_VOLUME, "emptyDir": {}},
-        {"name": HOME_VOLUME, "emptyDir": {}},
+        {"name": TMP_VOLUME, "emptyDir": {"sizeLimit": size_limit}},
+        {"name": HOME_VOLUME, "emptyDir": {"sizeLimit": size_limit}},
     ]
 
 
@@ -116,4 +116,6 @@ def scheduling_fields(scheduling: Scheduling, device: Device) -> dict[str, Any]:
         fields["tolerations"] = tols
     if scheduling.runtime_class_name:
         fields["runtimeClassName"] = scheduling.runtime_class_name
+    if scheduling.priority_class_name:
+        fields["priorityClassName"] = scheduling.priority_class_name
     return fields

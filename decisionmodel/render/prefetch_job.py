@@ -187,7 +187,10 @@ def render_prefetch_job(p: PrefetchParams) -> dict[str, Any]:
     pod_spec: dict[str, Any] = {
         "restartPolicy": "Never",
         "containers": [container],
-        "volumes": [store_volume(p.store_claim_name, read_only=False), *scratch_volumes()],
+        "volumes": [
+            store_volume(p.store_claim_name, read_only=False),
+            *scratch_volumes(p.scratch_size_limit),
+        ],
         "securityContext": pod_security_context(),
         "automountServiceAccountToken": False,
         "enableServiceLinks": False,

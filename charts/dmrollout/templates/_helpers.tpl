@@ -108,6 +108,21 @@ app.kubernetes.io/component: {{ .component }}
 - name: DMROLLOUT_RUNTIME_VERSION
   value: {{ . | quote }}
 {{- end }}
+{{- $pl := .Values.placement }}
+- name: DMROLLOUT_ALLOWED_TOLERATION_KEYS
+  value: {{ $pl.allowedTolerationKeys | toJson | quote }}
+- name: DMROLLOUT_ALLOWED_NODE_SELECTOR_KEYS
+  value: {{ $pl.allowedNodeSelectorKeys | toJson | quote }}
+- name: DMROLLOUT_ALLOWED_AFFINITY_KEYS
+  value: {{ $pl.allowedAffinityKeys | toJson | quote }}
+- name: DMROLLOUT_ALLOWED_RUNTIME_CLASSES
+  value: {{ $pl.allowedRuntimeClasses | toJson | quote }}
+- name: DMROLLOUT_ALLOWED_PRIORITY_CLASSES
+  value: {{ $pl.allowedPriorityClasses | toJson | quote }}
+- name: DMROLLOUT_MAX_REPLICAS
+  value: {{ $pl.maxReplicas | quote }}
+- name: DMROLLOUT_SCRATCH_SIZE_LIMIT
+  value: {{ $pl.scratchSizeLimit | quote }}
 {{- include "dmrollout.proxyEnv" . }}
 {{- end -}}
 

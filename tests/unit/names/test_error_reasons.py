@@ -27,6 +27,7 @@ EXPECTED = {
     "EvaluationFailed": True,
     "EvaluationTimeout": True,
     "ImageOverrideNotAllowed": True,
+    "PlacementRefused": True,
     "SecretNotAllowed": False,
     "APIKeyInvalid": False,
     "ResourceConflict": False,
