@@ -64,7 +64,7 @@ async def wait(ctx: CliContext) -> int:
 
 
 def _say_progress(obj: dict[str, Any], running: list[Any], shown: str) -> str:
-    phase = (obj.get("status") or {}).get("phase") or "Pending"
+    phase = (obj.get("status") or {}).get("phase") or Phase.PENDING.value
     line = f"{phase}" + (f" ({running[0].workflow_id})" if running else "")
     if line != shown:
         print(f"{datetime.now(UTC):%H:%M:%S} {line}", file=sys.stderr)
