@@ -8,6 +8,7 @@ import logging
 import sys
 from typing import Any
 
+from controller.payload_codec import PayloadKeysInvalid
 from controller.rollouts import Rollouts, dm_query
 from controller.settings import ControllerSettings
 from controller.temporal_client import NamespaceNotReady, TemporalSettings, connect
@@ -177,7 +178,7 @@ def controller(args: argparse.Namespace) -> int:
     rollout = rollout_settings(args)
     try:
         return asyncio.run(Manager(settings, rollout, TemporalSettings()).run())
-    except NamespaceNotReady as e:
+    except (NamespaceNotReady, PayloadKeysInvalid) as e:
         print(f"dmrollout controller: {e}", file=sys.stderr)
         return 3
 

@@ -18,9 +18,9 @@ from temporalio.api.operatorservice.v1 import (
 )
 from temporalio.api.workflowservice.v1 import DescribeNamespaceRequest
 from temporalio.client import Client, TLSConfig
-from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.runtime import PrometheusConfig, Runtime, TelemetryConfig
 
+from controller.payload_codec import AesGcmCodec, codec_from_settings, data_converter
 from workflows import search_attributes as sa
 
 SETUP_COMMAND = "dmrollout temporal setup"
@@ -54,6 +54,18 @@ class TemporalSettings(BaseSettings):
     metrics_bind_address: str | None = Field(
         default=None, description="host:port for the SDK's Prometheus metrics (worker)."
     )
+    payload_keys_dir: Path | None = Field(
+        default=None,
+        description="Turns the payload codec on (controller, worker, CLI and codec server "
+        "alike): a directory with one file per key ID, each 32 random bytes in base64 (the "
+        "payload keys Secret, mounted). Payloads and failure messages are then AES-256-GCM "
+        "encrypted before they reach Temporal. Unset: off.",
+    )
+    payload_key_id: str | None = Field(
+        default=None,
+        description="The key ID payloads are encrypted with (a file of payload_keys_dir); every "
+        "key in the directory decrypts, so keys rotate.",
+    )
     min_retention_days: int = Field(
         default=7,
         description="Minimum history retention `temporal setup` accepts: the history is the "
@@ -70,6 +82,10 @@ class TemporalSettings(BaseSettings):
             client_private_key=self.client_key_file.read_bytes() if self.client_key_file else None,
             domain=self.server_name,
         )
+
+    def payload_codec(self) -> AesGcmCodec | None:
+        """The codec when payload_keys_dir is set; PayloadKeysInvalid names what is wrong."""
+        return codec_from_settings(self.payload_keys_dir, self.payload_key_id)
 
 
 def make_runtime(settings: TemporalSettings) -> Runtime | None:
@@ -88,7 +104,7 @@ async def connect(settings: TemporalSettings, runtime: Runtime | None = None) ->
         namespace=settings.namespace,
         tls=settings.tls_config(),
         api_key=settings.api_key,
-        data_converter=pydantic_data_converter,
+        data_converter=data_converter(settings.payload_codec()),
         runtime=runtime or Runtime.default(),
     )
 
