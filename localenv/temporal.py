@@ -32,6 +32,7 @@ class TemporalDevServer:
         ui_port: int = DEFAULT_UI_PORT,
         ui_ip: str | None = None,
         namespace: str = "default",
+        ui_codec_endpoint: str | None = None,
     ) -> None:
         self.state_dir = state_dir
         self.ip = ip
@@ -39,6 +40,8 @@ class TemporalDevServer:
         self.ui_port = ui_port
         self.ui_ip = ui_ip or ip
         self.namespace = namespace
+        # The UI sends payloads there to show them decoded (`dmrollout codec-server`).
+        self.ui_codec_endpoint = ui_codec_endpoint
         self.db_file = state_dir / "temporal.sqlite"
         self._proc: ManagedProcess | None = None
 
@@ -71,6 +74,8 @@ class TemporalDevServer:
             "--log-level",
             "warn",
         ]
+        if self.ui_codec_endpoint:
+            args += ["--ui-codec-endpoint", self.ui_codec_endpoint]
         for registration in cli_registrations():
             args += ["--search-attribute", registration]
         self._proc = ManagedProcess("temporal", args, self.state_dir / "logs").start()
