@@ -88,11 +88,13 @@ class CodecServer:
         if self._thread is not None:
             self._thread.join()
 
-    def route(self, path: str) -> Callable[[Iterable[Payload]], list[Payload]] | None:
-        # The UI appends /decode to the configured endpoint; tolerate a trailing slash.
-        if path.rstrip("/").endswith("/decode"):
+    def route(self, target: str) -> Callable[[Iterable[Payload]], list[Payload]] | None:
+        # The UI appends /decode to the configured endpoint, with a query string of options
+        # (seen: ?preserveStorageRefs=true) this codec has no use for.
+        path = urlsplit(target).path.rstrip("/")
+        if path.endswith("/decode"):
             return self.codec.decrypt_all
-        if path.rstrip("/").endswith("/encode"):
+        if path.endswith("/encode"):
             return self.codec.encrypt_all
         return None
 

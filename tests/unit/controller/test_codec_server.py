@@ -50,7 +50,10 @@ def payloads_of(response: httpx.Response) -> list[Payload]:
 
 def test_decode_returns_what_the_worker_encrypted(server: CodecServer) -> None:
     [sealed] = CODEC.encrypt_all([PLAIN])
-    r = post(server, "/decode", [sealed, PLAIN], **{"X-Namespace": "default"})
+    # The path and query the Temporal UI 2.54 sends.
+    r = post(
+        server, "/decode?preserveStorageRefs=true", [sealed, PLAIN], **{"X-Namespace": "default"}
+    )
     assert r.status_code == 200, r.text
     assert payloads_of(r) == [PLAIN, PLAIN]
     assert r.headers["access-control-allow-origin"] == UI
