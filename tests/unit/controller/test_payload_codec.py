@@ -12,6 +12,7 @@ from temporalio.api.failure.v1 import Failure
 from temporalio.converter import DefaultFailureConverterWithEncodedAttributes
 from temporalio.exceptions import ApplicationError
 
+from controller import cli
 from controller.payload_codec import (
     ENCODING,
     KEY_ID_METADATA,
@@ -162,3 +163,20 @@ async def test_converter_encrypts_values_and_failure_messages() -> None:
     assert failure.message == "Encoded failure"
     decoded = await converter.decode_failure(failure)
     assert str(decoded) == "model laya:en of team-secret/fraud not found"
+
+
+@pytest.mark.parametrize("command", [["worker"], ["codec-server"]])
+def test_a_bad_setup_refuses_to_start_naming_the_key_id(
+    command: list[str],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """Before any connection is attempted: exit 3 and the key ID, not the key."""
+    keys = write_keys(tmp_path / "keys", k1=KEY_A)
+    monkeypatch.setenv("DMROLLOUT_TEMPORAL_PAYLOAD_KEYS_DIR", str(keys))
+    monkeypatch.setenv("DMROLLOUT_TEMPORAL_PAYLOAD_KEY_ID", "k2")
+    assert cli.main(command) == 3
+    err = capsys.readouterr().err
+    assert "'k2' has no key" in err and "k1" in err
+    assert base64.b64encode(KEY_A).decode() not in err
