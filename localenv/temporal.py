@@ -7,6 +7,7 @@ Web UI on, and the rollout search attributes registered at start.
 from __future__ import annotations
 
 import socket
+import subprocess
 from pathlib import Path
 
 from localenv.paths import python_tool
@@ -82,7 +83,22 @@ class TemporalDevServer:
         wait_until(
             lambda: _port_open(self.ip, self.port), 60, "Temporal frontend", 0.2, [self._proc]
         )
+        # An open port is not a serving frontend: seen under load (two dev servers starting on
+        # this 2-core machine), a client connecting at once got "Frontend is not healthy yet".
+        wait_until(self._healthy, 60, "Temporal frontend health", 0.3, [self._proc])
         return self
+
+    def _healthy(self) -> bool:
+        probe = [python_tool("temporal"), "operator", "cluster", "health"]
+        try:
+            return (
+                subprocess.run(
+                    [*probe, "--address", self.address], capture_output=True, timeout=10
+                ).returncode
+                == 0
+            )
+        except subprocess.TimeoutExpired:
+            return False
 
     def stop(self) -> None:
         if self._proc is not None:
