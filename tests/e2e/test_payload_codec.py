@@ -15,12 +15,14 @@ import base64
 import json
 import uuid
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
 from codec_env import CODEC_KEY_ID, CodecEnv
 from google.protobuf import json_format
-from rollout_harness import RolloutHarness, put_model
+from helpers import eventually
+from rollout_harness import ControllerProcess, RolloutHarness, put_model
 from temporalio.api.common.v1 import Payload
 from temporalio.api.failure.v1 import Failure
 from temporalio.client import Client
@@ -30,6 +32,7 @@ from test_history_secrets import searchable
 from controller.payload_codec import ENCODING, KEY_ID_METADATA
 from controller.rollouts import Rollouts
 from decisionmodel.contracts import RolloutInput, RolloutResult
+from localenv.cluster import LocalCluster
 
 pytestmark = [pytest.mark.e2e, pytest.mark.cluster, pytest.mark.temporal]
 
@@ -155,3 +158,44 @@ def _failure_bytes(j: dict[str, Any]) -> bytes:
     return bytes(
         json_format.ParseDict(j, Failure(), ignore_unknown_fields=True).SerializeToString()
     )
+
+
+async def test_the_controller_with_the_codec_on_rolls_out_encrypted(
+    crd: LocalCluster,
+    codec_env: CodecEnv,
+    codec_client: Client,
+    codec_queue: str,
+    tmp_path: Path,
+) -> None:
+    """`dmrollout controller` given the same two variables as the worker: it starts the
+    rollout (inputs and its static summary encrypted), queries and signals through the codec,
+    and the DecisionModel reaches Ready."""
+    h = RolloutHarness(crd, codec_client, codec_queue, f"codec-ctl-{uuid.uuid4().hex[:6]}")
+    controller = ControllerProcess(
+        crd,
+        codec_env.temporal.address,
+        codec_queue,
+        tmp_path,
+        health_port=18090,
+        identity="codec-ctl",
+        extra_args=("--watch-namespaces", h.namespace),
+        # Its own Lease: the controller e2e tests' controller may run in the same session.
+        extra_env={**codec_env.env, "DMROLLOUT_CONTROLLER_LEASE_NAME": "dmrollout-codec"},
+    )
+    controller.start()
+    try:
+        tag = f"ctl{uuid.uuid4().hex[:8]}"
+        put_model("laya", tag)
+        h.create_dm("app", {"model": f"laya:{tag}", "replicas": 1})
+        await eventually(lambda: h.status("app").get("phase") == "Ready", 120, what="Ready")
+    finally:
+        controller.stop()
+    [wf] = [wf async for wf in codec_client.list_workflows(f'DmNamespace="{h.namespace}"')]
+    history = await raw_history(codec_env, wf.id)
+    text = searchable(json.dumps(_without(history, CLEAR_BY_DESIGN)))
+    for plaintext in (tag, h.namespace, h.dm("app")["metadata"]["uid"]):
+        assert plaintext not in text, f"{plaintext!r} in the raw history"
+    assert_all_payloads_encrypted(history)
+    # The static summary the controller sets is there, encrypted (the UI decodes it).
+    started = history["events"][0]
+    assert started["userMetadata"]["summary"]["metadata"]
