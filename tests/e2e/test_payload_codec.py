@@ -1,7 +1,8 @@
 """With the payload codec on, Temporal stores ciphertext (issue 12, point 6).
 
-A real `dmrollout worker` process and a client made as the controller makes it both get the
-codec from the same environment (DMROLLOUT_TEMPORAL_PAYLOAD_KEYS_DIR / _KEY_ID). The history is
+A real `dmrollout worker` process, a client made as the controller makes it, and (last test) a
+real `dmrollout controller` process all get the codec from the same environment
+(DMROLLOUT_TEMPORAL_PAYLOAD_KEYS_DIR / _KEY_ID). The history is
 then fetched by a client WITHOUT the codec, as Temporal (or whoever reads its database) sees it,
 and searched as JSON text and with every base64 field decoded (``searchable``): the model
 name, the DecisionModel's namespace and an activity's failure message appear nowhere except
