@@ -120,7 +120,9 @@ def _handler(server: CodecServer) -> type[BaseHTTPRequestHandler]:
             namespace = self.headers.get("X-Namespace")
             if server.config.namespace and namespace and namespace != server.config.namespace:
                 return self._reply(HTTPStatus.FORBIDDEN, b"this codec serves another namespace\n")
-            length = int(self.headers.get("Content-Length") or 0)
+            length = _content_length(self.headers.get("Content-Length"))
+            if length is None:  # read(-1) would read until the client closes: unbounded
+                return self._reply(HTTPStatus.LENGTH_REQUIRED, b"Content-Length required\n")
             if length > MAX_BODY_BYTES:
                 return self._reply(HTTPStatus.REQUEST_ENTITY_TOO_LARGE, b"body too large\n")
             try:
@@ -149,6 +151,14 @@ def _handler(server: CodecServer) -> type[BaseHTTPRequestHandler]:
             log.info("%s %s", self.address_string(), format % args)
 
     return Handler
+
+
+def _content_length(header: str | None) -> int | None:
+    try:
+        length = int(header or "")
+    except ValueError:
+        return None
+    return length if length >= 0 else None
 
 
 def _cors(origins: frozenset[str], origin: str | None) -> Sequence[tuple[str, str]]:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import base64
 import json
 import os
+import socket
 from collections.abc import Iterator
 from typing import Any
 
@@ -95,6 +96,12 @@ def test_other_namespace_and_unknown_path_and_garbage(server: CodecServer) -> No
     with httpx.Client(trust_env=False) as c:
         r = c.post(f"http://127.0.0.1:{server.port}/decode", content=b"{not json")
     assert r.status_code == 400
+    # Refused before reading: a huge body, and a negative length (read(-1) would read until
+    # the client hangs up).
+    for length, status in ((64 * 1024 * 1024, b"413"), (-1, b"411")):
+        with socket.create_connection(("127.0.0.1", server.port), timeout=10) as s:
+            s.sendall(f"POST /decode HTTP/1.1\r\nContent-Length: {length}\r\n\r\n".encode())
+            assert s.recv(64).split()[1] == status
 
 
 @pytest.mark.parametrize("server", [{"token": TOKEN}], indirect=True)
