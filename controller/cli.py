@@ -37,6 +37,7 @@ def _cmd_worker(args: argparse.Namespace) -> int:
     from controller.worker import run_worker
 
     configure_logging(log_format(args))
+    # NamespaceNotReady, PayloadKeysInvalid: one line, exit code 3 (controller/cli_errors.py).
     return asyncio.run(run_worker(TemporalSettings.load(), rollout_settings(args)))
 
 
@@ -56,6 +57,75 @@ def _cmd_temporal_setup(args: argparse.Namespace) -> int:
     for line in asyncio.run(run()):
         print(line)
     return 0
+
+
+def _cmd_codec_server(args: argparse.Namespace) -> int:
+    import signal
+    import threading
+    from pathlib import Path
+
+    from controller.codec_server import CodecServer, CodecServerConfig, origin_of
+    from controller.payload_codec import PayloadKeysInvalid
+    from controller.temporal_client import TemporalSettings
+
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s %(message)s")
+    temporal = TemporalSettings()
+    try:
+        codec = temporal.payload_codec()
+    except PayloadKeysInvalid as e:
+        print(f"dmrollout codec-server: {e}", file=sys.stderr)
+        return 3
+    if codec is None:
+        print(
+            "dmrollout codec-server: no payload keys: set DMROLLOUT_TEMPORAL_PAYLOAD_KEYS_DIR "
+            "and DMROLLOUT_TEMPORAL_PAYLOAD_KEY_ID as for the worker",
+            file=sys.stderr,
+        )
+        return 3
+    token = Path(args.auth_token_file).read_text().strip() if args.auth_token_file else None
+    config = CodecServerConfig(
+        bind=args.bind,
+        port=args.port,
+        origins=frozenset([origin_of(temporal.ui_url), *args.ui_origin]),
+        namespace=temporal.namespace,
+        token=token or None,
+        tls_cert_file=Path(args.tls_cert_file) if args.tls_cert_file else None,
+        tls_key_file=Path(args.tls_key_file) if args.tls_key_file else None,
+    )
+    server = CodecServer(codec, config).start()
+    print(
+        f"codec server on {args.bind}:{server.port} (keys {', '.join(codec.key_ids)}; "
+        f"encrypting with {codec.current_key_id}) for {', '.join(sorted(config.origins))}",
+        flush=True,
+    )
+    stop = threading.Event()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(sig, lambda *_: stop.set())
+    stop.wait()
+    server.stop()
+    return 0
+
+
+def _add_codec_server(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    codec = sub.add_parser(
+        "codec-server",
+        help="serve the Temporal codec server protocol (POST /decode, /encode) so the Temporal "
+        "UI and CLI show encrypted payloads decoded (keys from DMROLLOUT_TEMPORAL_PAYLOAD_*)",
+    )
+    codec.add_argument("--bind", default="127.0.0.1", help="whoever reaches it reads payloads")
+    codec.add_argument("--port", type=int, default=8081)
+    codec.add_argument(
+        "--ui-origin",
+        action="append",
+        default=[],
+        help="a browser origin allowed by CORS besides DMROLLOUT_TEMPORAL_UI_URL's (repeatable)",
+    )
+    codec.add_argument(
+        "--auth-token-file", default=None, help="require `Authorization: Bearer <its content>`"
+    )
+    codec.add_argument("--tls-cert-file", default=None)
+    codec.add_argument("--tls-key-file", default=None)
+    codec.set_defaults(func=_cmd_codec_server)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -96,6 +166,7 @@ def build_parser() -> argparse.ArgumentParser:
     from controller.commands import add_commands
 
     add_commands(sub)
+    _add_codec_server(sub)
 
     dev = sub.add_parser("dev", help="the local environment")
     dev_sub = dev.add_subparsers(dest="dev_command", required=True)

@@ -17,6 +17,7 @@ from kubernetes.client.rest import ApiException
 from kubernetes.config import ConfigException
 from temporalio.service import RPCError, RPCStatusCode
 
+from controller.payload_codec import PayloadKeysInvalid
 from controller.temporal_client import SETUP_COMMAND, NamespaceNotReady
 from kube.client import APIServerUnavailable
 
@@ -99,7 +100,7 @@ def _temporal(error: BaseException, where: Where) -> CliError | None:
             f"Temporal client configuration: {short(error)}; fix --profile / TEMPORAL_PROFILE "
             "or the config file (TEMPORAL_CONFIG_FILE)",
         )
-    if isinstance(error, NamespaceNotReady):
+    if isinstance(error, NamespaceNotReady | PayloadKeysInvalid):
         return CliError(ExitCode.SETUP, short(error))
     if not isinstance(error, RPCError):
         return None

@@ -20,10 +20,10 @@ from temporalio.api.operatorservice.v1 import (
 )
 from temporalio.api.workflowservice.v1 import DescribeNamespaceRequest
 from temporalio.client import Client, Interceptor, TLSConfig
-from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.envconfig import ClientConfigProfile
 from temporalio.runtime import PrometheusConfig, Runtime, TelemetryConfig
 
+from controller.payload_codec import AesGcmCodec, codec_from_settings, data_converter
 from workflows import search_attributes as sa
 
 SETUP_COMMAND = "dmrollout temporal setup"
@@ -64,6 +64,18 @@ class TemporalSettings(BaseSettings):
         default=None,
         description="Profile of the Temporal CLI's config file (temporal.toml); default: "
         "TEMPORAL_PROFILE, else `default`.",
+    )
+    payload_keys_dir: Path | None = Field(
+        default=None,
+        description="Turns the payload codec on (controller, worker, CLI and codec server "
+        "alike): a directory with one file per key ID, each 32 random bytes in base64 (the "
+        "payload keys Secret, mounted). Payloads and failure messages are then AES-256-GCM "
+        "encrypted before they reach Temporal. Unset: off.",
+    )
+    payload_key_id: str | None = Field(
+        default=None,
+        description="The key ID payloads are encrypted with (a file of payload_keys_dir); every "
+        "key in the directory decrypts, so keys rotate.",
     )
     min_retention_days: int = Field(
         default=7,
@@ -109,6 +121,10 @@ class TemporalSettings(BaseSettings):
             domain=self.server_name,
         )
 
+    def payload_codec(self) -> AesGcmCodec | None:
+        """The codec when payload_keys_dir is set; PayloadKeysInvalid names what is wrong."""
+        return codec_from_settings(self.payload_keys_dir, self.payload_key_id)
+
 
 def make_runtime(settings: TemporalSettings) -> Runtime | None:
     if not settings.metrics_bind_address:
@@ -130,7 +146,7 @@ async def connect(
         namespace=settings.namespace,
         tls=settings.tls_config(),
         api_key=settings.api_key,
-        data_converter=pydantic_data_converter,
+        data_converter=data_converter(settings.payload_codec()),
         runtime=runtime or Runtime.default(),
         interceptors=interceptors,
     )

@@ -7,6 +7,7 @@ Web UI on, and the rollout search attributes registered at start.
 from __future__ import annotations
 
 import socket
+import subprocess
 from pathlib import Path
 
 from localenv.paths import python_tool
@@ -32,6 +33,7 @@ class TemporalDevServer:
         ui_port: int = DEFAULT_UI_PORT,
         ui_ip: str | None = None,
         namespace: str = "default",
+        ui_codec_endpoint: str | None = None,
     ) -> None:
         self.state_dir = state_dir
         self.ip = ip
@@ -39,6 +41,8 @@ class TemporalDevServer:
         self.ui_port = ui_port
         self.ui_ip = ui_ip or ip
         self.namespace = namespace
+        # The UI sends payloads there to show them decoded (`dmrollout codec-server`).
+        self.ui_codec_endpoint = ui_codec_endpoint
         self.db_file = state_dir / "temporal.sqlite"
         self._proc: ManagedProcess | None = None
 
@@ -71,13 +75,30 @@ class TemporalDevServer:
             "--log-level",
             "warn",
         ]
+        if self.ui_codec_endpoint:
+            args += ["--ui-codec-endpoint", self.ui_codec_endpoint]
         for registration in cli_registrations():
             args += ["--search-attribute", registration]
         self._proc = ManagedProcess("temporal", args, self.state_dir / "logs").start()
         wait_until(
             lambda: _port_open(self.ip, self.port), 60, "Temporal frontend", 0.2, [self._proc]
         )
+        # An open port is not a serving frontend: seen under load (two dev servers starting on
+        # this 2-core machine), a client connecting at once got "Frontend is not healthy yet".
+        wait_until(self._healthy, 60, "Temporal frontend health", 0.3, [self._proc])
         return self
+
+    def _healthy(self) -> bool:
+        probe = [python_tool("temporal"), "operator", "cluster", "health"]
+        try:
+            return (
+                subprocess.run(
+                    [*probe, "--address", self.address], capture_output=True, timeout=10
+                ).returncode
+                == 0
+            )
+        except subprocess.TimeoutExpired:
+            return False
 
     def stop(self) -> None:
         if self._proc is not None:

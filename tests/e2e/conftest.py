@@ -2,17 +2,30 @@
 
 from __future__ import annotations
 
+import base64
 import json
+import os
+import sys
 import threading
 import uuid
 from collections.abc import AsyncIterator, Iterator
 
 import pytest
-from rollout_harness import RolloutHarness, connect, in_process_worker, install_crd
+from codec_env import (
+    CODEC_KEY_ID,
+    CODEC_SERVER_PORT,
+    CODEC_TEMPORAL_PORT,
+    CODEC_UI_PORT,
+    CodecEnv,
+    listening,
+)
+from rollout_harness import RolloutHarness, WorkerProcess, connect, in_process_worker, install_crd
 from temporalio.client import Client
 
+from controller.temporal_client import connect as connect_as_controller
 from localenv.cluster import LocalCluster
-from localenv.env import Simulators
+from localenv.env import LocalEnv, Simulators
+from localenv.processes import ManagedProcess, wait_until
 from localenv.temporal import TemporalDevServer
 
 
@@ -90,3 +103,67 @@ def annotate_pods(harness: RolloutHarness) -> Iterator[dict[str, str]]:
     yield wanted
     stop.set()
     t.join()
+
+
+@pytest.fixture(scope="session")
+def codec_env(local_env: LocalEnv, tmp_path_factory: pytest.TempPathFactory) -> Iterator[CodecEnv]:
+    """A Temporal dev server whose UI decodes through `dmrollout codec-server` (a process)."""
+    root = tmp_path_factory.mktemp("codec")
+    keys = root / "payload-keys"
+    keys.mkdir()
+    (keys / CODEC_KEY_ID).write_bytes(base64.b64encode(os.urandom(32)))
+    temporal = TemporalDevServer(
+        root / "temporal",
+        port=CODEC_TEMPORAL_PORT,
+        ui_port=CODEC_UI_PORT,
+        ui_codec_endpoint=f"http://127.0.0.1:{CODEC_SERVER_PORT}",
+    )
+    env = {
+        "DMROLLOUT_TEMPORAL_ADDRESS": temporal.address,
+        "DMROLLOUT_TEMPORAL_UI_URL": temporal.ui_url,
+        "DMROLLOUT_TEMPORAL_PAYLOAD_KEYS_DIR": str(keys),
+        "DMROLLOUT_TEMPORAL_PAYLOAD_KEY_ID": CODEC_KEY_ID,
+    }
+    server = ManagedProcess(
+        "codec-server",
+        [sys.executable, "-m", "controller.cli", "codec-server", "--port", str(CODEC_SERVER_PORT)],
+        root / "logs",
+        env=env,
+    )
+    temporal.start()
+    try:
+        server.start()
+        wait_until(lambda: listening(CODEC_SERVER_PORT), 30, "codec server", 0.1, [server])
+        yield CodecEnv(temporal, server, env)
+    finally:
+        server.stop()
+        temporal.stop()
+
+
+@pytest.fixture(scope="session")
+async def codec_client(codec_env: CodecEnv) -> Client:
+    """A client as the controller makes it (controller.temporal_client.connect)."""
+    return await connect_as_controller(codec_env.settings)
+
+
+@pytest.fixture(scope="session")
+def codec_queue(
+    crd: LocalCluster,
+    simulators: Simulators,
+    codec_env: CodecEnv,
+    tmp_path_factory: pytest.TempPathFactory,
+) -> Iterator[str]:
+    """A real `dmrollout worker` process with the codec turned on by its environment."""
+    queue = f"codec-{uuid.uuid4().hex[:8]}"
+    worker = WorkerProcess(
+        crd, codec_env.temporal.address, queue, tmp_path_factory.mktemp("codec-worker")
+    )
+    worker.env.update(codec_env.env)
+    worker.start()
+    yield queue
+    worker.stop()
+
+
+@pytest.fixture
+def codec_harness(crd: LocalCluster, codec_client: Client, codec_queue: str) -> RolloutHarness:
+    return RolloutHarness(crd, codec_client, codec_queue)

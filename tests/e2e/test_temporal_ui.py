@@ -21,6 +21,7 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
+from codec_env import CodecEnv
 from playwright.async_api import Browser, Page, async_playwright, expect
 from rollout_harness import RolloutHarness
 from temporalio.client import Client
@@ -50,6 +51,7 @@ SA_COLUMNS = ("DmName", "DmRevision", "DmPhase", "DmResult")
 # Columns taken out so the added ones fit a 1600 px wide screenshot without truncation.
 DROPPED_COLUMNS = ("Run ID", "Start", "End")
 UI_TIMEOUT_MS = 20_000
+CODEC_DECODE_TIMEOUT_MS = 90_000
 
 
 @pytest.fixture(scope="session")
@@ -207,3 +209,56 @@ async def test_rollout_is_readable_in_the_temporal_ui(
     await page.screenshot(path=str(shot))
     (REPO / "out").mkdir(exist_ok=True)
     shutil.copyfile(shot, REPO / "out" / "ui-screenshot.png")
+
+
+async def test_ui_shows_payloads_decoded_through_the_codec_server(
+    chromium: str,
+    codec_harness: RolloutHarness,
+    codec_env: CodecEnv,
+    browser: Browser,
+    tmp_path: Path,
+) -> None:
+    """Issue 12, point 6: Temporal holds ciphertext; the UI, pointed at `dmrollout
+    codec-server` (`--ui-codec-endpoint`), shows the rollout's input and its steps' summaries
+    decoded, with the browser calling the codec server itself (CORS)."""
+    h = codec_harness
+    name = "ui-codec"
+    h.create_dm(name, {"model": "laya:en", "replicas": 1})
+    inp = h.input_for(name)
+    handle = await h.start(inp)
+    outcome = await asyncio.wait_for(handle.result(), 120)
+    assert outcome.result == RolloutResult.PROMOTED, outcome
+    run_id = handle.result_run_id
+    assert run_id is not None
+
+    page = await browser.new_page(viewport={"width": 1600, "height": 1300})
+    page.set_default_timeout(UI_TIMEOUT_MS)
+    ui = codec_env.temporal.ui_url
+    endpoint = codec_env.temporal.ui_codec_endpoint
+    assert endpoint is not None
+    decode_calls: list[int] = []
+    page.on(
+        "response",
+        lambda r: decode_calls.append(r.status) if r.url.startswith(endpoint) else None,
+    )
+    await page.route(
+        lambda url: not (url.startswith(ui) or url.startswith(endpoint)),
+        lambda route: route.abort(),
+    )
+    wid = urllib.parse.quote(handle.id, safe="")
+    await page.goto(f"{ui}/namespaces/default/workflows/{wid}/{run_id}/history")
+    await expect(page.get_by_role("heading", name=handle.id)).to_be_visible()
+    body = page.locator("body")
+    # The input as the worker got it: the DecisionModel's UID is in the input payload only. The
+    # page shows the ciphertext first and asks the codec server once it has the history; on
+    # this shared machine under load that came ~40 s after the page was opened (seen), hence
+    # the longer bound for this one wait.
+    await expect(body).to_contain_text(inp.dm.uid, timeout=CODEC_DECODE_TIMEOUT_MS)
+    await page.screenshot(path=str(tmp_path / "ui-codec-input.png"))
+    await page.get_by_role("tab", name="Timeline", exact=True).click()
+    await expect(
+        page.get_by_text(f"resolve • resolve {inp.revision.model}", exact=True)
+    ).to_be_visible()
+    await page.screenshot(path=str(tmp_path / "ui-codec-timeline.png"))
+    assert decode_calls and set(decode_calls) == {200}, decode_calls
+    assert "POST /decode" in codec_env.codec_server.log_path.read_text()

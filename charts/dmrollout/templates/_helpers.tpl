@@ -88,6 +88,23 @@ app.kubernetes.io/component: {{ .component }}
       name: {{ $t.apiKey.existingSecret }}
       key: {{ $t.apiKey.key }}
 {{- end }}
+{{- with $t.payloadCodec }}
+{{- if .enabled }}
+{{- if not .secretName }}
+{{- fail "temporal.payloadCodec.enabled needs temporal.payloadCodec.secretName (the Secret of the keys)" }}
+{{- end }}
+{{- if not .currentKeyId }}
+{{- fail "temporal.payloadCodec.enabled needs temporal.payloadCodec.currentKeyId (the key ID to encrypt with)" }}
+{{- end }}
+{{- if and .keyIds (not (has .currentKeyId .keyIds)) }}
+{{- fail "temporal.payloadCodec.currentKeyId must be one of temporal.payloadCodec.keyIds" }}
+{{- end }}
+- name: DMROLLOUT_TEMPORAL_PAYLOAD_KEYS_DIR
+  value: /etc/dmrollout/payload-keys
+- name: DMROLLOUT_TEMPORAL_PAYLOAD_KEY_ID
+  value: {{ .currentKeyId | quote }}
+{{- end }}
+{{- end }}
 {{- end -}}
 
 {{/* DMROLLOUT_*: decisionmodel/settings.py RolloutSettings (lists as JSON), and the proxy. */}}
@@ -210,6 +227,21 @@ capabilities:
         path: tls.key
 {{- end }}
 {{- end }}
+{{- with .Values.temporal.payloadCodec }}
+{{- if .enabled }}
+- name: payload-keys
+  secret:
+    secretName: {{ .secretName }}
+    defaultMode: 0440
+    {{- with .keyIds }}
+    items:
+      {{- range . }}
+      - key: {{ . }}
+        path: {{ . }}
+      {{- end }}
+    {{- end }}
+{{- end }}
+{{- end }}
 {{- end -}}
 
 {{- define "dmrollout.volumeMounts" -}}
@@ -228,6 +260,11 @@ capabilities:
 {{- if .Values.temporal.tls.clientCertSecret.name }}
 - name: temporal-client
   mountPath: /etc/dmrollout/temporal-client
+  readOnly: true
+{{- end }}
+{{- if .Values.temporal.payloadCodec.enabled }}
+- name: payload-keys
+  mountPath: /etc/dmrollout/payload-keys
   readOnly: true
 {{- end }}
 {{- end -}}

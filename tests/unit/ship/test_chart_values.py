@@ -128,6 +128,7 @@ MAPPING: tuple[Mapping, ...] = (
     Mapping("metrics.authCacheTtlSeconds", "metrics", "auth_cache_ttl_seconds"),
     # The Secret is mounted at one fixed directory; empty = no directory = self-signed.
     Mapping("metrics.certSecret", "metrics", "cert_dir", lambda v: METRICS_CERT_DIR if v else ""),
+    Mapping("temporal.payloadCodec.currentKeyId", "temporal", "payload_key_id", _empty_is_none),
 )
 
 # Settings fields the chart does not take from values.yaml, and why.
@@ -161,6 +162,7 @@ UNMAPPED: dict[str, dict[str, str]] = {
         "api_key": "temporal.apiKey.existingSecret",
         "metrics_bind_address": "worker.metricsPort; the controller's on loopback, fixed",
         "profile": "a temporal.toml profile: the CLI's; the chart sets each field itself",
+        "payload_keys_dir": "temporal.payloadCodec.enabled: secretName mounted (test below)",
     },
     "metrics": {
         "bind": "all interfaces in a Pod; the default",
@@ -640,10 +642,62 @@ def test_helm_lint_strict(values_file: Path | None, helm_tmp: Path) -> None:
     assert result.returncode == 0, result.stdout + result.stderr
 
 
+def test_payload_codec_one_switch_mounts_the_keys_everywhere(
+    all_on_objs: list[dict[str, Any]],
+    default_objs: list[dict[str, Any]],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """On: controller, workers and the setup hook get the same keys directory, a read-only
+    mount of the Secret's listed key IDs, and the current key ID. Off (default): none of it."""
+    codec = ALL_ON["temporal"]["payloadCodec"]
+    for kind, suffix in (("Deployment", "-controller"), ("Deployment", "-worker"), ("Job", "")):
+        c = container(all_on_objs, kind, suffix)
+        temporal = settings_from(env_of(c), monkeypatch)["temporal"]
+        assert isinstance(temporal, TemporalSettings)
+        assert temporal.payload_key_id == codec["currentKeyId"]
+        assert temporal.payload_keys_dir is not None
+        mount = {m["mountPath"]: m for m in c["volumeMounts"]}[str(temporal.payload_keys_dir)]
+        assert mount["readOnly"] is True
+        pod = find(all_on_objs, kind, suffix)["spec"]["template"]["spec"]
+        volume = {v["name"]: v for v in pod["volumes"]}[mount["name"]]["secret"]
+        assert volume["secretName"] == codec["secretName"]
+        # File name = key ID: what the codec reads as the key's ID.
+        assert [(i["key"], i["path"]) for i in volume["items"]] == [(k, k) for k in codec["keyIds"]]
+    for suffix in ("-controller", "-worker"):
+        c = container(default_objs, "Deployment", suffix)
+        assert not any("PAYLOAD" in e["name"] for e in c["env"])
+        assert "/etc/dmrollout/payload-keys" not in [m["mountPath"] for m in c["volumeMounts"]]
+
+
+@pytest.mark.parametrize(
+    ("settings", "complaint"),
+    [
+        (["temporal.payloadCodec.currentKeyId=k1"], "payloadCodec.secretName"),
+        (["temporal.payloadCodec.secretName=keys"], "payloadCodec.currentKeyId"),
+        (
+            [
+                "temporal.payloadCodec.secretName=keys",
+                "temporal.payloadCodec.currentKeyId=k3",
+                "temporal.payloadCodec.keyIds={k1,k2}",
+            ],
+            "must be one of temporal.payloadCodec.keyIds",
+        ),
+    ],
+)
+def test_payload_codec_refuses_incomplete_values(
+    settings: list[str], complaint: str, helm_tmp: Path
+) -> None:
+    args = [a for s in ["temporal.payloadCodec.enabled=true", *settings] for a in ("--set", s)]
+    result = helm_template(*args, tmp=helm_tmp, release=RELEASE, check=False)
+    assert result.returncode != 0
+    assert complaint in result.stderr
+
+
 @pytest.mark.parametrize(
     ("setting", "complaint"),
     [
         ("unknownTopLevel=1", "unknownTopLevel"),
+        ("temporal.payloadCodec.currentKeyId=a/b", "currentKeyId"),
         ("controller.replicas=two", "replicas"),
         ("temporal.tls.bogus=true", "bogus"),
         ("image.digest=sha256:short", "digest"),
