@@ -276,7 +276,7 @@ class SteadyState:
         if inp.replicas > 1:
             try:
                 await Kube.run(
-                    self.kube.create_or_adopt,
+                    self.kube.get_or_create,
                     render_pdb(params.revision_params(inp.dm, inp.record.hash)),
                     inp.dm.uid,
                 )
