@@ -75,6 +75,7 @@ with workflow.unsafe.imports_passed_through():
         WatchPromotedResult,
         approval_token,
     )
+    from decisionmodel.evaluation_status import evaluation_details
     from decisionmodel.vocabulary import (
         PERMANENT_REASONS,
         ConditionType,
@@ -82,7 +83,6 @@ with workflow.unsafe.imports_passed_through():
         EventReason,
         Reason,
     )
-    from decisionmodel.evaluation_status import evaluation_details
     from workflows import search_attributes as sa
     from workflows.rollout_state import RolloutState
 
