@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from html import escape
 
-from decisionmodel.api_status import EvaluationStatus
+from decisionmodel.api_status import EvaluationResult, EvaluationStatus
 from decisionmodel.report.confusion_html import confusion_tables
 from decisionmodel.report.figures import gate_rows
 from decisionmodel.report.reliability_svg import reliability_svg
@@ -33,7 +33,7 @@ class ReportSubject:
 def render_report(subject: ReportSubject, ev: EvaluationStatus) -> str:
     title = f"Evaluation of {subject.namespace}/{subject.name} revision {ev.revision or '-'}"
     result = ev.result.value if ev.result else "-"
-    css = "pass" if result == "Passed" else "fail"
+    css = "pass" if ev.result == EvaluationResult.PASSED else "fail"
     return "\n".join(
         [
             "<!DOCTYPE html>",
