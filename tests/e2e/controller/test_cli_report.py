@@ -58,6 +58,13 @@ async def test_report_of_an_evaluated_rollout(ctl: RolloutHarness, tmp_path: Pat
     ctl.golden_configmap("golden", golden_jsonl(40, seed=3, marker=marker))
     ctl.create_dm("scored", {"model": "laya:en"})
     assert run(ctl, "wait", "scored", "-n", ctl.namespace).returncode == 0
+    none_yet = run(ctl, "report", "scored", "-n", ctl.namespace, "-o", str(tmp_path / "x.html"))
+    assert none_yet.returncode == 4  # not found: no evaluation yet, said in one line
+    assert none_yet.stderr.strip().splitlines() == [
+        f"dmrollout: DecisionModel {ctl.namespace}/scored has no evaluation in status yet (set "
+        "spec.rollout.evaluation; the report is written once a rollout has evaluated)"
+    ]
+    assert not (tmp_path / "x.html").exists()
     evaluation = {
         "datasetRef": {"configMapRef": {"name": "golden", "key": "cases.jsonl"}},
         "minAccuracy": "0.50",
