@@ -16,7 +16,7 @@ from temporalio.api.history.v1 import HistoryEvent
 
 from controller.cli_context import CliContext
 from controller.cli_errors import CliError, ExitCode
-from controller.rollouts import RPC_TIMEOUT, _quote, dm_query
+from controller.rollouts import RPC_TIMEOUT, revision_query
 from controller.verbs import _dm_or_not_found
 from decisionmodel.api_status import EvaluationGates, EvaluationStatus
 from decisionmodel.contracts import EVALUATE, EvaluationOutcome, RolloutInput
@@ -57,7 +57,7 @@ async def _from_history(
     ctx: CliContext, namespace: str, name: str, revision: str
 ) -> tuple[EvaluationStatus, str]:
     client, _ = await ctx.temporal()
-    query = f"{dm_query(namespace, name)} AND DmRevision = {_quote(revision)}"
+    query = revision_query(namespace, name, revision)
     found = [wf async for wf in client.list_workflows(query, rpc_timeout=RPC_TIMEOUT)]
     if not found:
         raise CliError(

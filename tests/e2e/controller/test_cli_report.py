@@ -20,7 +20,7 @@ from playwright.async_api import async_playwright
 from rollout_harness import RolloutHarness, golden_jsonl, put_model
 from temporalio.api.sdk.v1 import WorkflowMetadata
 
-from controller.rollouts import dm_query
+from controller.rollouts import revision_query
 
 pytestmark = [pytest.mark.e2e, pytest.mark.cluster, pytest.mark.temporal, pytest.mark.browser]
 
@@ -109,7 +109,7 @@ async def test_report_of_an_evaluated_rollout(ctl: RolloutHarness, tmp_path: Pat
     assert missing.returncode == 4 and "no rollout of revision" in missing.stderr
 
     # The Temporal UI's details of the rollout name the figures and the command.
-    query = f"{dm_query(ctl.namespace, 'scored')} AND DmRevision = '{revision}'"
+    query = revision_query(ctl.namespace, "scored", revision)
     [rollout] = [wf async for wf in ctl.client.list_workflows(query)]
     handle = ctl.client.get_workflow_handle(rollout.id)
     meta = await handle.query("__temporal_workflow_metadata", result_type=WorkflowMetadata)
