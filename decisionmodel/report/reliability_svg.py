@@ -95,8 +95,9 @@ def _bars(bins: list[ReliabilityBinStatus]) -> list[str]:
             f'stroke="#2e86c1"><title>bin {i}: {b.correct}/{b.count} right '
             f"(accuracy {accuracy:.4f})</title></rect>"
         )
+        # Inside the bar's foot: above its top it would sit on the bin's dot.
         out.append(
-            f'<text class="count" x="{x + width * SIZE / 2:.1f}" y="{top - 4:.1f}" '
+            f'<text class="count" x="{x + width * SIZE / 2:.1f}" y="{_y(0) - 6:.1f}" '
             f'text-anchor="middle" font-size="10" font-family="sans-serif">n={b.count}</text>'
         )
     return out

@@ -173,3 +173,9 @@ def test_the_temporal_ui_line_names_the_figures_and_the_report_command() -> None
     line = evaluation_details(outcome, "team-a", "fraud", "0123abcd")
     assert f"accuracy {outcome.accuracy}, ECE {outcome.ece}" in line
     assert "`dmrollout report fraud -n team-a --revision 0123abcd`" in line
+
+
+def test_the_class_vocabulary_is_capped_at_twenty_labels() -> None:
+    labels = {label for kind in KINDS for label in kind_labels(kind)} | {NONE}
+    assert len(labels) <= 20
+    assert all(len(label) <= 16 for label in labels)  # status's maxLength
