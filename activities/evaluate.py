@@ -180,11 +180,17 @@ class EvaluateActivities:
                         ticker.update(self._waiting(state, err).details())
                     raise
             assert state.candidate is not None
-            return self._outcome(
+            outcome = self._outcome(
                 gates,
                 finalize(state.candidate),
                 finalize(state.baseline) if state.baseline is not None else None,
                 digest,
+            )
+            return outcome.model_copy(
+                update={
+                    "aggregates": state.candidate.aggregates(),
+                    "baseline_aggregates": state.baseline.aggregates() if state.baseline else None,
+                }
             )
 
     @staticmethod
@@ -291,5 +297,6 @@ class EvaluateActivities:
             failed_cases=candidate.failed_cases,
             baseline_accuracy=base["accuracy"] if base else None,
             baseline_ece=base["ece"] if base else None,
+            baseline_brier=base["brier"] if base else None,
             dataset_digest=digest,
         )

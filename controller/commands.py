@@ -84,6 +84,12 @@ async def status_or_watch(ctx: Any) -> int:
     return await (watch_status(ctx) if ctx.args.watch else status(ctx))
 
 
+async def _report(ctx: Any) -> int:
+    from controller.verbs_report import report
+
+    return await report(ctx)
+
+
 def add_commands(sub: Any) -> None:
     from controller.cli_context import add_kube_flags, add_temporal_flags
     from controller.cli_output import add_output_flag
@@ -128,6 +134,20 @@ def add_commands(sub: Any) -> None:
     dm_verb("undo", "roll back to the previous revision (a new rollout of it)", False).set_defaults(
         func=cli_entry(undo)
     )
+
+    re = dm_verb("report", "write the evaluation report: one HTML file (reliability diagram…)")
+    re.add_argument(
+        "--revision", default=None, help="a past revision's evaluation, from its rollout's history"
+    )
+    re.add_argument(
+        "-o",
+        "--output",
+        dest="output_file",
+        default=None,
+        metavar="FILE",
+        help="where to write it (default: <name>-<revision>-report.html)",
+    )
+    re.set_defaults(func=cli_entry(_report))
 
     hi = sub.add_parser("history", help="past rollouts from Temporal visibility")
     hi.add_argument("name", nargs="?", default=None, help="one DecisionModel (default: all)")

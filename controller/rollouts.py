@@ -51,6 +51,11 @@ def dm_query(dm_namespace: str, dm_name: str) -> str:
     return f"DmNamespace = {_quote(dm_namespace)} AND DmName = {_quote(dm_name)}"
 
 
+def revision_query(dm_namespace: str, dm_name: str, revision: str) -> str:
+    """The rollouts of one revision of a DecisionModel (DmRevision is the resolved hash)."""
+    return f"{dm_query(dm_namespace, dm_name)} AND DmRevision = {_quote(revision)}"
+
+
 class Rollouts:
     def __init__(self, client: Client, task_queue: str, ui_url: str = "") -> None:
         self.client = client

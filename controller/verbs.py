@@ -18,6 +18,7 @@ from controller.reconcile import get_dm_raw
 from controller.rollouts import Rollouts, dm_query
 from decisionmodel.api import GROUP, PLURAL, VERSION
 from decisionmodel.contracts import Phase
+from decisionmodel.evaluation_status import report_command
 from kube.client import Kube
 from workflows import search_attributes as sa
 
@@ -67,6 +68,10 @@ def _status_view(namespace: str, obj: dict[str, Any]) -> dict[str, Any]:
         "candidateRevision": st.get("candidateRevision"),
         "failedRevision": st.get("failedRevision"),
         "evaluation": st.get("evaluation"),
+        # The command that writes the evaluation report (reliability diagram, confusion).
+        "report": report_command(namespace, obj["metadata"]["name"])
+        if st.get("evaluation")
+        else None,
         "conditions": st.get("conditions") or [],
     }
 
@@ -114,6 +119,7 @@ def _status_text(v: dict[str, Any]) -> str:
             f"(baseline {ev.get('baselineAccuracy', '-')}), ECE {ev.get('ece')}, "
             f"{ev.get('cases')} cases"
         )
+        lines.append(f"  report     {v['report']}")
     for c in v["conditions"]:
         lines.append(
             f"  {c['type']:<10} {c['status']:<5} {c.get('reason', '')}: {c.get('message', '')}"

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import enum
 from datetime import datetime
-from typing import Any, Final
+from typing import Any, Final, Literal
 
 from pydantic import Field
 
@@ -138,6 +138,26 @@ def _decimal_field(description: str) -> Any:
     )
 
 
+class ReliabilityBinStatus(WireModel):
+    """One equal-width confidence bin of the reliability diagram (counts and a sum only)."""
+
+    count: int = Field(default=0, ge=0, description="Answer pairs whose confidence is in the bin.")
+    correct: int = Field(default=0, ge=0, description="Of those, the calibration-correct ones.")
+    confidence_sum: str | None = _decimal_field("Sum of the pairs' confidences (4 places).")
+
+
+class ConfusionCellStatus(WireModel):
+    """Pairs expected in one class and answered in another, for one question type. Classes are
+    named from the runtime's answer vocabulary (true/false, level N) or, for choice labels
+    (dataset content), by their position in the criteria (option N, option 7+); none is a
+    missing or unusable answer."""
+
+    kind: Literal["choice", "noul", "score"] = Field(description="Question type.")
+    expected: str = Field(max_length=16, description="Expected class.")
+    predicted: str = Field(max_length=16, description="Answered class.")
+    count: int = Field(ge=0, description="Answer pairs in this cell.")
+
+
 class EvaluationStatus(WireModel):
     """Result of the latest evaluation (decimals as strings with 4 places)."""
 
@@ -153,6 +173,21 @@ class EvaluationStatus(WireModel):
     ece: str | None = _decimal_field("Expected calibration error (10 equal-width bins).")
     brier: str | None = _decimal_field("Brier score: mean squared confidence error.")
     baseline_ece: str | None = _decimal_field("Stable revision ECE, same dataset.")
+    baseline_brier: str | None = _decimal_field("Stable revision Brier score, same dataset.")
+    reliability: list[ReliabilityBinStatus] | None = Field(
+        default=None,
+        max_length=15,
+        description="Reliability diagram of the candidate: per confidence bin, the pair count, "
+        "the calibration-correct count and the confidence sum (dmrollout report draws it).",
+    )
+    baseline_reliability: list[ReliabilityBinStatus] | None = Field(
+        default=None, max_length=15, description="The same for the stable revision."
+    )
+    confusion: list[ConfusionCellStatus] | None = Field(
+        default=None,
+        max_length=256,
+        description="Per-label confusion counts of the candidate (no dataset content).",
+    )
     gates: EvaluationGates | None = Field(default=None, description="The gates applied.")
     result: EvaluationResult | None = Field(default=None, description="Passed or Failed.")
     reason: str | None = Field(

@@ -16,6 +16,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 # One phase vocabulary: the API's (status.phase), also the workflow's DmPhase attribute.
 from decisionmodel.api_status import Phase as Phase
+from decisionmodel.evaluation.aggregates import EvaluationAggregates
 from decisionmodel.vocabulary import EvaluationResult, Gate
 from decisionmodel.vocabulary import RolloutResult as RolloutResult
 
@@ -309,6 +310,11 @@ class EvaluationOutcome(Contract):
     baseline_accuracy: str | None = None
     baseline_ece: str | None = None
     dataset_digest: str
+    # Added for the report (defaults: histories written before replay unchanged). Counts and
+    # sums only: per-bin calibration sums and confusion cells named without dataset content.
+    baseline_brier: str | None = None
+    aggregates: EvaluationAggregates | None = None
+    baseline_aggregates: EvaluationAggregates | None = None
 
 
 class PromoteInput(Contract):

@@ -18,7 +18,7 @@ from typing import Any, Final
 
 from kubernetes.client.rest import ApiException
 
-from decisionmodel.api_status import EvaluationGates, EvaluationStatus
+from decisionmodel.api_status import EvaluationGates
 from decisionmodel.contracts import (
     ConditionUpdate,
     DMRef,
@@ -26,6 +26,7 @@ from decisionmodel.contracts import (
     RevisionRecord,
     StatusUpdate,
 )
+from decisionmodel.evaluation_status import evaluation_status
 from decisionmodel.vocabulary import ROLLOUT_CONDITION_TYPES, ConditionType
 from kube.client import ROLLOUT_FIELD_MANAGER, APIServerUnavailable, Kube
 from kube.status import apply_owned_status, emit_event, merge_conditions, wire_time
@@ -113,18 +114,7 @@ def _evaluation(
         if old is None or gates is None:
             return old
         return {**old, "gates": _gates(gates)}
-    status = EvaluationStatus(
-        revision=revision,
-        accuracy=outcome.accuracy,
-        baseline_accuracy=outcome.baseline_accuracy,
-        cases=outcome.cases,
-        failed_cases=outcome.failed_cases,
-        ece=outcome.ece,
-        brier=outcome.brier,
-        baseline_ece=outcome.baseline_ece,
-        result=outcome.result,
-        reason=outcome.reason,
-    ).to_wire()
+    status = evaluation_status(outcome, revision).to_wire()
     if gates is not None:
         status["gates"] = _gates(gates)
     elif old is not None and "gates" in old:

@@ -75,6 +75,7 @@ with workflow.unsafe.imports_passed_through():
         WatchPromotedResult,
         approval_token,
     )
+    from decisionmodel.evaluation_status import evaluation_details
     from decisionmodel.vocabulary import (
         PERMANENT_REASONS,
         ConditionType,
@@ -120,6 +121,9 @@ class RolloutWorkflow:
         self._state = RolloutState()
         # The task running the steps (not state: the handle abort cancels).
         self._main: asyncio.Task[RolloutOutcome] | None = None
+        # The evaluation's line in the Temporal UI's details, kept under every later step's
+        # (details are not history: changing them never affects a replay).
+        self._evaluation_details = ""
 
     # -- entry point -----------------------------------------------------------------------
     @workflow.run
@@ -322,6 +326,10 @@ class RolloutWorkflow:
             timeout_reason=Reason.EVALUATION_TIMEOUT,
         )
         self._state.evaluation = outcome
+        self._evaluation_details = evaluation_details(
+            outcome, inp.dm.namespace, inp.dm.name, record.hash
+        )
+        self._details(f"**{Phase.EVALUATING.value}**: evaluated")
         passed = outcome.result == EvaluationResult.PASSED
         await self._record_evaluation(policy, outcome, passed)
         if not passed:
@@ -584,7 +592,12 @@ class RolloutWorkflow:
         state.reason = outcome.reason
         state.message = outcome.message
         workflow.upsert_search_attributes([sa.DM_RESULT.value_set(outcome.result.value)])
-        workflow.set_current_details(f"**{outcome.result.value}** {outcome.reason or ''}")
+        self._details(f"**{outcome.result.value}** {outcome.reason or ''}")
+
+    def _details(self, line: str) -> None:
+        """The Temporal UI's current details: this step, then the evaluation's figures."""
+        extra = f"\n\n{self._evaluation_details}" if self._evaluation_details else ""
+        workflow.set_current_details(line + extra)
 
     # -- messages --------------------------------------------------------------------------
     @workflow.signal
@@ -657,7 +670,7 @@ class RolloutWorkflow:
         self._state.phase = phase
         self._state.step = step
         workflow.upsert_search_attributes([sa.DM_PHASE.value_set(phase.value)])
-        workflow.set_current_details(f"**{phase.value}**: {step}")
+        self._details(f"**{phase.value}**: {step}")
         await self._record_status(
             phase=phase,
             event_reason=event_reason,

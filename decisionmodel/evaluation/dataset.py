@@ -93,6 +93,9 @@ class Expectation:
     kind: QuestionType
     value: str | bool | int
     tolerance: Decimal | None = None
+    # choice only: the question's labels in the criteria's order, so the confusion matrix can
+    # name a label by its position (a label itself is dataset content and never leaves).
+    options: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -208,6 +211,7 @@ def _parse_case(text: str, index: int, line: int, default_tolerance: Decimal) ->
 class _Question:
     kind: QuestionType
     labels: frozenset[str] = frozenset()  # choice only
+    order: tuple[str, ...] = ()  # choice only: the labels as the criteria list them
     levels: int = 0  # score only
 
 
@@ -253,7 +257,7 @@ def _parse_question(where: str, question: Any) -> _Question:
         low, high = CHOICE_OPTIONS
         if not low <= len(labels) <= high:
             raise _Problem(f"{where}: choice criteria must hold {low} to {high} labels")
-        return _Question("choice", labels=frozenset(labels))
+        return _Question("choice", labels=frozenset(labels), order=tuple(labels))
     if kind == "score":
         low, high = SCORE_LEVELS
         if not isinstance(criteria, list) or not low <= len(criteria) <= high:
@@ -283,7 +287,7 @@ def _parse_expected(
                 raise _Problem(f"{where} must be a label (a string) for a choice question")
             if value not in question.labels:
                 raise _Problem(f"{where} is not one of the question's labels")
-            expectations[qid] = Expectation("choice", value)
+            expectations[qid] = Expectation("choice", value, options=question.order)
         elif question.kind == "noul":
             if not isinstance(value, bool):
                 raise _Problem(f"{where} must be true or false for a noul question")

@@ -25,10 +25,13 @@ Typical use in an activity::
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from typing import Self
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from decisionmodel.evaluation.aggregates import EvaluationAggregates, build_aggregates
+from decisionmodel.evaluation.confusion import classify, split_key
 from decisionmodel.evaluation.dataset import GoldenCase
 from decisionmodel.evaluation.metrics import (
     ECE_BINS,
@@ -77,6 +80,12 @@ class EvaluationProgress(BaseModel):
         default_factory=_float_zeros, min_length=ECE_BINS, max_length=ECE_BINS
     )
     brier_sum: float = Field(default=0.0, ge=0.0, description="Σ (confidence - correct)²")
+    # Added later: a heartbeat of an older worker has none, so its cells may fall short of
+    # ``pairs`` (they never exceed it).
+    confusion: dict[str, int] = Field(
+        default_factory=dict,
+        description="pairs per confusion cell, keyed kind/expected/predicted (confusion.py)",
+    )
 
     @model_validator(mode="after")
     def _consistent(self) -> Self:
@@ -93,6 +102,12 @@ class EvaluationProgress(BaseModel):
                 raise ValueError("progress bins are inconsistent")
         if not math.isfinite(self.brier_sum) or self.brier_sum > self.pairs:
             raise ValueError("progress Brier sum is inconsistent")
+        for key, count in self.confusion.items():
+            split_key(key)
+            if count < 0:
+                raise ValueError("progress confusion counts are inconsistent")
+        if sum(self.confusion.values()) > self.pairs:
+            raise ValueError("progress confusion counts exceed the pair count")
         return self
 
     @property
@@ -107,8 +122,10 @@ class EvaluationProgress(BaseModel):
         or skipping one after a resume is a bug, and it would corrupt the figures silently."""
         self._expect(case)
         outcomes = score_case(case, response_answers)
-        for outcome in outcomes:
+        answers = response_answers if isinstance(response_answers, Mapping) else {}
+        for (qid, expectation), outcome in zip(case.expectations.items(), outcomes, strict=True):
             self._add_pair(outcome)
+            self._count(classify(expectation, outcome, answers.get(qid)))
         if not all(outcome.correct for outcome in outcomes):
             self.failed_cases += 1
         self.next_case_index += 1
@@ -116,8 +133,9 @@ class EvaluationProgress(BaseModel):
     def add_failed_case(self, case: GoldenCase) -> None:
         """Count a case whose request failed permanently: every pair wrong, confidence 0."""
         self._expect(case)
-        for _ in case.expectations:
+        for expectation in case.expectations.values():
             self._add_pair(MISSING)
+            self._count(classify(expectation, MISSING, None))
         self.failed_cases += 1
         self.next_case_index += 1
 
@@ -126,6 +144,15 @@ class EvaluationProgress(BaseModel):
             raise ValueError(
                 f"case {case.index} given, but the next case to evaluate is {self.next_case_index}"
             )
+
+    def _count(self, key: str) -> None:
+        self.confusion[key] = self.confusion.get(key, 0) + 1
+
+    def aggregates(self) -> EvaluationAggregates:
+        """Per-bin sums and confusion cells, for the report (counts only)."""
+        return build_aggregates(
+            self.bin_counts, self.bin_correct, self.bin_confidence_sums, self.confusion
+        )
 
     def _add_pair(self, outcome: PairOutcome) -> None:
         confidence = min(max(outcome.confidence, 0.0), 1.0)

@@ -52,7 +52,7 @@ from decisionmodel.engine_params import (
     StoreParams,
 )
 from decisionmodel.errors import ProbeError, QueueFull
-from decisionmodel.evaluation import EvaluationProgress, parse_dataset
+from decisionmodel.evaluation import EvaluationProgress, parse_dataset, render4
 from decisionmodel.render import (
     render_prefetch_job,
     render_serving_deployment,
@@ -616,6 +616,12 @@ async def test_evaluate_accuracy_equals_the_simulated_models(
     assert outcome.dataset_digest == hashlib.sha256(raw.encode()).hexdigest()
     assert outcome.baseline_accuracy is None
     assert 0 <= float(outcome.ece) <= 1 and 0 <= float(outcome.brier) <= 1
+    # The report's aggregates travel in the result: they give back the same ECE and count
+    # every pair once, in the bins and in the confusion cells.
+    assert outcome.aggregates is not None and outcome.baseline_aggregates is None
+    assert render4(outcome.aggregates.ece()) == outcome.ece
+    assert sum(b.count for b in outcome.aggregates.bins) == total
+    assert sum(c.count for c in outcome.aggregates.confusion) == total
     last = EvaluationHeartbeat.model_validate(beats[-1])
     assert last.phase == "candidate" and last.cases_total == CASES
     assert last.candidate is not None and last.candidate.next_case_index == CASES
@@ -654,6 +660,7 @@ async def test_evaluate_gates_fail_as_a_result_and_use_the_stable_as_baseline(
         evaluate_input(warmed, ref, stable=True, max_accuracy_drop="0.01"),
     )
     assert dropped.baseline_accuracy == baseline and dropped.accuracy == accuracy
+    assert dropped.baseline_brier is not None and dropped.baseline_aggregates is not None
     assert dropped.result == "Failed" and "maxAccuracyDrop 0.01" in dropped.message
     phases = [b["phase"] for b in beats]
     assert "candidate" in phases and phases[-1] == "baseline"
