@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import math
 import re
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
@@ -213,7 +214,9 @@ class _Answer:
     def json_object(self) -> dict[str, Any] | None:
         try:
             data = json.loads(self.body)
-        except (UnicodeDecodeError, json.JSONDecodeError):
+        except (ValueError, RecursionError):
+            # ValueError: not JSON, not UTF-8, or an integer of more than 4300 digits;
+            # RecursionError: nested deeper than the parser goes. A runtime answer is input.
             return None
         return data if isinstance(data, dict) else None
 
@@ -435,6 +438,9 @@ class RuntimeClient:
         try:
             wait = float(header) if header else DEFAULT_QUEUE_FULL_WAIT
         except ValueError:
+            wait = DEFAULT_QUEUE_FULL_WAIT
+        if math.isnan(wait):
+            # `Retry-After: nan` parses, and min/max pass NaN through: asyncio.sleep(nan).
             wait = DEFAULT_QUEUE_FULL_WAIT
         return min(max(wait, 0.0), self._max_retry_after)
 

@@ -144,6 +144,17 @@ def _reject_constant(name: str) -> Any:
     raise _Problem(f"{name} is not a JSON value")
 
 
+def _check_sendable(state: Any, questions: Any) -> None:
+    """The request body must encode as httpx encodes it (UTF-8, allow_nan=False): json.loads
+    takes `1e400` (as inf) and an unpaired `\ud800` escape, neither of which can be sent."""
+    try:
+        json.dumps([state, questions], ensure_ascii=False, allow_nan=False).encode("utf-8")
+    except UnicodeEncodeError:
+        raise _Problem("state or questions hold an unpaired UTF-16 surrogate escape") from None
+    except ValueError:
+        raise _Problem("state or questions hold a number beyond the range of a double") from None
+
+
 def _parse_case(text: str, index: int, line: int, default_tolerance: Decimal) -> GoldenCase:
     try:
         obj = json.loads(text, parse_constant=_reject_constant)
@@ -153,6 +164,9 @@ def _parse_case(text: str, index: int, line: int, default_tolerance: Decimal) ->
         raise _Problem(f"invalid JSON ({err.msg} at column {err.colno})") from None
     except RecursionError:
         raise _Problem("invalid JSON (nested too deeply)") from None
+    except ValueError:
+        # int() refuses a literal of more than 4300 digits (sys.int_info.default_max_str_digits).
+        raise _Problem("invalid JSON (a number has too many digits)") from None
     if not isinstance(obj, dict):
         raise _Problem("a case must be a JSON object")
 
@@ -165,6 +179,7 @@ def _parse_case(text: str, index: int, line: int, default_tolerance: Decimal) ->
     questions = _parse_questions(obj)
     expectations = _parse_expected(obj, questions, default_tolerance)
     _apply_tolerance(obj, questions, expectations)
+    _check_sendable(state, obj["questions"])
     return GoldenCase(
         index=index, line=line, state=state, questions=obj["questions"], expectations=expectations
     )
@@ -242,7 +257,7 @@ def _parse_expected(
                 raise _Problem(f"{where} must be true or false for a noul question")
             expectations[qid] = Expectation("noul", value)
         else:
-            if not _is_number(value) or not math.isfinite(value) or value != int(value):
+            if not _is_number(value) or not _finite(value) or value != int(value):
                 raise _Problem(f"{where} must be an integer level for a score question")
             level = int(value)
             if not 0 <= level < question.levels:
@@ -266,7 +281,7 @@ def _apply_tolerance(
             raise _Problem(f"{where} names a question that is not expected")
         if questions[qid].kind != "score":
             raise _Problem(f"{where}: a tolerance applies to score questions only")
-        if not _is_number(value) or not math.isfinite(value) or value < 0:
+        if not _is_number(value) or not _finite(value) or value < 0:
             raise _Problem(f"{where} must be a number >= 0")
         expectations[qid] = Expectation("score", expectation.value, to_decimal(value))
 
@@ -274,6 +289,11 @@ def _apply_tolerance(
 def _is_number(value: Any) -> TypeGuard[int | float]:
     # bool is an int subclass in Python, but true/false is not a number in JSON.
     return isinstance(value, int | float) and not isinstance(value, bool)
+
+
+def _finite(value: int | float) -> bool:
+    # math.isfinite converts an int to float first: OverflowError beyond 1.8e308.
+    return isinstance(value, int) or math.isfinite(value)
 
 
 def to_decimal(value: int | float) -> Decimal:

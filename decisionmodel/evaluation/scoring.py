@@ -116,12 +116,15 @@ def _score_score(expectation: Expectation, answer: Mapping[str, Any]) -> PairOut
 
 
 def _finite_number(value: object) -> TypeGuard[int | float]:
-    # bool is an int subclass in Python, but true/false is not a number in JSON.
-    return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
+    # bool is an int subclass in Python, but true/false is not a number in JSON. An int is
+    # finite, however large: math.isfinite would raise OverflowError on one beyond 1.8e308.
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return False
+    return isinstance(value, int) or math.isfinite(value)
 
 
 def _probability(value: object) -> float | None:
-    if not _finite_number(value):
+    # Compared before float(): a huge int from the runtime is out of range, not an overflow.
+    if not _finite_number(value) or not 0 <= value <= 1:
         return None
-    p = float(value)
-    return p if 0.0 <= p <= 1.0 else None
+    return float(value)
