@@ -405,11 +405,14 @@ def decision_models(draw: st.DrawFn) -> SpecExample:
         elif what == "unknown":
             parent = path if isinstance(_get(manifest, path), dict) else path[:-1]
             target = _get(manifest, parent)
-            if isinstance(target, dict):
-                key = draw(TEXT)
-                if key not in target:
-                    target[key] = draw(json_values(3))
-            continue  # unknown fields are pruned or ignored, so nothing is broken
+            key = draw(TEXT)
+            if isinstance(target, dict) and key not in target:
+                target[key] = draw(json_values(3))
+                # An unknown field is pruned or ignored: nothing broken. A new entry of a typed
+                # map (nodeSelector) is no unknown field: it must have the map's value type.
+                if isinstance((schema_at(parent) or {}).get("additionalProperties"), dict):
+                    broken.append(wire_path((*parent, key)))
+            continue
         else:
             _set(manifest, path, draw(bad_values(schema_at(path))))
         broken.append(wire_path(path))
