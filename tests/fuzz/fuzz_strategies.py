@@ -322,9 +322,11 @@ def _bad_values(node: dict[str, Any] | None) -> st.SearchStrategy[Any]:
         if "enum" in (node or {}).get("items", {}):
             own.append(st.lists(st.sampled_from(node["items"]["enum"]), max_size=4))
     if kind == "object":
-        own.append(st.just({}))
+        own.append(st.builds(dict))
         own.append(st.dictionaries(TEXT, json_values(3), max_size=3))
-    foreign = st.one_of(JSON_SCALARS, st.just([]), st.just({}), st.integers(1, 300).map(nested))
+    foreign = st.one_of(
+        JSON_SCALARS, st.builds(list), st.builds(dict), st.integers(1, 300).map(nested)
+    )
     return st.one_of(*own, foreign) if own else foreign
 
 
@@ -389,10 +391,11 @@ def decision_models(draw: st.DrawFn) -> SpecExample:
             path, value, named = draw(st.sampled_from(_RULE_BREAKERS))
             if path == ("spec", "image"):
                 manifest["spec"].setdefault("runtimeVersion", "0.10.0")
-            if path[1] in ("cache", "auth") and path[1] not in manifest["spec"]:
-                manifest["spec"][path[1]] = {}
+            section = manifest["spec"].get(path[1])
+            if path[1] in ("cache", "auth", "rollout") and not isinstance(section, dict):
+                manifest["spec"][path[1]] = {}  # an earlier mutation may have made it a list
             if path[1] == "rollout":
-                manifest["spec"].setdefault("rollout", {}).pop("evaluation", None)
+                manifest["spec"]["rollout"].pop("evaluation", None)
             _set(manifest, path, copy.deepcopy(value))  # later mutations edit it in place
             broken.append(named)
             continue
