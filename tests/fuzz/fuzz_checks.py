@@ -19,7 +19,7 @@ import traceback
 from typing import Any
 
 import httpx
-from fuzz_apiserver import Verdict
+from fuzz_apiserver import Verdict, dumps
 from fuzz_strategies import FUZZ_CASE, RuntimeAnswer, SpecExample
 from fuzz_tally import Tally
 
@@ -69,7 +69,11 @@ def _undecodable(verdict: Verdict) -> bool:
 
 def check_spec(tally: Tally, example: SpecExample, server: Verdict) -> None:
     tally.count("generated")
-    mine = pydantic_verdict(example.manifest)
+    try:
+        mine = pydantic_verdict(example.manifest)
+    except Exception as err:
+        tally.problem("UNHANDLED", _unhandled(err, dumps(example.manifest)))
+        return
     tally.count("accepted by pydantic" if mine.accepted else "rejected by pydantic")
     tally.count("accepted by the API server" if server.accepted else "rejected by the API server")
     shown = json.dumps(example.manifest)[:600]
