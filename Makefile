@@ -6,7 +6,7 @@ STAMP := $(VENV)/.installed-stamp
 PYTEST_ARGS ?=
 HELM = $(shell bash hack/testenv.sh --print)/helm
 
-.PHONY: help venv testenv browser bench bench-fleet test chaos unit lint format manifests demo dev-up clean
+.PHONY: help venv testenv browser bench bench-fleet test chaos fuzz unit lint format manifests demo dev-up clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-10s %s\n", $$1, $$2}'
@@ -30,6 +30,9 @@ test: venv testenv browser ## run every test inside a private network namespace
 
 chaos: venv testenv ## the full chaos matrix (every fault at every step, ~2 h); prints a table, also in build/chaos-table.txt
 	DMROLLOUT_CHAOS=full hack/in-netns.sh $(BIN)/pytest -q tests/chaos $(PYTEST_ARGS)
+
+fuzz: venv testenv ## 10,000 generated DecisionModels (pydantic vs the API server), datasets and runtime answers each; prints the counts, also in build/fuzz-counts.txt
+	DMROLLOUT_FUZZ=full hack/in-netns.sh $(BIN)/pytest -q tests/fuzz $(PYTEST_ARGS)
 
 unit: venv testenv ## the fast pure tests only (no cluster, no Temporal)
 	$(BIN)/pytest -q tests/unit -m "not cluster and not temporal"

@@ -110,6 +110,47 @@ def _field_path(loc: tuple[int | str, ...]) -> str:
     return path or "<root>"
 
 
+def number_beyond_double(data: Any) -> str | None:
+    """The wire path of the first integer too large for a float64, if any (iterative: the
+    object may be nested deeper than Python's recursion limit)."""
+    stack: list[tuple[str, Any]] = [("", data)]
+    while stack:
+        path, value = stack.pop()
+        if isinstance(value, int) and not isinstance(value, bool):
+            try:
+                float(value)
+            except OverflowError:
+                return path or "<root>"
+        elif isinstance(value, dict):
+            stack.extend((f"{path}.{k}" if path else str(k), v) for k, v in value.items())
+        elif isinstance(value, list):
+            stack.extend((f"{path}[{i}]", v) for i, v in enumerate(value))
+    return None
+
+
+# Deeper than this, a DecisionModel is refused: its free-form fields (resources, affinity,
+# tolerations) are copied into Pods and serialised again, and pydantic's serialiser stops at
+# about 255 levels ("Maximum serialization depth exceeded"; make fuzz). No real spec nests
+# beyond a dozen.
+MAX_NESTING: Final = 64
+
+
+def nesting_beyond(data: Any, limit: int = MAX_NESTING) -> str | None:
+    """The wire path of the first value nested deeper than ``limit``, if any (iterative)."""
+    stack: list[tuple[str, Any, int]] = [("", data, 0)]
+    while stack:
+        path, value, depth = stack.pop()
+        if depth > limit:
+            return path or "<root>"
+        if isinstance(value, dict):
+            stack.extend(
+                (f"{path}.{k}" if path else str(k), v, depth + 1) for k, v in value.items()
+            )
+        elif isinstance(value, list):
+            stack.extend((f"{path}[{i}]", v, depth + 1) for i, v in enumerate(value))
+    return None
+
+
 def _clean_message(message: str) -> str:
     # pydantic prefixes messages raised from validators; the shared text is what matters.
     return message.removeprefix("Value error, ")
@@ -127,6 +168,24 @@ class DecisionModel(WireModel):
     status: DecisionModelStatus = Field(
         default_factory=DecisionModelStatus, description="Observed state."
     )
+
+    @model_validator(mode="before")
+    @classmethod
+    def _numbers_fit_a_double(cls, data: Any) -> Any:
+        # The API server decodes every JSON number of an object, passthrough and unknown fields
+        # included, as an int64 or a float64; a larger one makes the whole request undecodable
+        # ("cannot unmarshal number"). Refuse it here too, naming where it is (make fuzz).
+        where = number_beyond_double(data)
+        if where is not None:
+            raise ValueError(f"{where}: the number is beyond the range of a double")
+        deep = nesting_beyond(data)
+        if deep is not None:
+            field = ".".join(deep.split(".")[:3])  # the field, not 64 levels of its path
+            raise ValueError(
+                f"{field}: nested deeper than {MAX_NESTING} levels; dmrollout refuses such an "
+                "object (flatten the field)"
+            )
+        return data
 
     @model_validator(mode="after")
     def _name_fits(self) -> DecisionModel:

@@ -22,6 +22,8 @@ from pydantic import (
     BeforeValidator,
     ConfigDict,
     Field,
+    StrictBool,
+    StrictInt,
     WithJsonSchema,
     field_validator,
     model_validator,
@@ -46,11 +48,22 @@ MSG_SECRET_OPTIONAL: Final = "optional is not supported: the referenced Secret a
 # --- patterns (Go RE2 and Rust regex agree on all of them) ---------------------------------
 
 DIGEST_PATTERN: Final = r"^[a-f0-9]{64}$"
-RUNTIME_VERSION_PATTERN: Final = r"^\d+\.\d+\.\d+$"
+# ASCII classes only: pydantic's regex engine reads \d and \s as Unicode classes, Go's RE2 as
+# ASCII ones, so `1.2.٣` or a no-break space would pass one side and not the other (make fuzz).
+RUNTIME_VERSION_PATTERN: Final = r"^[0-9]+\.[0-9]+\.[0-9]+$"
+# A model reference is printable ASCII without spaces (RUNTIME_API.md name grammar).
+MODEL_PATTERN: Final = r"^[!-~]+$"
 # A decimal in [0, 1] written as a string, so "0.90" survives YAML and JSON unchanged.
 DECIMAL_FRACTION_PATTERN: Final = r"^(0(\.[0-9]+)?|1(\.0+)?)$"
-# Go duration syntax as `time.ParseDuration` accepts it, minus signs and bare fractions.
-DURATION_PATTERN: Final = r"^([0-9]+(\.[0-9]+)?(ns|us|µs|μs|ms|s|m|h))+$"
+# Go duration syntax as `time.ParseDuration` accepts it, minus signs and bare fractions, and
+# with at most 5 digits of hours, 6 of minutes, 8 of seconds, 11 of ms, 14 of us, 17 of ns per
+# term: at most 16 terms fit in 32 characters, each under 3.6e17 ns, so the sum never leaves
+# int64 and the CEL rule's duration() never fails at run time (`99999999999999999999h` made it
+# error, found by make fuzz). Every timeout between 1m and 24h is still expressible.
+DURATION_PATTERN: Final = (
+    r"^(([0-9]{1,5}(\.[0-9]+)?h)|([0-9]{1,6}(\.[0-9]+)?m)|([0-9]{1,8}(\.[0-9]+)?s)"
+    r"|([0-9]{1,11}(\.[0-9]+)?ms)|([0-9]{1,14}(\.[0-9]+)?(us|µs|μs))|([0-9]{1,17}(\.[0-9]+)?ns))+$"
+)
 # Kubernetes resource.Quantity, as in the schema controller-gen emits for it.
 QUANTITY_PATTERN: Final = (
     r"^(\+|-)?(([0-9]+(\.[0-9]*)?)|(\.[0-9]+))(([KMGTPE]i)|[numkMGTPE]|([eE](\+|-)?"
@@ -58,8 +71,16 @@ QUANTITY_PATTERN: Final = (
 )
 SECRET_KEY_PATTERN: Final = r"^[-._a-zA-Z0-9]+$"
 
+INT64_MIN: Final = -(1 << 63)
+INT64_MAX: Final = (1 << 63) - 1
+# spec.replicas is also the scale subresource's Scale.spec.replicas, an int32: the API server
+# refuses a larger value there even though the schema alone would take it.
+INT32_MAX: Final = (1 << 31) - 1
+MAX_SAFE_JSON_INTEGER: Final = (1 << 53) - 1
 MIN_TIMEOUT: Final = timedelta(minutes=1)
 MAX_TIMEOUT: Final = timedelta(hours=24)
+_MIN_TIMEOUT_NS: Final = MIN_TIMEOUT // timedelta(microseconds=1) * 1000
+_MAX_TIMEOUT_NS: Final = MAX_TIMEOUT // timedelta(microseconds=1) * 1000
 DEFAULT_MAX_CASES: Final = 500
 MAX_MAX_CASES: Final = 5000
 
@@ -82,26 +103,59 @@ def cel_rules(*rules: dict[str, str]) -> dict[str, Any]:
 
 # --- Go durations ---------------------------------------------------------------------------
 
-# Microseconds per unit; timedelta has microsecond resolution, so ns are rounded.
-_DURATION_UNITS: Final[dict[str, Decimal]] = {
-    "ns": Decimal("0.001"),
-    "us": Decimal(1),
-    "µs": Decimal(1),  # U+00B5 MICRO SIGN, as Go accepts
-    "μs": Decimal(1),  # U+03BC GREEK SMALL LETTER MU, as Go accepts
-    "ms": Decimal(1_000),
-    "s": Decimal(1_000_000),
-    "m": Decimal(60_000_000),
-    "h": Decimal(3_600_000_000),
+# Nanoseconds per unit, as Go's time package has them.
+_DURATION_UNITS: Final[dict[str, int]] = {
+    "ns": 1,
+    "us": 1_000,
+    "µs": 1_000,  # U+00B5 MICRO SIGN, as Go accepts
+    "μs": 1_000,  # U+03BC GREEK SMALL LETTER MU, as Go accepts
+    "ms": 1_000_000,
+    "s": 1_000_000_000,
+    "m": 60_000_000_000,
+    "h": 3_600_000_000_000,
 }
-_DURATION_TERM = re.compile(r"([0-9]+(?:\.[0-9]*)?|\.[0-9]+)(ns|us|µs|μs|ms|s|m|h)")
+_DURATION_TERM = re.compile(r"([0-9]*)(?:\.([0-9]*))?(ns|us|µs|μs|ms|s|m|h)")
+_INT64_LIMIT: Final = 1 << 63
 
 
 class DurationError(ValueError):
     """A string that is not a Go duration."""
 
 
-def parse_duration(text: str) -> timedelta:
-    """Parse a Go duration (`30m`, `1h30m`, `90s`, `1.5h`, `-5m`, `0`) like `time.ParseDuration`.
+def _go_fraction(digits: str) -> tuple[int, float]:
+    """Go's `leadingFraction`: the digits as an integer and their scale; digits past what an
+    int64 holds are dropped, not rounded."""
+    value, scale = 0, 1.0
+    for digit in digits:
+        if value > (_INT64_LIMIT - 1) // 10:
+            break
+        nxt = value * 10 + int(digit)
+        if nxt > _INT64_LIMIT:
+            break
+        value, scale = nxt, scale * 10
+    return value, scale
+
+
+def _go_term(whole: str, fraction: str, unit: int) -> int:
+    """One `<number><unit>` term in nanoseconds exactly as Go's `time.ParseDuration` computes
+    it: the fraction in float64 and truncated (so `0.016666666666666666h` is 59.999…s, under a
+    minute), an int64 overflow an error. The API server's CEL `duration()` is that function,
+    so this is what makes the pydantic bounds check agree with the CRD's on every input."""
+    value = int(whole) if whole else 0
+    if value > _INT64_LIMIT // unit:
+        raise OverflowError
+    value *= unit
+    numerator, scale = _go_fraction(fraction)
+    if numerator > 0:
+        value += int(float(numerator) * (float(unit) / scale))
+        if value > _INT64_LIMIT:
+            raise OverflowError
+    return value
+
+
+def go_duration_nanoseconds(text: str) -> int:
+    """Parse a Go duration (`30m`, `1h30m`, `90s`, `1.5h`, `-5m`, `0`) into nanoseconds like
+    `time.ParseDuration`, out-of-range values included (an error, as in Go).
 
     Raises `DurationError` (a ValueError) naming the offending input and the accepted units.
     """
@@ -113,14 +167,14 @@ def parse_duration(text: str) -> timedelta:
         sign = -1 if rest[0] == "-" else 1
         rest = rest[1:]
     if rest == "0":
-        return timedelta(0)
+        return 0
     if not rest:
         raise DurationError(f"invalid duration {text!r}: empty")
-    total = Decimal(0)
+    total = 0
     pos = 0
     while pos < len(rest):
         match = _DURATION_TERM.match(rest, pos)
-        if match is None:
+        if match is None or not (match.group(1) or match.group(2)):
             tail = rest[pos:]
             if re.fullmatch(r"[0-9.]+", tail):
                 raise DurationError(f"invalid duration {text!r}: missing unit after {tail!r}")
@@ -128,9 +182,23 @@ def parse_duration(text: str) -> timedelta:
                 f"invalid duration {text!r}: expected <number><unit> terms such as 30m, "
                 "1h30m or 90s (units: ns, us, ms, s, m, h)"
             )
-        total += Decimal(match.group(1)) * _DURATION_UNITS[match.group(2)]
+        try:
+            total += _go_term(match.group(1), match.group(2) or "", _DURATION_UNITS[match.group(3)])
+        except OverflowError:
+            total = _INT64_LIMIT + 1
+        if total > _INT64_LIMIT or (sign > 0 and total == _INT64_LIMIT):
+            raise DurationError(f"invalid duration {text!r}: out of range (over 2562047h)")
         pos = match.end()
-    return sign * timedelta(microseconds=int(total.to_integral_value()))
+    return sign * total
+
+
+def parse_duration(text: str) -> timedelta:
+    """A Go duration as a timedelta (nanoseconds rounded half-even to microseconds).
+
+    Raises `DurationError` (a ValueError) naming the offending input and the accepted units.
+    """
+    nanoseconds = go_duration_nanoseconds(text)
+    return timedelta(microseconds=int((Decimal(nanoseconds) / 1000).to_integral_value()))
 
 
 def format_duration(value: timedelta) -> str:
@@ -153,8 +221,13 @@ def _check_timeout(value: str) -> str:
         raise ValueError(
             f"invalid duration {value!r}: expected a Go duration such as 30m, 1h30m or 90s"
         )
-    duration = parse_duration(value)
-    if not MIN_TIMEOUT <= duration <= MAX_TIMEOUT:
+    try:
+        nanoseconds = go_duration_nanoseconds(value)
+    except DurationError:
+        # The CEL rule's duration() fails on the same input (out of int64 range); the API
+        # server then refuses the field with this rule's message.
+        raise ValueError(MSG_TIMEOUT_RANGE) from None
+    if not _MIN_TIMEOUT_NS <= nanoseconds <= _MAX_TIMEOUT_NS:
         raise ValueError(MSG_TIMEOUT_RANGE)
     return value
 
@@ -172,9 +245,30 @@ def _check_model_tag(value: str) -> str:
 
 
 def _int_to_str(value: Any) -> Any:
-    # YAML `size: 10737418240` arrives as an int; a Quantity is kept as its string form.
-    if isinstance(value, int) and not isinstance(value, bool):
+    # YAML `size: 10737418240` arrives as an int; a Quantity is kept as its string form. Only an
+    # int64: the API server reads a larger JSON integer as a float and refuses it.
+    if isinstance(value, int) and not isinstance(value, bool) and INT64_MIN <= value <= INT64_MAX:
         return str(value)
+    return value
+
+
+def _json_integer(value: Any) -> Any:
+    """What the API server takes for `type: integer`: a JSON integer, or a float with an
+    integral value within +-(2^53 - 1) (go-openapi's IsFloat64AJSONInteger: `5.0` is 5). Never
+    a string or a boolean, which pydantic's lax mode would turn into numbers ("3", true)."""
+    if isinstance(value, bool | str):
+        raise ValueError("must be an integer, not a string or a boolean")
+    if isinstance(value, float):
+        if value.is_integer() and abs(value) <= MAX_SAFE_JSON_INTEGER:
+            return int(value)
+        raise ValueError("must be an integer")
+    return value
+
+
+def _nulls_dropped(value: Any) -> Any:
+    # The API server prunes a null map value of a typed map before it validates the object.
+    if isinstance(value, dict):
+        return {k: v for k, v in value.items() if v is not None}
     return value
 
 
@@ -218,12 +312,15 @@ Quantity = Annotated[
     ),
 ]
 
+# An integer field as the API server reads it (see _json_integer).
+JsonInt = Annotated[int, BeforeValidator(_json_integer)]
+
 ModelName = Annotated[
     str,
     Field(
         min_length=1,
         max_length=512,
-        pattern=r"^\S+$",
+        pattern=MODEL_PATTERN,
         json_schema_extra=cel_rules(
             cel_rule(
                 "self.substring(self.lastIndexOf('/') + 1).contains(':') && !self.endsWith(':')",
@@ -285,6 +382,15 @@ class WireModel(BaseModel):
 
     model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, extra="ignore")
 
+    @model_validator(mode="before")
+    @classmethod
+    def _nulls_are_absent(cls, data: Any) -> Any:
+        # The API server prunes a null field (none is `nullable` in the CRD) before defaulting
+        # and validation: `replicas: null` is stored as the default 1. Read it the same way.
+        if isinstance(data, dict):
+            return {k: v for k, v in data.items() if v is not None}
+        return data
+
     def to_wire(self, *, exclude_none: bool = True) -> dict[str, Any]:
         """The JSON-ready wire form (camelCase keys, enums as strings)."""
         return self.model_dump(mode="json", by_alias=True, exclude_none=exclude_none)
@@ -306,7 +412,7 @@ class SecretKeySelector(WireModel):
         pattern=SECRET_KEY_PATTERN,
         description="Key inside the Secret.",
     )
-    optional: bool | None = Field(
+    optional: StrictBool | None = Field(
         default=None,
         description="Refused when true: the operator needs the Secret and key to exist.",
     )
@@ -384,7 +490,7 @@ class EvaluationSpec(WireModel):
         alias="maxECEIncrease",
         description="Largest accepted ECE increase against the stable revision, in [0, 1].",
     )
-    max_cases: int = Field(
+    max_cases: JsonInt = Field(
         default=DEFAULT_MAX_CASES,
         ge=1,
         le=MAX_MAX_CASES,
@@ -508,7 +614,7 @@ class SchedulingSpec(WireModel):
     policy (decisionmodel.placement: refused fields show as PlacementRefused). Part of the
     revision."""
 
-    node_selector: dict[str, str] | None = Field(
+    node_selector: Annotated[dict[str, str] | None, BeforeValidator(_nulls_dropped)] = Field(
         default=None, description="Node labels the Pods must match (PodSpec.nodeSelector)."
     )
     tolerations: list[dict[str, Any]] | None = Field(
@@ -617,9 +723,10 @@ class DecisionModelSpec(WireModel):
             "from the registry and recorded in status."
         ),
     )
-    replicas: int = Field(
+    replicas: StrictInt = Field(
         default=1,
         ge=1,
+        le=INT32_MAX,
         description=(
             "Serving Pods of the stable revision; at most the operator's maximum "
             "(DMROLLOUT_MAX_REPLICAS, default 10)."

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import math
 import re
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
@@ -454,6 +455,9 @@ class RuntimeClient:
         try:
             wait = float(header) if header else DEFAULT_QUEUE_FULL_WAIT
         except ValueError:
+            wait = DEFAULT_QUEUE_FULL_WAIT
+        if math.isnan(wait):
+            # `Retry-After: nan` parses, and min/max pass NaN through: asyncio.sleep(nan).
             wait = DEFAULT_QUEUE_FULL_WAIT
         return min(max(wait, 0.0), self._max_retry_after)
 

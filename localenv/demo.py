@@ -100,7 +100,14 @@ def run_demo(env: LocalEnv, stop: threading.Event, state: Path) -> float:
         "apiVersion": "decisionmodel.io/v1alpha1",
         "kind": "DecisionModel",
         "metadata": {"name": NAME, "namespace": NAMESPACE},
-        "spec": {"model": "laya:en", "replicas": 2, "device": "cpu"},
+        # Two replicas share one model store: ReadWriteMany, else the DecisionModel is rightly
+        # Degraded (CacheNotShareable, seed 001) while it serves.
+        "spec": {
+            "model": "laya:en",
+            "replicas": 2,
+            "device": "cpu",
+            "cache": {"accessModes": ["ReadWriteMany"]},
+        },
     }
     cluster.apply(dm)
     _say(f"applied DecisionModel {NAMESPACE}/{NAME} (laya:en, 2 replicas)")

@@ -10,6 +10,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 
 import yaml
+from shipped import kustomize
 
 from localenv.cluster import LocalCluster
 from localenv.paths import REPO_ROOT
@@ -29,6 +30,9 @@ class Tokens:
 def metrics_tokens(cluster: LocalCluster) -> Iterator[Tokens]:
     for name in ("metrics_auth_role.yaml", "metrics_reader_role.yaml"):
         cluster.apply(yaml.safe_load((SHIPPED / name).read_text()))
+    # The components run as their own ServiceAccounts here (localenv/identities.py): bind them
+    # to the review rights as the shipped binding does, or every scrape has no verdict (500).
+    cluster.apply(kustomize("deploy/metrics-auth"))
     ns = f"metrics-{uuid.uuid4().hex[:6]}"
     cluster.kubectl("create", "namespace", ns)
     for sa in ("reviewer", "reader", "stranger"):

@@ -330,6 +330,11 @@ def _is_finite(value: Any) -> TypeGuard[int | float]:
     return isinstance(value, int) or (isinstance(value, float) and math.isfinite(value))
 
 
+def _finite(value: int | float) -> bool:
+    # math.isfinite converts an int to float first: OverflowError beyond 1.8e308.
+    return isinstance(value, int) or math.isfinite(value)
+
+
 def to_decimal(value: int | float) -> Decimal:
     """The decimal a JSON number was written as: ``repr`` of a float is the shortest text that
     reads back to it, so ``0.6`` becomes ``Decimal("0.6")``, not 0.59999999999999997779…"""

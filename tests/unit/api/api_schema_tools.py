@@ -77,6 +77,7 @@ ALLOWED_KEYS = {
     "x-kubernetes-list-map-keys",
     "x-kubernetes-validations",
 }
+MAX_SAFE_JSON_INTEGER = (1 << 53) - 1
 TYPES = {"object", "array", "string", "integer", "number", "boolean"}
 
 
@@ -148,7 +149,11 @@ def type_problems(value: Any, schema: dict[str, Any], path: str) -> list[str]:
         "object": lambda v: isinstance(v, dict),
         "array": lambda v: isinstance(v, list),
         "string": lambda v: isinstance(v, str),
-        "integer": lambda v: isinstance(v, int) and not isinstance(v, bool),
+        # go-openapi's IsFloat64AJSONInteger: 5.0 is an integer, up to 2^53 - 1.
+        "integer": lambda v: (
+            (isinstance(v, int) and not isinstance(v, bool))
+            or (isinstance(v, float) and v.is_integer() and abs(v) <= MAX_SAFE_JSON_INTEGER)
+        ),
         "boolean": lambda v: isinstance(v, bool),
         "number": lambda v: isinstance(v, int | float) and not isinstance(v, bool),
     }
@@ -187,14 +192,16 @@ def type_problems(value: Any, schema: dict[str, Any], path: str) -> list[str]:
 
 
 def prune(value: Any, schema: dict[str, Any]) -> Any:
-    """What the API server stores: unknown fields dropped unless preserved."""
+    """What the API server stores: unknown fields dropped unless preserved, and null values of
+    known fields dropped (no field of this CRD is `nullable`)."""
     if isinstance(value, dict) and schema.get("type") == "object":
         if schema.get("x-kubernetes-preserve-unknown-fields"):
             return copy.deepcopy(value)
         if isinstance(schema.get("additionalProperties"), dict):
-            return {k: prune(v, schema["additionalProperties"]) for k, v in value.items()}
+            items = schema["additionalProperties"]
+            return {k: prune(v, items) for k, v in value.items() if v is not None}
         props = schema.get("properties", {})
-        return {k: prune(v, props[k]) for k, v in value.items() if k in props}
+        return {k: prune(v, props[k]) for k, v in value.items() if k in props and v is not None}
     if isinstance(value, list) and schema.get("type") == "array":
         return [prune(v, schema["items"]) for v in value]
     return value
@@ -225,3 +232,12 @@ def walk(node: dict[str, Any], path: str = "") -> list[tuple[str, dict[str, Any]
     if isinstance(node.get("additionalProperties"), dict):
         out += walk(node["additionalProperties"], f"{path}{{}}")
     return out
+
+
+def without_nulls(value: Any) -> Any:
+    """`value` with every null map value removed, at any depth."""
+    if isinstance(value, dict):
+        return {k: without_nulls(v) for k, v in value.items() if v is not None}
+    if isinstance(value, list):
+        return [without_nulls(v) for v in value]
+    return value

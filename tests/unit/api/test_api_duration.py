@@ -12,6 +12,7 @@ from decisionmodel.api import (
     format_duration,
     parse_duration,
 )
+from decisionmodel.api_spec import go_duration_nanoseconds
 
 
 @pytest.mark.parametrize(
@@ -58,6 +59,35 @@ def test_parse_duration_errors_name_the_input(text: str, fragment: str) -> None:
         parse_duration(text)
     assert repr(text) in str(info.value)
     assert fragment in str(info.value)
+
+
+# Expected values printed by Go's time.ParseDuration (go1.2x): the fraction is computed in
+# float64 and truncated, and int64 overflow is an error. The CRD's CEL duration() is that
+# function, so the pydantic bounds check must be too (make fuzz found 24h1ns, 59.9999999s and
+# 0.016666666666666666h accepted by pydantic and refused by the API server).
+@pytest.mark.parametrize(
+    ("text", "nanoseconds"),
+    [
+        ("0.016666666666666666h", 59_999_999_999),
+        ("0.0166666666666666667h", 59_999_999_999),
+        ("59.9999999999s", 59_999_999_999),
+        ("24h1ns", 86_400_000_000_001),
+        ("2562047h47m16.854775807s", 9_223_372_036_854_775_807),
+        ("-2562047h47m16.854775808s", -9_223_372_036_854_775_808),
+        ("1.h", 3_600_000_000_000),
+        (".5h", 1_800_000_000_000),
+    ],
+)
+def test_nanoseconds_as_go_computes_them(text: str, nanoseconds: int) -> None:
+    assert go_duration_nanoseconds(text) == nanoseconds
+
+
+@pytest.mark.parametrize(
+    "text", ["2562047h47m16.854775808s", "9223372036854775808ns", "99999999999999999999h"]
+)
+def test_out_of_int64_range_is_a_duration_error_not_an_overflow(text: str) -> None:
+    with pytest.raises(DurationError, match="out of range"):
+        parse_duration(text)
 
 
 def test_parse_duration_refuses_non_strings() -> None:
