@@ -2,8 +2,12 @@
 # One image for both processes: `dmrollout controller` (the default CMD) and `dmrollout worker`
 # (the worker Deployment sets `args: ["worker"]`); the Helm hook runs `dmrollout temporal setup`.
 #
+#   make image        # without Docker: mmdebstrap base + buildah, an OCI archive in build/
 #   docker build -t dmrollout:0.1.0.dev0 .
 #
+# `make image` (hack/image.sh) builds on a Debian bookworm base with Debian's python3.11
+# (--build-arg PYTHON_IMAGE=localhost/dmrollout-base:bookworm); the default below is used
+# where a registry is reachable.
 # The base is pinned by digest: a tag can be re-pointed under a running cluster, a digest cannot.
 # Both stages must use the same base, because the virtualenv's python is a symlink into it.
 # The digest must be refreshed (and reviewed) with
