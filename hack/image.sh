@@ -30,14 +30,17 @@ mkdir -p "$work"
 seconds() { date +%s.%N; }
 t0="$(seconds)"
 if [[ ! -f "$base_tar" || "${IMAGE_BASE_REFRESH:-}" == "1" ]]; then
+  # merged-usr hook: mmdebstrap merges /usr itself, instead of installing usrmerge, which pulls
+  # in the whole of perl (50 MB) for a one-time conversion.
   mmdebstrap --variant=minbase --include=python3.11,python3.11-venv,ca-certificates \
+    --hook-dir=/usr/share/mmdebstrap/hooks/merged-usr \
     --dpkgopt='path-exclude=/usr/share/doc/*' --dpkgopt='path-include=/usr/share/doc/*/copyright' \
     --dpkgopt='path-exclude=/usr/share/man/*' --dpkgopt='path-exclude=/usr/share/info/*' \
     --dpkgopt='path-exclude=/usr/share/locale/*' \
     --customize-hook='ln -sf python3.11 "$1/usr/bin/python"; ln -sf python3.11 "$1/usr/bin/python3"' \
     --customize-hook='rm -rf "$1"/var/lib/apt/lists/* "$1"/var/cache/apt/*' \
-    bookworm "$base_tar.tmp"
-  mv "$base_tar.tmp" "$base_tar"
+    bookworm "$work/base-bookworm.tmp.tar"  # the .tar suffix sets the format
+  mv "$work/base-bookworm.tmp.tar" "$base_tar"
   podman rmi --force "$base_ref" >/dev/null 2>&1 || true
 fi
 if ! podman image exists "$base_ref"; then
