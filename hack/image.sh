@@ -49,11 +49,17 @@ fi
 t1="$(seconds)"
 
 printf '[global]\ncert = %s\n' "$ca_bundle" > "$work/pip.conf"
+# The image this tag named before: dropped once the tag moves, so rebuilds leave no dangling copy.
+previous="$(podman image inspect --format '{{.Id}}' "$image_ref" 2>/dev/null || true)"
 buildah bud --isolation chroot --layers=false \
   --build-arg "PYTHON_IMAGE=$base_ref" \
   -v "$ca_bundle:$ca_bundle:ro" -v "$repo/$work/pip.conf:/etc/pip.conf:ro" \
   -t "$image_ref" .
 t2="$(seconds)"
+current="$(podman image inspect --format '{{.Id}}' "$image_ref")"
+if [[ -n "$previous" && "$previous" != "$current" ]]; then
+  podman rmi "$previous" >/dev/null 2>&1 || true
+fi
 
 rm -f "$archive"
 buildah push --quiet "$image_ref" "oci-archive:$archive:$image_ref"
