@@ -6,7 +6,7 @@ STAMP := $(VENV)/.installed-stamp
 PYTEST_ARGS ?=
 HELM = $(shell bash hack/testenv.sh --print)/helm
 
-.PHONY: help venv testenv browser bench bench-fleet test chaos fuzz unit lint format manifests demo dev-up clean
+.PHONY: help venv testenv browser bench bench-fleet test chaos fuzz unit lint format manifests demo dev-up image image-test chart release clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-10s %s\n", $$1, $$2}'
@@ -67,6 +67,18 @@ bench: venv testenv ## print start-up timings of the local environment
 
 bench-fleet: venv testenv ## roll a fleet of DecisionModels under the rollout budget (FLEET_ARGS="--models 20 --budget 4")
 	hack/in-netns.sh $(BIN)/python bench/fleet.py $(FLEET_ARGS)
+
+image: ## build the image without Docker (mmdebstrap + buildah) into build/dmrollout-<version>.oci.tar
+	bash hack/image.sh
+
+image-test: venv testenv image ## run the worker and the controller from the image for one rollout (slow)
+	DMROLLOUT_IMAGE_TEST=1 hack/in-netns.sh $(BIN)/pytest -q tests/image $(PYTEST_ARGS)
+
+chart: testenv ## package the Helm chart into build/dmrollout-<version>.tgz
+	mkdir -p build
+	$(HELM) package charts/dmrollout -d build
+
+release: image chart ## the image (OCI archive) and the chart archive, both in build/
 
 clean: ## remove the virtualenv and caches (not the binary cache in ~/.cache/dmrollout)
 	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache

@@ -6,7 +6,7 @@ import argparse
 import logging
 import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 
 def _cmd_crd(args: argparse.Namespace) -> int:
@@ -16,16 +16,30 @@ def _cmd_crd(args: argparse.Namespace) -> int:
     return 0
 
 
-def _cmd_dev_up(args: argparse.Namespace) -> int:
-    from localenv.devup import run_dev_up
+def _local_env_dev_up() -> Callable[..., int]:
+    """The local environment's entry point. It is not in the image (the Dockerfile copies only
+    the runtime packages), so there `dev up` and `demo` name the fix instead of a bug."""
+    try:
+        from localenv.devup import run_dev_up
+    except ModuleNotFoundError as error:
+        if (error.name or "").split(".")[0] not in ("localenv", "simulators"):
+            raise
+        from controller.cli_errors import CliError, ExitCode
 
-    return run_dev_up(args.state_dir)
+        raise CliError(
+            ExitCode.SETUP,
+            "the local environment (localenv/, simulators/) is not installed here (the image "
+            "leaves it out): run `make dev-up` or `make demo` from a source checkout",
+        ) from None
+    return run_dev_up
+
+
+def _cmd_dev_up(args: argparse.Namespace) -> int:
+    return _local_env_dev_up()(args.state_dir)
 
 
 def _cmd_demo(args: argparse.Namespace) -> int:
-    from localenv.devup import run_dev_up
-
-    return run_dev_up(args.state_dir, demo=True, once=args.once)
+    return _local_env_dev_up()(args.state_dir, demo=True, once=args.once)
 
 
 def _cmd_worker(args: argparse.Namespace) -> int:

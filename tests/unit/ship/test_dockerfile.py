@@ -10,6 +10,8 @@ from __future__ import annotations
 import json
 import re
 import shlex
+import subprocess
+import sys
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -205,25 +207,66 @@ def test_no_add_instructions_fetch_urls(dockerfile: Dockerfile) -> None:
             assert "git@" not in add.args
 
 
-def test_build_context_holds_every_installed_package(dockerfile: Dockerfile) -> None:
-    """pip installs what setuptools finds: each package of pyproject's find.include must be
-    copied in (and let through the .dockerignore allow-list), or the image misses a package."""
+RUNTIME_PACKAGES = {"decisionmodel", "kube", "activities", "workflows", "controller"}
+LOCAL_ONLY_PACKAGES = {"simulators", "localenv"}
+
+
+def _copied_into(stage: Stage) -> set[str]:
+    return {
+        src.rstrip("/")
+        for copy in stage.all("COPY")
+        if not copy.args.startswith("--from")
+        for src in copy.args.split()[:-1]
+    }
+
+
+def test_build_context_holds_exactly_the_runtime_packages(dockerfile: Dockerfile) -> None:
+    """pip installs what setuptools finds in the context: each runtime package must be copied in
+    (and let through the .dockerignore allow-list), and the local environment must not be, or the
+    image carries the simulators and the dev harness (issue 13: 493 MB before the split)."""
     config = tomllib.loads((ROOT / "pyproject.toml").read_text())
     patterns = config["tool"]["setuptools"]["packages"]["find"]["include"]
-    packages = {p.rstrip("*") for p in patterns}
-    copied = set()
-    for copy in dockerfile.stages[0].all("COPY"):
-        for src in copy.args.split()[:-1]:
-            copied.add(src.rstrip("/"))
-    assert packages <= copied, f"not copied into the builder: {sorted(packages - copied)}"
+    assert {p.rstrip("*") for p in patterns} == RUNTIME_PACKAGES | LOCAL_ONLY_PACKAGES
+    copied = _copied_into(dockerfile.stages[0])
+    assert copied == RUNTIME_PACKAGES | {"pyproject.toml", "README.md"}
     allowed = {
         line[1:].rstrip("/")
         for line in DOCKERIGNORE.read_text().splitlines()
         if line.startswith("!")
     }
-    assert packages | {"pyproject.toml", "README.md"} <= allowed
-    for package in packages:
+    assert allowed == RUNTIME_PACKAGES | {"pyproject.toml", "README.md"}
+    for package in RUNTIME_PACKAGES:
         assert (ROOT / package / "__init__.py").exists(), package
+
+
+def test_builder_checks_every_runtime_module_imports_and_drops_pip(dockerfile: Dockerfile) -> None:
+    (install,) = [r.args for r in dockerfile.stages[0].all("RUN") if "pip install" in r.args]
+    # The import check names every runtime package and runs isolated (-I), so it imports the
+    # installed copy, not the sources in the WORKDIR.
+    check = re.search(r"python -I -c \"([^\"]+)\"", install)
+    assert check, install
+    assert all(f"'{p}'" in check.group(1) for p in RUNTIME_PACKAGES), check.group(1)
+    # pip and setuptools leave the venv last, so the copied venv holds neither.
+    removals = install.split("&&")
+    assert any("pip uninstall --yes pip setuptools" in step for step in removals), install
+    assert install.index("pip uninstall --yes pip setuptools") < install.index("python -I -c")
+
+
+def test_runtime_modules_import_without_the_local_environment() -> None:
+    """What the image's build-time import check does, without an image: every runtime module
+    imports while localenv and simulators cannot be imported (only `dev up`/`demo` need them,
+    lazily). A top-level import of the local environment would fail the image build."""
+    code = (
+        "import sys, importlib, pkgutil\n"
+        "sys.modules.update(localenv=None, simulators=None)\n"
+        f"for p in {sorted(RUNTIME_PACKAGES)!r}:\n"
+        "    for m in pkgutil.walk_packages(importlib.import_module(p).__path__, p + '.'):\n"
+        "        importlib.import_module(m.name)\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=300
+    )
+    assert result.returncode == 0, result.stderr[-2000:]
 
 
 def test_dockerignore_keeps_local_state_out() -> None:
