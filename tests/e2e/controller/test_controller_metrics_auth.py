@@ -14,7 +14,7 @@ import httpx
 import pytest
 from helpers import eventually
 from metrics_identities import Tokens, metrics_tokens
-from rollout_harness import ControllerProcess, WorkerProcess
+from rollout_harness import ControllerProcess, WorkerProcess, grant_namespaces
 
 from localenv.cluster import LocalCluster
 from localenv.env import LocalEnv
@@ -40,6 +40,9 @@ def secure_controller(
     ctl_queue: str,
     ctl_logs: Path,
 ) -> Iterator[ControllerProcess]:
+    # It watches a namespace of its own, with the shipped Roles there as in any install (the
+    # RBAC evidence test reads every request of the session's audit log).
+    grant_namespaces(crd, ["secure-metrics-nobody"])
     c = ControllerProcess(
         crd,
         local_env.temporal.address,
