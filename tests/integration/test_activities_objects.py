@@ -27,6 +27,7 @@ from activities.prefetch import PrefetchActivities
 from activities.promote import PromoteActivities
 from activities.start import StartActivities
 from activities.status import StatusActivities
+from decisionmodel.api import DecisionModel
 from decisionmodel.contracts import (
     CachePolicy,
     ConditionUpdate,
@@ -38,10 +39,12 @@ from decisionmodel.contracts import (
     RevisionObjectsInput,
     RevisionRecord,
     RevisionSpec,
+    RolloutPolicy,
     StatusUpdate,
 )
 from decisionmodel.render.labels import ANNOTATION_APIKEY_CHECKSUM
 from decisionmodel.settings import RolloutSettings
+from decisionmodel.spec_mapping import rollout_policy
 from kube.client import CONTROLLER_FIELD_MANAGER, ROLLOUT_FIELD_MANAGER, Kube
 from kube.params import apikey_checksum
 from localenv.cluster import POD_NETWORK, LocalCluster
@@ -153,6 +156,11 @@ def objects_input(
 def _names(cluster: LocalCluster, kind: str, ns: str) -> list[str]:
     items = cluster.kubectl_json("get", kind, "-n", ns)["items"]
     return sorted(i["metadata"]["name"] for i in items)
+
+
+def _live_policy(cluster: LocalCluster, dm: DMRef) -> RolloutPolicy:
+    """The policy of the live DecisionModel: promote refuses any other (PolicyMismatch)."""
+    return rollout_policy(DecisionModel.from_k8s(_dm_obj(cluster, dm)))
 
 
 def _dm_obj(cluster: LocalCluster, dm: DMRef) -> dict[str, Any]:
@@ -341,7 +349,9 @@ async def test_promote_refuses_a_foreign_service(
     with pytest.raises(ApplicationError) as err:
         await env.run(
             PromoteActivities(kube, settings).promote,
-            PromoteInput(dm=dm, candidate=candidate, replicas=1),
+            PromoteInput(
+                dm=dm, candidate=candidate, replicas=1, policy=_live_policy(local_cluster, dm)
+            ),
         )
     assert err.value.type == "ResourceConflict"
     assert err.value.non_retryable
@@ -368,7 +378,8 @@ async def test_promote_switches_the_service_and_delete_keeps_the_selected(
     promote = PromoteActivities(kube, settings).promote
 
     # First rollout: no Service yet, no stable, nothing to delete afterwards.
-    done = await env.run(promote, PromoteInput(dm=dm, candidate=a, replicas=1))
+    policy = _live_policy(local_cluster, dm)  # what dispatch puts in the input
+    done = await env.run(promote, PromoteInput(dm=dm, candidate=a, replicas=1, policy=policy))
     assert done.previous is None
     service = local_cluster.kubectl_json("get", "service", dm.name, "-n", ns)
     assert service["spec"]["selector"] == {
@@ -379,7 +390,7 @@ async def test_promote_switches_the_service_and_delete_keeps_the_selected(
     assert "router-" + a.hash not in _names(local_cluster, "pdb", ns)  # one replica: no PDB
 
     # Second: record, PDB (2 replicas), switch; the previous is what the Service selected.
-    inp = PromoteInput(dm=dm, candidate=b, replicas=2, stable=a)
+    inp = PromoteInput(dm=dm, candidate=b, replicas=2, stable=a, policy=policy)
     done = await env.run(promote, inp)
     assert done.previous == a.hash
     service = local_cluster.kubectl_json("get", "service", dm.name, "-n", ns)

@@ -577,13 +577,39 @@ def evaluate_input(
     stable: bool = False,
     **gates: str,
 ) -> EvaluateInput:
+    policy = EvaluationPolicy(dataset=dataset, min_accuracy=min_accuracy, **gates)
+    live_policy(s.ns, policy)
     return EvaluateInput(
         dm=s.ns.dm,
         candidate=s.candidate.record,
         model=s.candidate.record.model,
         stable=s.stable.record if stable else None,
-        policy=EvaluationPolicy(dataset=dataset, min_accuracy=min_accuracy, **gates),
+        policy=policy,
         api_key=s.api_key,
+    )
+
+
+def live_policy(ns: Namespace, policy: EvaluationPolicy) -> None:
+    """The DecisionModel's spec carries the gates the input does, as dispatch would have put
+    them there: evaluate refuses a policy that is not the live spec's (PolicyMismatch)."""
+    ref = {"name": policy.dataset.name, "key": policy.dataset.key}
+    secret = policy.dataset.kind == "Secret"
+    wire = {
+        # Exactly one source: the other one (an earlier test's) is removed.
+        "datasetRef": {
+            "secretRef": ref if secret else None,
+            "configMapRef": None if secret else ref,
+        },
+        "minAccuracy": policy.min_accuracy,
+        "maxAccuracyDrop": policy.max_accuracy_drop,
+        "maxECE": policy.max_ece,
+        "maxECEIncrease": policy.max_ece_increase,
+        "maxCases": policy.max_cases,
+    }
+    # A merge patch: a gate left out (None, JSON null) is removed from an earlier test's spec.
+    patch = {"spec": {"rollout": {"evaluation": wire}}}
+    ns.cluster.kubectl(
+        "-n", ns.name, "patch", "dm", ns.dm.name, "--type", "merge", "-p", json.dumps(patch)
     )
 
 
