@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 from typing import Any, Final, Literal
 
-from pydantic import Field, ValidationError, model_validator
+from pydantic import Field, ModelWrapValidatorHandler, ValidationError, model_validator
 
 from decisionmodel.api_spec import (
     DIGEST_PATTERN,
@@ -178,6 +178,14 @@ class DecisionModel(WireModel):
         where = number_beyond_double(data)
         if where is not None:
             raise ValueError(f"{where}: the number is beyond the range of a double")
+        return data
+
+    @model_validator(mode="wrap")
+    @classmethod
+    def _not_nested_too_deeply(cls, data: Any, handler: ModelWrapValidatorHandler[Any]) -> Any:
+        # After the fields: a field that is wrong anyway (a nested list for a Secret's name) is
+        # reported by its own error, naming it; only a valid object is then held to the depth.
+        model = handler(data)
         deep = nesting_beyond(data)
         if deep is not None:
             field = ".".join(deep.split(".")[:3])  # the field, not 64 levels of its path
@@ -185,7 +193,7 @@ class DecisionModel(WireModel):
                 f"{field}: nested deeper than {MAX_NESTING} levels; dmrollout refuses such an "
                 "object (flatten the field)"
             )
-        return data
+        return model
 
     @model_validator(mode="after")
     def _name_fits(self) -> DecisionModel:
