@@ -30,7 +30,7 @@ HEAD = b'{"state": "s", "questions": {"q": {"type": "score", "criteria": ["a", "
         (HEAD + b'"expected": {"q": ' + b"9" * 400 + b"}}", "must be a level"),
         # 1e400 reads as inf, which httpx's encoder (allow_nan=False) refuses when sending.
         (b'{"state": [1e400], "questions": {"q": {"type": "noul"}}, "expected": {"q": true}}',
-         "beyond the range of a double"),
+         "too large for a float"),
         # An unpaired surrogate cannot be encoded as UTF-8 for the request body.
         (b'{"state": "\\ud800", "questions": {"q": {"type": "noul"}}, "expected": {"q": true}}',
          "surrogate"),
