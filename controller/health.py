@@ -59,20 +59,11 @@ class HealthServer:
         # Handler threads must not keep the process alive at exit.
         server.daemon_threads = True
         self._server = server
-        self._thread = threading.Thread(
-            target=server.serve_forever, name="dmrollout-health", daemon=True
-        )
-        self._thread.start()
+        self._thread = serve_in_thread(server, "dmrollout-health")
         log.info("health server listening on %s:%d", self._bind, self.port)
 
     def stop(self) -> None:
-        server, thread = self._server, self._thread
-        if server is None:
-            return
-        server.shutdown()
-        server.server_close()
-        if thread is not None:
-            thread.join(timeout=5)
+        stop_serving(self._server, self._thread)
         self._server = None
         self._thread = None
 
@@ -105,6 +96,23 @@ class HealthServer:
                 log.debug("%s " + format, self.address_string(), *args)
 
         return Handler
+
+
+def serve_in_thread(server: ThreadingHTTPServer, name: str) -> threading.Thread:
+    """Serve ``server`` on a daemon thread (it must not keep the process alive at exit)."""
+    thread = threading.Thread(target=server.serve_forever, name=name, daemon=True)
+    thread.start()
+    return thread
+
+
+def stop_serving(server: ThreadingHTTPServer | None, thread: threading.Thread | None) -> None:
+    """Stop a server started by ``serve_in_thread``; the join is bounded."""
+    if server is None:
+        return
+    server.shutdown()
+    server.server_close()
+    if thread is not None:
+        thread.join(timeout=5)
 
 
 def _call(check: Callable[[], bool]) -> bool:

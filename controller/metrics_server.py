@@ -18,7 +18,7 @@ from typing import Any, Final
 from kubernetes.client import ApiClient
 from prometheus_client.exposition import CONTENT_TYPE_PLAIN_0_0_4
 
-from controller.health import METRICS_PATH
+from controller.health import METRICS_PATH, serve_in_thread, stop_serving
 from controller.metrics_auth import MetricsAuth
 from controller.metrics_settings import MetricsSettings
 from controller.metrics_tls import ServingCertificate
@@ -79,20 +79,11 @@ class SecureMetricsServer:
         server = server_class((self._bind, self._requested_port), self._handler_class())
         server.certificate = self._certificate
         self._server = server
-        self._thread = threading.Thread(
-            target=server.serve_forever, name="dmrollout-metrics", daemon=True
-        )
-        self._thread.start()
+        self._thread = serve_in_thread(server, "dmrollout-metrics")
         log.info("metrics: HTTPS with authentication on %s:%d", self._bind, self.port)
 
     def stop(self) -> None:
-        server, thread = self._server, self._thread
-        if server is None:
-            return
-        server.shutdown()
-        server.server_close()
-        if thread is not None:
-            thread.join(timeout=5)
+        stop_serving(self._server, self._thread)
         self._server = None
         self._thread = None
 
