@@ -226,12 +226,31 @@ async def show_guard(
             ConditionUpdate(type=condition, status="False", reason=reason, message=message)
         ],
     )
+
+    def build(current: Mapping[str, Any], generation: int, now: datetime) -> dict[str, Any] | None:
+        # A superseded rollout's step may still be retrying its guard (resolve has no heartbeat
+        # to learn of the cancel): it must not overwrite what the newer rollout already wrote.
+        if newer_condition(current, condition, dm.generation):
+            return None
+        return build_rollout_status(current, update, dm.generation or generation, now)
+
     try:
-        await write_status(kube, update)
-        if first:
+        if await apply_owned_status(kube, dm, build, ROLLOUT_FIELD_MANAGER) and first:
             await emit_event(kube, dm, reason, message, "Warning")
     except (ApiException, APIServerUnavailable) as e:
         log.warning("could not show %s on %s: %s", reason, dm.name, e)
+
+
+def newer_condition(current: Mapping[str, Any], condition: ConditionType, generation: int) -> bool:
+    """Whether ``current`` holds ``condition`` written for a spec generation after ``generation``
+    (0: unknown, never newer)."""
+    if generation <= 0:
+        return False
+    for raw in current.get("conditions") or []:
+        if isinstance(raw, Mapping) and raw.get("type") == condition:
+            seen = raw.get("observedGeneration")
+            return isinstance(seen, int) and seen > generation
+    return False
 
 
 async def emit_update_event(kube: Kube, update: StatusUpdate) -> None:

@@ -14,9 +14,10 @@ import pytest
 from rollout_harness import install_crd
 
 from decisionmodel.contracts import ConditionUpdate, DMRef, Phase, RevisionRecord, StatusUpdate
+from decisionmodel.vocabulary import ConditionType
 from kube.client import Kube
 from kube.controller_status import Cond, ControllerStatus, apply_controller_status
-from kube.rollout_status import write_status
+from kube.rollout_status import show_guard, write_status
 from localenv.cluster import LocalCluster
 
 pytestmark = pytest.mark.cluster
@@ -88,3 +89,44 @@ def obj_managed(cluster: LocalCluster, ns: str) -> list[dict]:
     obj = cluster.kubectl_json("get", "dm", "race", "-n", ns, "--show-managed-fields")
     fields: list[dict] = obj["metadata"]["managedFields"]
     return fields
+
+
+async def test_a_superseded_rollouts_guard_does_not_overwrite_the_newer_rollouts_condition(
+    local_cluster: LocalCluster,
+) -> None:
+    """The older spec's resolve, still retrying its guard after the newer spec resolved, leaves
+    the newer Resolved=True alone; a guard of the current generation still shows."""
+    install_crd(local_cluster)
+    ns = f"own-{uuid.uuid4().hex[:6]}"
+    local_cluster.kubectl("create", "namespace", ns)
+    manifest = {
+        "apiVersion": "decisionmodel.io/v1alpha1",
+        "kind": "DecisionModel",
+        "metadata": {"name": "race", "namespace": ns},
+        "spec": {"model": "laya:en"},
+    }
+    local_cluster.apply(manifest)
+    manifest["spec"] = {"model": "laya:fr"}
+    local_cluster.apply(manifest)
+    uid = local_cluster.kubectl_json("get", "dm", "race", "-n", ns)["metadata"]["uid"]
+    old, new = (DMRef(namespace=ns, name="race", uid=uid, generation=g) for g in (1, 2))
+    kube = Kube.from_config(str(local_cluster.kubeconfig))
+    resolved = ConditionUpdate(type="Resolved", status="True", reason="DigestResolved", message="")
+    await write_status(kube, StatusUpdate(dm=new, conditions=[resolved]))
+
+    await show_guard(kube, old, ConditionType.RESOLVED, "RegistryUnavailable", "old", first=True)
+    conds = {
+        c["type"]: c
+        for c in local_cluster.kubectl_json("get", "dm", "race", "-n", ns)["status"]["conditions"]
+    }
+    assert (conds["Resolved"]["status"], conds["Resolved"]["observedGeneration"]) == ("True", 2)
+
+    await show_guard(kube, new, ConditionType.RESOLVED, "RegistryUnavailable", "new", first=False)
+    conds = {
+        c["type"]: c
+        for c in local_cluster.kubectl_json("get", "dm", "race", "-n", ns)["status"]["conditions"]
+    }
+    assert (conds["Resolved"]["reason"], conds["Resolved"]["message"]) == (
+        "RegistryUnavailable",
+        "new",
+    )
