@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Final
 
@@ -25,23 +25,15 @@ READYZ_PATH: Final = "/readyz"
 _TEXT: Final = "text/plain; charset=utf-8"
 
 
-class HealthServer:
-    """Serves probes and, when `metrics` is given (plain HTTP opted into), the rendered metrics;
-    `port=0` binds an ephemeral port. Used by the controller and the worker."""
+class ServedInThread:
+    """A stdlib HTTP server on a daemon thread, bound to ``bind:port`` (0: an ephemeral port);
+    subclasses build the server and say what it serves."""
 
-    def __init__(
-        self,
-        bind: str,
-        port: int,
-        metrics: Callable[[], bytes] | None,
-        ready: Callable[[], bool],
-        healthy: Callable[[], bool],
-    ) -> None:
+    thread_name: str = "dmrollout-http"
+
+    def __init__(self, bind: str, port: int) -> None:
         self._bind = bind
         self._requested_port = port
-        self._metrics = metrics
-        self._ready = ready
-        self._healthy = healthy
         self._server: ThreadingHTTPServer | None = None
         self._thread: threading.Thread | None = None
 
@@ -54,18 +46,44 @@ class HealthServer:
 
     def start(self) -> None:
         if self._server is not None:
-            raise RuntimeError("HealthServer already started")
-        server = ThreadingHTTPServer((self._bind, self._requested_port), self._handler_class())
-        # Handler threads must not keep the process alive at exit.
-        server.daemon_threads = True
-        self._server = server
-        self._thread = serve_in_thread(server, "dmrollout-health")
-        log.info("health server listening on %s:%d", self._bind, self.port)
+            raise RuntimeError(f"{type(self).__name__} already started")
+        self._server = self._make_server((self._bind, self._requested_port))
+        self._thread = serve_in_thread(self._server, self.thread_name)
+        log.info("%s listening on %s:%d", type(self).__name__, self._bind, self.port)
 
     def stop(self) -> None:
         stop_serving(self._server, self._thread)
         self._server = None
         self._thread = None
+
+    def _make_server(self, address: tuple[str, int]) -> ThreadingHTTPServer:
+        raise NotImplementedError
+
+
+class HealthServer(ServedInThread):
+    """Serves probes and, when `metrics` is given (plain HTTP opted into), the rendered metrics;
+    `port=0` binds an ephemeral port. Used by the controller and the worker."""
+
+    thread_name = "dmrollout-health"
+
+    def __init__(
+        self,
+        bind: str,
+        port: int,
+        metrics: Callable[[], bytes] | None,
+        ready: Callable[[], bool],
+        healthy: Callable[[], bool],
+    ) -> None:
+        super().__init__(bind, port)
+        self._metrics = metrics
+        self._ready = ready
+        self._healthy = healthy
+
+    def _make_server(self, address: tuple[str, int]) -> ThreadingHTTPServer:
+        server = ThreadingHTTPServer(address, self._handler_class())
+        # Handler threads must not keep the process alive at exit.
+        server.daemon_threads = True
+        return server
 
     def _handler_class(self) -> type[BaseHTTPRequestHandler]:
         owner = self
@@ -74,28 +92,38 @@ class HealthServer:
             def do_GET(self) -> None:
                 path = self.path.split("?", 1)[0]
                 if path == METRICS_PATH and owner._metrics is not None:
-                    self._reply(200, owner._metrics(), CONTENT_TYPE_PLAIN_0_0_4)
+                    reply(self, 200, owner._metrics(), CONTENT_TYPE_PLAIN_0_0_4)
                 elif path == HEALTHZ_PATH:
                     ok = _call(owner._healthy)
-                    self._reply(200 if ok else 500, b"ok\n" if ok else b"unhealthy\n", _TEXT)
+                    reply(self, 200 if ok else 500, b"ok\n" if ok else b"unhealthy\n", _TEXT)
                 elif path == READYZ_PATH:
                     ok = _call(owner._ready)
-                    self._reply(200 if ok else 503, b"ok\n" if ok else b"not ready\n", _TEXT)
+                    reply(self, 200 if ok else 503, b"ok\n" if ok else b"not ready\n", _TEXT)
                 else:
-                    self._reply(404, b"not found\n", _TEXT)
-
-            def _reply(self, code: int, body: bytes, content_type: str) -> None:
-                self.send_response(code)
-                self.send_header("Content-Type", content_type)
-                self.send_header("Content-Length", str(len(body)))
-                self.end_headers()
-                self.wfile.write(body)
+                    reply(self, 404, b"not found\n", _TEXT)
 
             def log_message(self, format: str, *args: object) -> None:
                 # Probes hit these every few seconds; access lines would drown the log.
                 log.debug("%s " + format, self.address_string(), *args)
 
         return Handler
+
+
+def reply(
+    handler: BaseHTTPRequestHandler,
+    code: int,
+    body: bytes,
+    content_type: str,
+    headers: Mapping[str, str] | None = None,
+) -> None:
+    """Send one whole response (status, headers, body) from a request handler."""
+    handler.send_response(code)
+    for name, value in (headers or {}).items():
+        handler.send_header(name, value)
+    handler.send_header("Content-Type", content_type)
+    handler.send_header("Content-Length", str(len(body)))
+    handler.end_headers()
+    handler.wfile.write(body)
 
 
 def serve_in_thread(server: ThreadingHTTPServer, name: str) -> threading.Thread:

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import logging
 import socket
-import threading
 from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -18,7 +17,7 @@ from typing import Any, Final
 from kubernetes.client import ApiClient
 from prometheus_client.exposition import CONTENT_TYPE_PLAIN_0_0_4
 
-from controller.health import METRICS_PATH, serve_in_thread, stop_serving
+from controller.health import METRICS_PATH, ServedInThread, reply
 from controller.metrics_auth import MetricsAuth
 from controller.metrics_settings import MetricsSettings
 from controller.metrics_tls import ServingCertificate
@@ -46,8 +45,10 @@ class _TLSServer(ThreadingHTTPServer):
         log.debug("metrics connection from %s failed", client_address, exc_info=True)
 
 
-class SecureMetricsServer:
+class SecureMetricsServer(ServedInThread):
     """HTTPS ``/metrics`` behind ``auth``; ``port=0`` binds an ephemeral port."""
+
+    thread_name = "dmrollout-metrics"
 
     def __init__(
         self,
@@ -57,35 +58,17 @@ class SecureMetricsServer:
         auth: MetricsAuth,
         certificate: ServingCertificate,
     ) -> None:
-        self._bind = bind
-        self._requested_port = port
+        super().__init__(bind, port)
         self._metrics = metrics
         self._auth = auth
         self._certificate = certificate
-        self._server: _TLSServer | None = None
-        self._thread: threading.Thread | None = None
 
-    @property
-    def port(self) -> int:
-        if self._server is None:
-            return self._requested_port
-        return int(self._server.server_address[1])
-
-    def start(self) -> None:
-        if self._server is not None:
-            raise RuntimeError("SecureMetricsServer already started")
+    def _make_server(self, address: tuple[str, int]) -> ThreadingHTTPServer:
         family = socket.AF_INET6 if ":" in self._bind else socket.AF_INET
         server_class = type("_Server", (_TLSServer,), {"address_family": family})
-        server = server_class((self._bind, self._requested_port), self._handler_class())
+        server: _TLSServer = server_class(address, self._handler_class())
         server.certificate = self._certificate
-        self._server = server
-        self._thread = serve_in_thread(server, "dmrollout-metrics")
-        log.info("metrics: HTTPS with authentication on %s:%d", self._bind, self.port)
-
-    def stop(self) -> None:
-        stop_serving(self._server, self._thread)
-        self._server = None
-        self._thread = None
+        return server
 
     def _handler_class(self) -> type[BaseHTTPRequestHandler]:
         owner = self
@@ -97,20 +80,13 @@ class SecureMetricsServer:
                 # client learns nothing, not even which paths exist.
                 verdict = owner._auth.check(self.headers.get("Authorization"), "get", path)
                 if verdict.status != 200:
-                    self._reply(verdict.status, (verdict.message + "\n").encode(), _TEXT)
+                    challenge = {"WWW-Authenticate": 'Bearer realm="dmrollout-metrics"'}
+                    headers = challenge if verdict.status == 401 else None
+                    reply(self, verdict.status, (verdict.message + "\n").encode(), _TEXT, headers)
                 elif path == METRICS_PATH:
-                    self._reply(200, owner._metrics(), CONTENT_TYPE_PLAIN_0_0_4)
+                    reply(self, 200, owner._metrics(), CONTENT_TYPE_PLAIN_0_0_4)
                 else:
-                    self._reply(404, b"not found\n", _TEXT)
-
-            def _reply(self, code: int, body: bytes, content_type: str) -> None:
-                self.send_response(code)
-                if code == 401:
-                    self.send_header("WWW-Authenticate", 'Bearer realm="dmrollout-metrics"')
-                self.send_header("Content-Type", content_type)
-                self.send_header("Content-Length", str(len(body)))
-                self.end_headers()
-                self.wfile.write(body)
+                    reply(self, 404, b"not found\n", _TEXT)
 
             def log_message(self, format: str, *args: object) -> None:
                 log.debug("%s " + format, self.address_string(), *args)
