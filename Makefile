@@ -4,6 +4,14 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-stamp
 PYTEST_ARGS ?=
+# `make test` runs its test files on this many pytest-xdist workers, each in a private network
+# namespace of its own with its own local cluster and Temporal (hack/netns-python); 0: one process.
+TEST_WORKERS ?= 2
+ifeq ($(TEST_WORKERS),0)
+XDIST :=
+else
+XDIST := --tx $(TEST_WORKERS)*popen//python=$(CURDIR)/hack/netns-python --dist loadfile
+endif
 HELM = $(shell bash hack/testenv.sh --print)/helm
 
 .PHONY: help venv testenv browser bench bench-fleet test chaos fuzz unit lint format manifests demo dev-up image image-test chart release clean
@@ -25,8 +33,8 @@ testenv: ## build (once) etcd, kube-apiserver, controller-manager, scheduler, kw
 browser: ## install Debian's chromium for the Temporal UI check (once)
 	bash hack/install-browser.sh
 
-test: venv testenv browser ## run every test inside a private network namespace
-	hack/in-netns.sh $(BIN)/pytest -q $(PYTEST_ARGS)
+test: venv testenv browser ## run every test in private network namespaces (TEST_WORKERS=2 in parallel)
+	DMROLLOUT_WORKER_PYTHON=$(abspath $(BIN))/python hack/in-netns.sh $(BIN)/pytest -q $(XDIST) $(PYTEST_ARGS)
 
 chaos: venv testenv ## the full chaos matrix (every fault at every step, ~2 h); prints a table, also in build/chaos-table.txt
 	DMROLLOUT_CHAOS=full hack/in-netns.sh $(BIN)/pytest -q tests/chaos $(PYTEST_ARGS)

@@ -10,6 +10,7 @@ import os
 import sys
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -18,6 +19,23 @@ from localenv.env import LocalEnv, Simulators
 from localenv.temporal import TemporalDevServer
 
 sys.path.insert(0, str(Path(__file__).parent))
+import run_summaries
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    run_summaries.relay(session.config)
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_testnodedown(node: Any, error: object) -> None:
+    run_summaries.receive(node.config, getattr(node, "workeroutput", {}))
+
+
+def pytest_terminal_summary(
+    terminalreporter: pytest.TerminalReporter, config: pytest.Config
+) -> None:
+    run_summaries.report(config, terminalreporter)
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:

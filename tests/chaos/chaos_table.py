@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from pathlib import Path
 
 
 @dataclass
@@ -88,9 +87,3 @@ def render(rows: list[CellResult]) -> str:
         for note in row.notes:
             text.append(f"{row.fault}/{row.step}: {note}")
     return "\n".join(text) + "\n"
-
-
-def write(rows: list[CellResult], path: Path) -> Path:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(render(rows))
-    return path

@@ -15,9 +15,11 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+import run_summaries
 from chaos_matrix import cells, full_mode
-from chaos_table import CellResult, render, write
+from chaos_table import CellResult, render
 from rollout_harness import connect, install_crd
+from run_summaries import Summary
 from temporalio.client import Client
 
 from localenv.cluster import LocalCluster
@@ -40,15 +42,12 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         items[:] = [i for i in items if HERE not in i.path.parents] + chaos
 
 
-def pytest_terminal_summary(
-    terminalreporter: pytest.TerminalReporter, config: pytest.Config
-) -> None:
-    rows = config.stash.get(RESULTS, [])
-    if not rows:
-        return
-    path = write(rows, config.rootpath / "build" / "chaos-table.txt")
-    terminalreporter.write_sep("=", f"chaos matrix ({path})")
-    terminalreporter.write(render(rows))
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    rows = session.config.stash.get(RESULTS, [])
+    if rows:
+        run_summaries.add(
+            session.config, Summary("chaos matrix", render(rows), "build/chaos-table.txt")
+        )
 
 
 @pytest.fixture(scope="session")

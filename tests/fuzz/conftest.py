@@ -7,23 +7,19 @@ and to build/fuzz-counts.txt.
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
-from fuzz_tally import Tally, write
+import run_summaries
+from fuzz_tally import Tally
+from run_summaries import Summary
 
 TALLIES = pytest.StashKey[list[Tally]]()
 
 
-def pytest_terminal_summary(
-    terminalreporter: pytest.TerminalReporter, config: pytest.Config
-) -> None:
-    tallies = config.stash.get(TALLIES, [])
-    if not tallies:
-        return
-    path = write(tallies, Path(config.rootpath) / "build" / "fuzz-counts.txt")
-    terminalreporter.write_sep("=", f"fuzz wall ({path})")
-    terminalreporter.write("\n".join(t.summary() for t in tallies) + "\n")
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    tallies = session.config.stash.get(TALLIES, [])
+    if tallies:
+        text = "\n".join(t.summary() for t in tallies) + "\n"
+        run_summaries.add(session.config, Summary("fuzz wall", text, "build/fuzz-counts.txt"))
 
 
 @pytest.fixture

@@ -5,7 +5,6 @@ from __future__ import annotations
 import os
 from collections import Counter
 from dataclasses import dataclass, field
-from pathlib import Path
 
 # `make fuzz` sets DMROLLOUT_FUZZ=full: 10,000 examples per target; `make test` runs 200.
 FULL = os.environ.get("DMROLLOUT_FUZZ") == "full"
@@ -44,9 +43,3 @@ class Tally:
             lines.append(f"  {kind} (first {len(shown)}):")
             lines += [f"    - {text}" for text in shown]
         return "\n".join(lines)
-
-
-def write(tallies: list[Tally], path: Path) -> Path:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text("\n".join(t.summary() for t in tallies) + "\n")
-    return path

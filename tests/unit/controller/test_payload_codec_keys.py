@@ -108,7 +108,10 @@ def test_load_keys_from_a_secret_volume(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize(
-    "content", [b"not base64!", base64.b64encode(os.urandom(16)), b"", b"  \n"]
+    "content",
+    [b"not base64!", base64.b64encode(os.urandom(16)), b"", b"  \n"],
+    # Fixed ids: the random key must not name the test (xdist workers collect the same ids).
+    ids=["not-base64", "16-bytes", "empty", "blank"],
 )
 def test_a_bad_key_file_names_the_key_id_not_the_content(tmp_path: Path, content: bytes) -> None:
     keys = tmp_path / "keys"
