@@ -6,11 +6,13 @@ STAMP := $(VENV)/.installed-stamp
 PYTEST_ARGS ?=
 # `make test` runs its test files on this many pytest-xdist workers, each in a private network
 # namespace of its own with its own local cluster and Temporal (hack/netns-python); 0: one process.
+# Files go out in collection order (no reorder by size): the chaos cells, collected last, stop and
+# restart their worker's control plane, so no other test may come after them on it.
 TEST_WORKERS ?= 2
 ifeq ($(TEST_WORKERS),0)
 XDIST :=
 else
-XDIST := --tx $(TEST_WORKERS)*popen//python=$(CURDIR)/hack/netns-python --dist loadfile
+XDIST := --tx $(TEST_WORKERS)*popen//python=$(CURDIR)/hack/netns-python --dist loadfile --no-loadscope-reorder
 endif
 HELM = $(shell bash hack/testenv.sh --print)/helm
 
