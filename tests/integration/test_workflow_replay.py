@@ -43,7 +43,7 @@ RECORDED = {
     "superseded": RolloutResult.SUPERSEDED,
 }
 # The first command of every rollout; the changed copies add an activity just before it.
-ANCHOR = '        await self._enter(Phase.RESOLVING, "resolve")\n'
+ANCHOR = '        status = await self._enter(Phase.RESOLVING, "resolve")\n'
 
 
 def load(name: str) -> WorkflowHistory:
