@@ -7,9 +7,9 @@ and simulators in a temporary directory, about a minute)::
 
 It writes ``tests/integration/histories/{promoted,rolled_back,superseded}.json`` (``--out`` for
 another folder: the histories of the code since ``status-in-steps`` are in
-``histories/status_in_steps/``, recorded with ``--out``). Re-record only together with a deliberate, versioned change of the workflow
-(``workflow.patched``): the point of the committed files is that they are histories written by
-the *previous* code.
+``histories/status_in_steps/``, recorded with ``--out``). Re-record only together with a
+deliberate, versioned change of the workflow (``workflow.patched``): the point of the committed
+files is that they are histories written by the *previous* code.
 
 The scenarios are also what tests/e2e/test_history_secrets.py runs (with a fresh API key and
 marker) to prove that no secret and no dataset content reaches history. On one DecisionModel
