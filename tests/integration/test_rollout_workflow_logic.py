@@ -504,9 +504,18 @@ async def test_stop_landing_with_a_step_result_still_stops(
             await handle.cancel()
         cluster.release_step.set()
 
-        async def prefetch_completed() -> bool:  # resolve, then prefetch
+        async def prefetch_completed() -> bool:
             events = (await handle.fetch_history()).events
-            return sum(e.event_type == ACTIVITY_COMPLETED for e in events) == 2
+            scheduled = {
+                e.event_id
+                for e in events
+                if e.activity_task_scheduled_event_attributes.activity_type.name == c.PREFETCH
+            }
+            return any(
+                e.event_type == ACTIVITY_COMPLETED
+                and e.activity_task_completed_event_attributes.scheduled_event_id in scheduled
+                for e in events
+            )
 
         # Both now in history, seen by no workflow worker yet.
         await async_assert_eventually(prefetch_completed, 20, what="prefetch completed")
