@@ -114,9 +114,11 @@ async def _measure(env: LocalEnv, cases: list[int], deadline: float) -> dict[str
     cluster.apply(_dm("plain", {"model": "laya:en", "replicas": 1}))
     _wait_stable(env, "plain", None, deadline)
     shapes["plain"] = shape(await _latest_history(client, "plain", deadline))
+    _progress("plain", shapes["plain"])
     for n in cases:
         name = f"eval-{n}"
-        cluster.apply(_golden(f"golden-{n}", n))
+        # Created, not applied: 500 cases are more than kubectl apply's annotation may hold.
+        cluster.kubectl("create", "-f", "-", input=json.dumps(_golden(f"golden-{n}", n)))
         cluster.apply(_dm(name, {"model": "laya:en", "replicas": 1}))
         first = _wait_stable(env, name, None, deadline)
         evaluation = {
@@ -131,7 +133,13 @@ async def _measure(env: LocalEnv, cases: list[int], deadline: float) -> dict[str
         )
         _wait_stable(env, name, first, deadline)
         shapes[name] = await _wait_for_grace(client, name, deadline)
+        _progress(name, shapes[name])
     return shapes
+
+
+def _progress(name: str, found: dict[str, Any]) -> None:
+    """One line as soon as a rollout is measured (a later one may run out of time)."""
+    print(f"measured {name}: {found['events']} events", flush=True)
 
 
 async def _wait_for_grace(client: Client, name: str, deadline: float) -> dict[str, Any]:

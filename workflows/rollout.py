@@ -3,7 +3,9 @@
 Deterministic orchestration only: every side effect is an activity scheduled by name (see
 ``decisionmodel.contracts``), every wait is a Temporal timer or condition. The history this
 workflow leaves is the rollout's audit trail: each activity carries a summary, each phase change
-upserts the ``DmPhase`` search attribute and records status through an activity.
+upserts the ``DmPhase`` search attribute. Each step activity writes its own status (its phase
+when it starts, its outcome when it ends: ``StepStatus`` in its input), so that a rollout's
+history is its steps and little else; waits and compensation write through ``record_status``.
 
 Steps (REFERENCE.md "Rollout steps"), one method each, in the order ``_steps`` runs them:
 resolve → prefetch → start → warmup_inspect → [evaluate] → [AwaitingPromotion] → promote →
