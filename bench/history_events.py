@@ -92,7 +92,15 @@ def shape(history: WorkflowHistory) -> dict[str, Any]:
     tasks = sum(
         e.event_type == EventType.EVENT_TYPE_WORKFLOW_TASK_COMPLETED for e in history.events
     )
-    return {"events": len(history.events), "activities": names, "workflow_tasks": tasks}
+    timeouts = sum(
+        e.event_type == EventType.EVENT_TYPE_WORKFLOW_TASK_TIMED_OUT for e in history.events
+    )
+    return {
+        "events": len(history.events),
+        "activities": names,
+        "workflow_tasks": tasks,
+        "task_timeouts": timeouts,  # each adds 3 events: the machine's load, not the shape
+    }
 
 
 async def _latest_history(client: Client, name: str, deadline: float) -> WorkflowHistory:
@@ -155,19 +163,23 @@ async def _wait_for_grace(client: Client, name: str, deadline: float) -> dict[st
 def report(shapes: dict[str, dict[str, Any]]) -> dict[str, Any]:
     """Print the table; return the flat figures for ``--json``."""
     flat: dict[str, Any] = {}
-    print(f"{'rollout':<12} {'events':>7} {'before':>7} {'activities':>11} {'wf tasks':>9}")
+    print(
+        f"{'rollout':<12} {'events':>7} {'before':>7} {'activities':>11} {'wf tasks':>9} "
+        f"{'wf task timeouts':>17}"
+    )
     for name, found in shapes.items():
         before = BEFORE["plain" if name == "plain" else "eval"]
         acts = found["activities"]
         print(
             f"{name:<12} {found['events']:>7} {before:>7} {len(acts):>11} "
-            f"{found['workflow_tasks']:>9}"
+            f"{found['workflow_tasks']:>9} {found['task_timeouts']:>17}"
         )
         key = name.replace("-", "_")
         flat[f"history_events_{key}"] = found["events"]
         flat[f"history_events_{key}_before"] = before
         flat[f"history_activities_{key}"] = len(acts)
         flat[f"history_workflow_tasks_{key}"] = found["workflow_tasks"]
+        flat[f"history_workflow_task_timeouts_{key}"] = found["task_timeouts"]
     print(f"target without evaluation: ≤ {TARGET_PLAIN} events; with evaluation: flat in cases")
     for name, found in shapes.items():
         counts = Counter(found["activities"])
