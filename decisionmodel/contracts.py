@@ -237,7 +237,7 @@ def store_workflow_id(dm: DMRef, revision: str, retry_token: str | None = None) 
 
 class StepStatus(Contract):
     """The status a step activity writes itself, so that a phase change costs no activity of
-    its own in history (workflows patched ``status-in-steps``; issue 14: 91 → ≤ 45 events).
+    its own in history (workflows patched ``status-in-steps``; issue 14: 91 → 42 events).
 
     ``enter``: written when the step starts, every attempt (the phase, e.g. Caching; writing
     it again keeps phaseTransitionTime). ``report``: the step writes its outcome when it ends

@@ -107,7 +107,7 @@ RETRY = RetryPolicy(
 # The change id of "compensation is never given up" (see ``_until_done``).
 CLEANUP_NEVER_GIVEN_UP = "cleanup-never-given-up"
 # The change id of "each step writes its own status; search attributes upserted together"
-# (issue 14: a rollout without evaluation went from 91 history events to ≤ 45). Rollouts
+# (issue 14: a rollout without evaluation went from 91 history events to 42). Rollouts
 # started before it keep scheduling record_status at every phase change when they replay.
 STATUS_IN_STEPS = "status-in-steps"
 # One round of a status write's retries outside compensation: the old fixed window.
