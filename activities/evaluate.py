@@ -33,7 +33,9 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, ValidationError
 from temporalio import activity
 
+from activities import step_status
 from activities.policy import read_live_policy
+from activities.step_status import writes_step_status
 from activities.typed_errors import show_guards, typed_errors
 from activities.warmup_inspect import HeartbeatTicker, RuntimeClientFactory
 from decisionmodel.contracts import (
@@ -150,6 +152,7 @@ class EvaluateActivities:
         self.secrets = SecretReader(kube)
 
     @activity.defn(name=EVALUATE)
+    @writes_step_status(step_status.evaluated)
     async def evaluate(self, inp: EvaluateInput) -> EvaluationOutcome:
         async with typed_errors(show_guards(self.kube, inp.dm, ConditionType.EVALUATED)):
             # Every attempt, before a case is read: the gates must be the live spec's.

@@ -29,6 +29,8 @@ from typing import Any
 
 from temporalio import activity
 
+from activities import step_status
+from activities.step_status import writes_step_status
 from activities.typed_errors import show_guards, typed_errors
 from decisionmodel.contracts import PREFETCH, PrefetchResult, RevisionObjectsInput
 from decisionmodel.errors import DigestMismatch, DmrolloutError, ModelNotFound, PrefetchFailed
@@ -140,6 +142,7 @@ class PrefetchActivities:
         self.secrets = SecretReader(kube)
 
     @activity.defn(name=PREFETCH)
+    @writes_step_status(step_status.cached)
     async def prefetch(self, inp: RevisionObjectsInput) -> PrefetchResult:
         """Create or adopt PVC ``<dm>-store-<rev>`` and Job ``<dm>-pf-<rev>``, then wait for
         the Job: Complete → the result; Failed → the classified, non-retryable error."""

@@ -26,8 +26,10 @@ from typing import Any
 from kubernetes.client.rest import ApiException
 from temporalio import activity
 
+from activities import step_status
 from activities.pod_inspect import inspect_pod
 from activities.policy import read_live_policy
+from activities.step_status import enter_step, writes_step_status
 from activities.typed_errors import show_guards, typed_errors
 from decisionmodel.contracts import (
     PROMOTE,
@@ -71,12 +73,16 @@ class PromoteActivities:
         self.secrets = SecretReader(kube)
 
     @activity.defn(name=PROMOTE)
+    @writes_step_status(step_status.promoted, enter=False)
     async def promote(self, inp: PromoteInput) -> PromoteResult:
         """Record → PDB → Service (see the module docstring for why in this order). Returns
         the revision the Service selected before (else the old stable), for the workflow to
         delete after the grace; None when there is nothing to delete."""
         async with typed_errors(show_guards(self.kube, inp.dm, ConditionType.PROMOTED)):
             live = await read_live_policy(self.kube, inp.dm)
+            if live.stable != inp.candidate.hash:
+                # Phase Promoting, unless an earlier attempt already recorded it as Ready.
+                await enter_step(self.kube, inp.status)
             if inp.switch_back:
                 self._check_switch_back(inp, live.stable, live.previous)
             elif live.stable != inp.candidate.hash:

@@ -21,6 +21,8 @@ from collections.abc import Callable
 
 from temporalio import activity
 
+from activities import step_status
+from activities.step_status import writes_step_status
 from activities.typed_errors import OnGuard, show_guards, typed_errors
 from decisionmodel.contracts import (
     RESOLVE,
@@ -89,6 +91,7 @@ class ResolveActivities:
         return show_guards(self.kube, inp.dm, ConditionType.RESOLVED)
 
     @activity.defn(name=RESOLVE)
+    @writes_step_status(step_status.resolved)
     async def resolve(self, inp: ResolveInput) -> ResolveResult:
         async with typed_errors(self._on_guard(inp)):
             revision = inp.revision

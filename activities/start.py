@@ -14,6 +14,7 @@ from typing import Any
 
 from temporalio import activity
 
+from activities.step_status import enters_step
 from activities.typed_errors import show_guards, typed_errors
 from decisionmodel.contracts import START, RevisionObjectsInput, StartResult
 from decisionmodel.render import render_serving_deployment
@@ -65,6 +66,7 @@ class StartActivities:
         return params.apikey_checksum(found.value, found.uid)
 
     @activity.defn(name=START)
+    @enters_step  # phase Starting; warmup_inspect reports the Pods model-ready
     async def start(self, inp: RevisionObjectsInput) -> StartResult:
         """Create or adopt the Deployment, then wait until ``inp.replicas`` of its Pods run
         with an IP and ContainersReady."""

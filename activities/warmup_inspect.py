@@ -44,6 +44,8 @@ from typing import Any, Final
 from pydantic import BaseModel, ConfigDict, Field
 from temporalio import activity
 
+from activities import step_status
+from activities.step_status import writes_step_status
 from activities.typed_errors import typed_errors
 from decisionmodel.contracts import WARMUP_INSPECT, DMRef, WarmupInput, WarmupResult
 from decisionmodel.errors import ProbeError
@@ -228,6 +230,7 @@ class WarmupActivities:
         self.secrets = SecretReader(kube)
 
     @activity.defn(name=WARMUP_INSPECT)
+    @writes_step_status(step_status.model_ready)
     async def warmup_inspect(self, inp: WarmupInput) -> WarmupResult:
         async with typed_errors():
             api_key = await self.secrets.api_key(inp.dm.namespace, inp.api_key)

@@ -235,9 +235,25 @@ def store_workflow_id(dm: DMRef, revision: str, retry_token: str | None = None) 
 # --- activity inputs and results --------------------------------------------------------------
 
 
+class StepStatus(Contract):
+    """The status a step activity writes itself, so that a phase change costs no activity of
+    its own in history (workflows patched ``status-in-steps``; issue 14: 91 → 42 events).
+
+    ``enter``: written when the step starts, every attempt (the phase, e.g. Caching; writing
+    it again keeps phaseTransitionTime). ``report``: the step writes its outcome when it ends
+    (a condition, an Event), built by ``decisionmodel.step_status`` from its result. None on
+    a step's input (a rollout started before the change): the workflow writes both through
+    record_status.
+    """
+
+    enter: StatusUpdate | None = None
+    report: bool = False
+
+
 class ResolveInput(Contract):
     dm: DMRef
     revision: RevisionSpec
+    status: StepStatus | None = None
 
 
 class ResolveResult(Contract):
@@ -258,6 +274,7 @@ class RevisionObjectsInput(Contract):
     cache: CachePolicy = Field(default_factory=CachePolicy)
     api_key: KeyRef | None = None
     caching_timeout_seconds: int = 1800
+    status: StepStatus | None = None  # prefetch and start only
 
 
 class PrefetchResult(Contract):
@@ -277,6 +294,7 @@ class WarmupInput(Contract):
     replicas: int
     api_key: KeyRef | None = None
     warmup_timeout_seconds: int = 300
+    status: StepStatus | None = None
 
 
 class WarmupResult(Contract):
@@ -294,6 +312,7 @@ class EvaluateInput(Contract):
     # The rollout's promotion mode, so that evaluate compares the whole policy with the live
     # DecisionModel; None from a workflow scheduled before the check (evaluation part only).
     promotion: Promotion | None = None
+    status: StepStatus | None = None
 
 
 class EvaluationOutcome(Contract):
@@ -336,6 +355,7 @@ class PromoteInput(Contract):
     # before the stable (status.previousRevision), which passed its gates then; promote checks
     # that it is exactly that revision instead of re-checking policy and approval.
     switch_back: bool = False
+    status: StepStatus | None = None
 
 
 class PromoteResult(Contract):
@@ -405,6 +425,11 @@ class StatusUpdate(Contract):
     event_message: str = ""
     event_type: Literal["Normal", "Warning"] = "Normal"
 
+
+# StepStatus and the step inputs that carry it name StatusUpdate before it is defined.
+for _model in (StepStatus, ResolveInput, RevisionObjectsInput, WarmupInput, EvaluateInput):
+    _model.model_rebuild()
+PromoteInput.model_rebuild()
 
 # --- messages ---------------------------------------------------------------------------------
 

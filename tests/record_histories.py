@@ -6,9 +6,10 @@ and simulators in a temporary directory, about a minute)::
     hack/in-netns.sh .venv/bin/python tests/record_histories.py
 
 It writes ``tests/integration/histories/{promoted,rolled_back,superseded}.json`` (``--out`` for
-another folder). Re-record only together with a deliberate, versioned change of the workflow
-(``workflow.patched``): the point of the committed files is that they are histories written by
-the *previous* code.
+another folder: the histories of the code since ``status-in-steps`` are in
+``histories/status_in_steps/``, recorded with ``--out``). Re-record only together with a
+deliberate, versioned change of the workflow (``workflow.patched``): the point of the committed
+files is that they are histories written by the *previous* code.
 
 The scenarios are also what tests/e2e/test_history_secrets.py runs (with a fresh API key and
 marker) to prove that no secret and no dataset content reaches history. On one DecisionModel
@@ -52,6 +53,8 @@ from workflows.rollout import RolloutWorkflow
 
 HISTORIES = Path(__file__).resolve().parent / "integration" / "histories"
 RECORDED = ("promoted", "rolled_back", "superseded")
+# Every committed set: before the workflow change "status-in-steps", and after it.
+HISTORY_SETS = (HISTORIES, HISTORIES / "status_in_steps")
 # The values behind the committed histories: test_history_secrets checks they are not in them.
 RECORDING_API_KEY = "rec-apikey-5b0c1d7e9a2f"
 RECORDING_MARKER = "REC-GOLDEN-MARKER-c41f0e"

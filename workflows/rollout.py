@@ -3,7 +3,9 @@
 Deterministic orchestration only: every side effect is an activity scheduled by name (see
 ``decisionmodel.contracts``), every wait is a Temporal timer or condition. The history this
 workflow leaves is the rollout's audit trail: each activity carries a summary, each phase change
-upserts the ``DmPhase`` search attribute and records status through an activity.
+upserts the ``DmPhase`` search attribute. Each step activity writes its own status (its phase
+when it starts, its outcome when it ends: ``StepStatus`` in its input), so that a rollout's
+history is its steps and little else; waits and compensation write through ``record_status``.
 
 Steps (REFERENCE.md "Rollout steps"), one method each, in the order ``_steps`` runs them:
 resolve → prefetch → start → warmup_inspect → [evaluate] → [AwaitingPromotion] → promote →
@@ -27,7 +29,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from temporalio import workflow
-from temporalio.common import RetryPolicy
+from temporalio.common import RetryPolicy, SearchAttributeUpdate
 from temporalio.exceptions import (
     ActivityError,
     ApplicationError,
@@ -37,6 +39,7 @@ from temporalio.exceptions import (
 )
 
 with workflow.unsafe.imports_passed_through():
+    from decisionmodel import step_status
     from decisionmodel.contracts import (
         DELETE_REVISION,
         EVALUATE,
@@ -69,6 +72,7 @@ with workflow.unsafe.imports_passed_through():
         RolloutResult,
         StartResult,
         StatusUpdate,
+        StepStatus,
         WarmupInput,
         WarmupResult,
         WatchPromotedInput,
@@ -102,6 +106,10 @@ RETRY = RetryPolicy(
 
 # The change id of "compensation is never given up" (see ``_until_done``).
 CLEANUP_NEVER_GIVEN_UP = "cleanup-never-given-up"
+# The change id of "each step writes its own status; search attributes upserted together"
+# (issue 14: a rollout without evaluation went from 91 history events to 42). Rollouts
+# started before it keep scheduling record_status at every phase change when they replay.
+STATUS_IN_STEPS = "status-in-steps"
 # One round of a status write's retries outside compensation: the old fixed window.
 _ROUND = timedelta(minutes=10)
 
@@ -124,19 +132,22 @@ class RolloutWorkflow:
         # The evaluation's line in the Temporal UI's details, kept under every later step's
         # (details are not history: changing them never affects a replay).
         self._evaluation_details = ""
+        # STATUS_IN_STEPS: steps write their own status, search attributes wait in
+        # ``_attributes`` and go out together before the next command (``_flush_attributes``).
+        self._lean = False
+        self._attributes: dict[str, SearchAttributeUpdate[Any]] = {}
 
     # -- entry point -----------------------------------------------------------------------
     @workflow.run
     async def run(self, inp: RolloutInput) -> RolloutOutcome:
         self._state.inp = inp
-        workflow.upsert_search_attributes(
-            [
-                sa.DM_NAMESPACE.value_set(inp.dm.namespace),
-                sa.DM_NAME.value_set(inp.dm.name),
-                sa.DM_REVISION.value_set(inp.requested_revision),
-                sa.DM_MODEL.value_set(inp.revision.model),
-                sa.DM_PHASE.value_set(Phase.PENDING.value),
-            ]
+        self._lean = workflow.patched(STATUS_IN_STEPS)
+        self._upsert(
+            sa.DM_NAMESPACE.value_set(inp.dm.namespace),
+            sa.DM_NAME.value_set(inp.dm.name),
+            sa.DM_REVISION.value_set(inp.requested_revision),
+            sa.DM_MODEL.value_set(inp.revision.model),
+            sa.DM_PHASE.value_set(Phase.PENDING.value),
         )
         self._main = asyncio.create_task(self._rollout(inp))
         try:
@@ -190,43 +201,28 @@ class RolloutWorkflow:
     # -- the steps ---------------------------------------------------------------------------
     async def _resolve(self, inp: RolloutInput) -> ResolveResult:
         """1. resolve: tag → digest, guards, revision identity."""
-        await self._enter(Phase.RESOLVING, "resolve")
+        status = await self._enter(Phase.RESOLVING, "resolve")
         resolved: ResolveResult = await self._activity(
             RESOLVE,
-            ResolveInput(dm=inp.dm, revision=inp.revision),
+            ResolveInput(dm=inp.dm, revision=inp.revision, status=status),
             ResolveResult,
             summary=f"resolve {inp.revision.model}",
             start_to_close=timedelta(seconds=60),
             schedule_to_close=timedelta(minutes=5),
         )
-        record = resolved.record
-        self._state.record = record
-        workflow.upsert_search_attributes([sa.DM_REVISION.value_set(record.hash)])
-        await self._record_status(
-            candidate=record,
-            clear_failed=True,
-            conditions=[
-                ConditionUpdate(
-                    type=ConditionType.RESOLVED,
-                    status="True",
-                    reason=Reason.DIGEST_RESOLVED,
-                    message=f"{resolved.canonical} resolved to digest {record.digest}",
-                )
-            ],
-            event_reason=EventReason.RESOLVED,
-            event_message=f"{resolved.canonical} → revision {record.hash} "
-            f"(digest {record.digest[:12]})",
-        )
+        self._state.record = resolved.record
+        self._upsert(sa.DM_REVISION.value_set(resolved.record.hash))
+        await self._reported(status, step_status.resolved(inp.dm, resolved))
         return resolved
 
     async def _prefetch(self, inp: RolloutInput, objects: RevisionObjectsInput) -> None:
         """2. prefetch: per-revision store PVC + Job that pulls and verifies the digest."""
         dm, record = inp.dm, objects.record
-        await self._enter(Phase.CACHING, "prefetch")
+        status = await self._enter(Phase.CACHING, "prefetch")
         caching = timedelta(seconds=inp.timeouts.caching)
         await self._activity(
             PREFETCH,
-            objects,
+            objects.model_copy(update={"status": status}),
             PrefetchResult,
             summary=f"prefetch {inp.revision.model} into {dm.name}-store-{record.hash}",
             start_to_close=caching,
@@ -234,18 +230,7 @@ class RolloutWorkflow:
             heartbeat=True,
             timeout_reason=Reason.CACHE_TIMEOUT,
         )
-        await self._record_status(
-            conditions=[
-                ConditionUpdate(
-                    type=ConditionType.CACHED,
-                    status="True",
-                    reason=Reason.PREFETCHED,
-                    message=f"store {dm.name}-store-{record.hash} holds digest {record.digest}",
-                )
-            ],
-            event_reason=EventReason.CACHED,
-            event_message=f"weights of revision {record.hash} cached and verified",
-        )
+        await self._reported(status, step_status.cached(dm, record))
 
     async def _start(self, inp: RolloutInput, objects: RevisionObjectsInput) -> RevisionRecord:
         """3. start + warmup_inspect, both under the starting deadline.
@@ -253,11 +238,11 @@ class RolloutWorkflow:
         Returns the candidate as warmup saw it (with the precision its Pods report).
         """
         dm, record = inp.dm, objects.record
-        await self._enter(Phase.STARTING, "start")
+        status = await self._enter(Phase.STARTING, "start", report=False)
         deadline = workflow.now() + timedelta(seconds=inp.timeouts.starting)
         await self._activity(
             START,
-            objects,
+            objects.model_copy(update={"status": status}),
             StartResult,
             summary=f"start Deployment {dm.name}-{record.hash} "
             f"({inp.replicas} replicas, no traffic)",
@@ -273,6 +258,7 @@ class RolloutWorkflow:
     ) -> RevisionRecord:
         """3b. warmup_inspect: load the model in every Pod, inspect digest, device, pinning."""
         self._state.step = "warmup_inspect"
+        status = StepStatus(report=True) if self._lean else None
         warm: WarmupResult = await self._activity(
             WARMUP_INSPECT,
             WarmupInput(
@@ -282,6 +268,7 @@ class RolloutWorkflow:
                 replicas=inp.replicas,
                 api_key=inp.api_key,
                 warmup_timeout_seconds=inp.tuning.warmup_timeout_seconds,
+                status=status,
             ),
             WarmupResult,
             summary=f"warm up and inspect Pods of {record.hash}: digest, device, pinned",
@@ -290,21 +277,18 @@ class RolloutWorkflow:
             heartbeat=True,
             timeout_reason=Reason.START_TIMEOUT,
         )
+        ready = step_status.model_ready(inp.dm, record, warm, inp.replicas)
         if warm.precision:
-            record = record.model_copy(update={"precision": warm.precision})
+            record = step_status.warmed(record, warm)
             self._state.record = record
-        await self._record_status(
-            candidate=record,
-            event_reason=EventReason.MODEL_READY,
-            event_message=f"{warm.model_ready}/{inp.replicas} Pods of {record.hash} model-ready",
-        )
+        await self._reported(status, ready)
         return record
 
     async def _evaluate(
         self, inp: RolloutInput, policy: EvaluationPolicy, record: RevisionRecord
     ) -> None:
         """4. evaluate (optional): golden set against the candidate, baseline against the stable."""
-        await self._enter(Phase.EVALUATING, "evaluate")
+        status = await self._enter(Phase.EVALUATING, "evaluate")
         evaluating = timedelta(seconds=inp.timeouts.evaluating)
         outcome: EvaluationOutcome = await self._activity(
             EVALUATE,
@@ -316,6 +300,7 @@ class RolloutWorkflow:
                 policy=policy,
                 api_key=inp.api_key,
                 promotion=inp.promotion,
+                status=status,
             ),
             EvaluationOutcome,
             summary=f"evaluate {record.hash} on {policy.dataset.kind} "
@@ -330,31 +315,9 @@ class RolloutWorkflow:
             outcome, inp.dm.namespace, inp.dm.name, record.hash
         )
         self._details(f"**{Phase.EVALUATING.value}**: evaluated")
-        passed = outcome.result == EvaluationResult.PASSED
-        await self._record_evaluation(policy, outcome, passed)
-        if not passed:
+        await self._reported(status, step_status.evaluated(inp.dm, policy, outcome))
+        if outcome.result != EvaluationResult.PASSED:
             raise RolloutFailure(Reason.EVALUATION_FAILED, outcome.message)
-
-    async def _record_evaluation(
-        self, policy: EvaluationPolicy, outcome: EvaluationOutcome, passed: bool
-    ) -> None:
-        """The evaluation's figures and the gates they were held to, in status and an Event."""
-        await self._record_status(
-            evaluation=outcome,
-            evaluation_gates=policy.gates(),
-            conditions=[
-                ConditionUpdate(
-                    type=ConditionType.EVALUATED,
-                    status="True" if passed else "False",
-                    reason=outcome.reason,
-                    message=outcome.message,
-                )
-            ],
-            event_reason=EventReason.EVALUATED,
-            event_message=f"{outcome.result}: accuracy {outcome.accuracy}, "
-            f"ECE {outcome.ece} on {outcome.cases} cases",
-            event_type="Normal" if passed else "Warning",
-        )
 
     async def _await_approval(self, inp: RolloutInput, record: RevisionRecord) -> None:
         """5. manual promotion: hold the candidate until the approval bound to it arrives."""
@@ -382,6 +345,7 @@ class RolloutWorkflow:
                     message=f"candidate {record.hash} awaits approval; {how}",
                 )
             ],
+            by_step=False,  # a wait, not an activity: record_status writes it
         )
         # No timeout (reference): a rollout may wait for a human as long as it takes.
         await workflow.wait_condition(lambda: self._state.approved)
@@ -403,17 +367,15 @@ class RolloutWorkflow:
             promoted = await promotion
         self._state.phase = Phase.READY
         self._state.step = "promoted"
-        workflow.upsert_search_attributes([sa.DM_PHASE.value_set(Phase.READY.value)])
-        await self._record_status(
-            event_reason=EventReason.PROMOTED,
-            event_message=f"Service {inp.dm.name} now selects revision {record.hash}",
-        )
+        self._upsert(sa.DM_PHASE.value_set(Phase.READY.value))
+        if not self._lean:  # else promote emitted the Event itself
+            await self._write_status(step_status.promoted(inp.dm, record))
         return promoted
 
     async def _promote(self, inp: RolloutInput, record: RevisionRecord) -> PromoteResult:
         """The shielded part of 6: phase Promoting, then the promote activity."""
         dm, state = inp.dm, self._state
-        await self._enter(Phase.PROMOTING, "promote")
+        status = await self._enter(Phase.PROMOTING, "promote")
         promoted: PromoteResult = await self._activity(
             PROMOTE,
             PromoteInput(
@@ -428,6 +390,7 @@ class RolloutWorkflow:
                 policy=inp.policy(),
                 approval=state.expected_approval if state.approved else None,
                 dataset_digest=state.evaluation.dataset_digest if state.evaluation else None,
+                status=status,
             ),
             PromoteResult,
             summary=f"promote {record.hash}: record stable, PDB, switch Service {dm.name}",
@@ -499,6 +462,7 @@ class RolloutWorkflow:
     async def _retire_previous(self, inp: RolloutInput, previous: str) -> None:
         """7. the previous revision keeps running for the grace, then goes (a durable timer)."""
         self._state.step = "grace"
+        self._flush_attributes()
         grace_ends = workflow.now() + timedelta(seconds=inp.tuning.promotion_grace_seconds)
         try:
             await workflow.sleep(
@@ -543,7 +507,7 @@ class RolloutWorkflow:
         state.phase = phase
         state.step = "rollback"
         state.reason, state.message = reason, message
-        workflow.upsert_search_attributes([sa.DM_PHASE.value_set(phase.value)])
+        self._upsert(sa.DM_PHASE.value_set(phase.value))
         await self._record_status(
             phase=phase,
             failed=failed,
@@ -591,7 +555,8 @@ class RolloutWorkflow:
         state.result = outcome.result
         state.reason = outcome.reason
         state.message = outcome.message
-        workflow.upsert_search_attributes([sa.DM_RESULT.value_set(outcome.result.value)])
+        self._upsert(sa.DM_RESULT.value_set(outcome.result.value))
+        self._flush_attributes()
         self._details(f"**{outcome.result.value}** {outcome.reason or ''}")
 
     def _details(self, line: str) -> None:
@@ -666,23 +631,39 @@ class RolloutWorkflow:
         event_reason: EventReason | None = None,
         event_message: str = "",
         conditions: list[ConditionUpdate] | None = None,
-    ) -> None:
+        *,
+        report: bool = True,
+        by_step: bool = True,
+    ) -> StepStatus | None:
+        """Enter ``phase``: state, DmPhase, details, and status. A step's phase is written by
+        the step itself (the returned StepStatus goes into its input; ``report``: it writes its
+        outcome too); a wait (``by_step=False``) and a rollout from before STATUS_IN_STEPS
+        write it here through record_status (and get None)."""
         self._state.phase = phase
         self._state.step = step
-        workflow.upsert_search_attributes([sa.DM_PHASE.value_set(phase.value)])
+        self._upsert(sa.DM_PHASE.value_set(phase.value))
         self._details(f"**{phase.value}**: {step}")
-        await self._record_status(
+        update = StatusUpdate(
+            dm=self._state.require_input().dm,
             phase=phase,
             event_reason=event_reason,
             event_message=event_message,
             conditions=conditions or [],
         )
+        if self._lean and by_step:
+            return StepStatus(enter=update, report=report)
+        await self._write_status(update)
+        return None
+
+    async def _reported(self, status: StepStatus | None, update: StatusUpdate) -> None:
+        """A step's outcome: written by the step when it was asked to (``status``), else here."""
+        if status is None:
+            await self._write_status(update)
 
     async def _record_status(
         self, write_status: bool = True, must_finish: bool = False, **fields: Any
     ) -> None:
-        """Status and Event through record_status. ``must_finish``: a compensation step, never
-        given up (see ``_until_done``); else a final failure fails the rollout (compensated)."""
+        """``_write_status`` of these fields (only the Event's when not ``write_status``)."""
         inp = self._state.require_input()
         update = StatusUpdate(dm=inp.dm, **fields)
         if not write_status:
@@ -692,6 +673,12 @@ class RolloutWorkflow:
                 event_message=update.event_message,
                 event_type=update.event_type,
             )
+        await self._write_status(update, must_finish)
+
+    async def _write_status(self, update: StatusUpdate, must_finish: bool = False) -> None:
+        """Status and Event through record_status. ``must_finish``: a compensation step, never
+        given up (see ``_until_done``); else a final failure fails the rollout (compensated)."""
+        self._flush_attributes()
         summary = f"status: {update.phase.value if update.phase else ''} "
         summary = (summary + (update.event_reason or "")).strip()
 
@@ -711,9 +698,26 @@ class RolloutWorkflow:
             raise _status_failure(e) from None
         self._stop_if_requested()
 
+    def _upsert(self, *updates: SearchAttributeUpdate[Any]) -> None:
+        """Search attributes: at once before STATUS_IN_STEPS (one history event per call, as
+        those histories hold them); since, kept until the next command goes out, so that a
+        phase and the revision, or Ready and the result, cost one event."""
+        if not self._lean:
+            workflow.upsert_search_attributes(list(updates))
+            return
+        for update in updates:
+            self._attributes[update.key.name] = update
+
+    def _flush_attributes(self) -> None:
+        """Upsert the attributes kept by ``_upsert`` in one call (before every command)."""
+        if self._attributes:
+            workflow.upsert_search_attributes(list(self._attributes.values()))
+            self._attributes.clear()
+
     async def _delete_revision(self, revision: str, why: str) -> None:
         """Delete a revision's objects: compensation, never given up (``_until_done``)."""
         inp = self._state.require_input()
+        self._flush_attributes()
 
         async def attempt(window: timedelta) -> None:
             await workflow.execute_activity(
@@ -770,6 +774,7 @@ class RolloutWorkflow:
     ) -> Any:
         """Run one step; turn its final failure into a RolloutFailure with the reason."""
         inp = self._state.require_input()
+        self._flush_attributes()
         try:
             result = await workflow.execute_activity(
                 name,

@@ -117,8 +117,8 @@ def test_committed_histories_hold_no_recording_secrets() -> None:
     """The committed histories were recorded with known values: none of them is in there."""
     dataset = rec.marked_golden_jsonl(rec.CASES, seed=11, marker=rec.RECORDING_MARKER)
     secrets = [rec.RECORDING_API_KEY, rec.RECORDING_MARKER, *rec.state_texts(dataset)]
-    for name in rec.RECORDED:
-        text = (rec.HISTORIES / f"{name}.json").read_text()
+    for folder, name in ((f, n) for f in rec.HISTORY_SETS for n in rec.RECORDED):
+        text = (folder / f"{name}.json").read_text()
         history = WorkflowHistory.from_json(name, text)
         assert history.events, name
         decoded = searchable(text)

@@ -25,6 +25,7 @@ from temporalio.testing import ActivityEnvironment
 from activities.delete_revision import DeleteRevisionActivities
 from activities.prefetch import PrefetchActivities
 from activities.promote import PromoteActivities
+from activities.resolve import ResolveActivities
 from activities.start import StartActivities
 from activities.status import StatusActivities
 from decisionmodel.api import DecisionModel
@@ -36,11 +37,13 @@ from decisionmodel.contracts import (
     KeyRef,
     Phase,
     PromoteInput,
+    ResolveInput,
     RevisionObjectsInput,
     RevisionRecord,
     RevisionSpec,
     RolloutPolicy,
     StatusUpdate,
+    StepStatus,
 )
 from decisionmodel.render.labels import ANNOTATION_APIKEY_CHECKSUM
 from decisionmodel.settings import RolloutSettings
@@ -390,7 +393,11 @@ async def test_promote_switches_the_service_and_delete_keeps_the_selected(
     assert "router-" + a.hash not in _names(local_cluster, "pdb", ns)  # one replica: no PDB
 
     # Second: record, PDB (2 replicas), switch; the previous is what the Service selected.
-    inp = PromoteInput(dm=dm, candidate=b, replicas=2, stable=a, policy=policy)
+    # The rollout asks promote to write its phase (Promoting) and its Event itself.
+    status_of_step = StepStatus(enter=StatusUpdate(dm=dm, phase=Phase.PROMOTING), report=True)
+    inp = PromoteInput(
+        dm=dm, candidate=b, replicas=2, stable=a, policy=policy, status=status_of_step
+    )
     done = await env.run(promote, inp)
     assert done.previous == a.hash
     service = local_cluster.kubectl_json("get", "service", dm.name, "-n", ns)
@@ -410,11 +417,15 @@ async def test_promote_switches_the_service_and_delete_keeps_the_selected(
     promoted = _conditions(_dm_obj(local_cluster, dm))["Promoted"]
     assert (promoted["status"], promoted["reason"]) == ("True", "Promoted")
 
-    # Twice: the same state, the same answer, the promotion time kept.
+    assert _events(local_cluster, dm, "Promoted")
+    # Twice: the same state, the same answer, the promotion time kept; and never Promoting
+    # again once recorded (a retried attempt finds the candidate already the stable).
     again = await env.run(promote, inp)
     assert again == done
     status_again = _dm_obj(local_cluster, dm)["status"]
     assert status_again["lastPromotionTime"] == status["lastPromotionTime"]
+    assert status_again["phase"] == "Ready"
+    assert status_again["phaseTransitionTime"] == status["phaseTransitionTime"]
     assert status_again["previousRevision"] == status["previousRevision"]
 
     delete = DeleteRevisionActivities(kube, settings).delete_revision
@@ -549,3 +560,43 @@ async def test_record_status_coexists_with_the_controller(
     resolved = [e for e in events if e.get("reason") == "Resolved"]
     assert len(resolved) == 1
     assert resolved[0]["regarding"]["uid"] == dm.uid
+
+
+# --- a step's own status writes (issue 14: no record_status activity per phase change) -------
+
+
+def _events(cluster: LocalCluster, dm: DMRef, reason: str) -> list[dict[str, Any]]:
+    items = cluster.kubectl_json("get", "events.v1.events.k8s.io", "-n", dm.namespace)["items"]
+    return [e for e in items if e.get("reason") == reason and e["regarding"]["uid"] == dm.uid]
+
+
+async def test_a_step_writes_its_phase_when_it_starts_and_its_outcome_when_it_ends(
+    local_cluster: LocalCluster,
+    kube: Kube,
+    settings: RolloutSettings,
+    dm: DMRef,
+    laya_digest: str,
+    env: ActivityEnvironment,
+) -> None:
+    resolve = ResolveActivities(settings, kube=kube).resolve
+    revision = RevisionSpec(model="laya:en", digest=laya_digest)
+    # Without StepStatus (a rollout from before the change): the step writes nothing.
+    await env.run(resolve, ResolveInput(dm=dm, revision=revision))
+    assert "phase" not in _dm_obj(local_cluster, dm).get("status", {})
+    assert _events(local_cluster, dm, "Resolved") == []
+
+    enter = StatusUpdate(dm=dm, phase=Phase.RESOLVING)
+    asked = ResolveInput(dm=dm, revision=revision, status=StepStatus(enter=enter, report=True))
+    result = await env.run(resolve, asked)
+    obj = _dm_obj(local_cluster, dm)
+    assert obj["status"]["phase"] == "Resolving"
+    assert obj["status"]["candidateRevision"]["hash"] == result.record.hash
+    resolved = _conditions(obj)["Resolved"]
+    assert (resolved["status"], resolved["reason"]) == ("True", "DigestResolved")
+    assert len(_events(local_cluster, dm, "Resolved")) == 1
+
+    # The DecisionModel gone: the step ends for good with DecisionModelGone.
+    local_cluster.kubectl("delete", "dm", dm.name, "-n", dm.namespace)
+    with pytest.raises(ApplicationError) as err:
+        await env.run(resolve, asked)
+    assert (err.value.type, err.value.non_retryable) == ("DecisionModelGone", True)

@@ -8,25 +8,30 @@ abort, cancellation as supersede, search attributes, and that handlers drain.
 from __future__ import annotations
 
 import asyncio
+import json
 import uuid
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from typing import Any
 
 import pytest
+from helpers import async_assert_eventually
 from temporalio import activity
-from temporalio.client import Client, WorkflowHandle, WorkflowUpdateFailedError
+from temporalio.api.enums.v1 import EventType
+from temporalio.client import Client, WorkflowHandle, WorkflowHistory, WorkflowUpdateFailedError
 from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.exceptions import ApplicationError
 from temporalio.worker import Worker
 
 from decisionmodel import contracts as c
+from decisionmodel import step_status
 from localenv.temporal import TemporalDevServer
 from workflows.rollout import RolloutWorkflow
 
 pytestmark = pytest.mark.temporal
 
 DIGEST = "a" * 64
+ACTIVITY_COMPLETED = EventType.EVENT_TYPE_ACTIVITY_TASK_COMPLETED
 
 
 @dataclass
@@ -40,11 +45,11 @@ class FakeCluster:
     evaluation_result: str = "Passed"
     block_prefetch: asyncio.Event | None = None
     block_promote: asyncio.Event | None = None
-    dm_gone_after: str | None = None  # record_status fails DecisionModelGone once this ran
-    # record_status of this phase holds until `release_status` is set (`status_held` tells when).
-    hold_status_of: c.Phase | None = None
-    status_held: asyncio.Event = field(default_factory=asyncio.Event)
-    release_status: asyncio.Event = field(default_factory=asyncio.Event)
+    dm_gone_after: str | None = None  # status writes fail DecisionModelGone once this ran
+    # This step holds before it returns until `release_step` is set (`step_held` tells when).
+    hold_step: str | None = None
+    step_held: asyncio.Event = field(default_factory=asyncio.Event)
+    release_step: asyncio.Event = field(default_factory=asyncio.Event)
     # delete_revision and failure records fail (retryably) until this is set, when given.
     cleanup_down: asyncio.Event | None = None
     watch_held: bool = True  # the post-promotion watch's verdict
@@ -55,8 +60,8 @@ class FakeCluster:
 
         @activity.defn(name=c.RESOLVE)
         async def resolve(inp: c.ResolveInput) -> c.ResolveResult:
-            cluster._step(c.RESOLVE)
-            return c.ResolveResult(
+            await cluster._enter(c.RESOLVE, inp.status)
+            result = c.ResolveResult(
                 record=c.RevisionRecord(
                     hash="r" + inp.revision.model[-3:], model=inp.revision.model, digest=DIGEST
                 ),
@@ -64,52 +69,50 @@ class FakeCluster:
                 store_manifest_path="manifests/x",
                 resolved_from_registry=True,
             )
+            await cluster._report(c.RESOLVE, inp.status, step_status.resolved(inp.dm, result))
+            return result
 
         @activity.defn(name=c.PREFETCH)
         async def prefetch(inp: c.RevisionObjectsInput) -> c.PrefetchResult:
-            cluster._step(c.PREFETCH)
+            await cluster._enter(c.PREFETCH, inp.status)
             if cluster.block_prefetch is not None:
                 while not cluster.block_prefetch.is_set():
                     activity.heartbeat()
                     await asyncio.sleep(0.1)
+            await cluster._report(c.PREFETCH, inp.status, step_status.cached(inp.dm, inp.record))
             return c.PrefetchResult(job="j", pvc="p", attempts=1)
 
         @activity.defn(name=c.START)
         async def start(inp: c.RevisionObjectsInput) -> c.StartResult:
-            cluster._step(c.START)
+            await cluster._enter(c.START, inp.status)
             return c.StartResult(deployment="d")
 
         @activity.defn(name=c.WARMUP_INSPECT)
         async def warmup(inp: c.WarmupInput) -> c.WarmupResult:
-            cluster._step(c.WARMUP_INSPECT)
-            return c.WarmupResult(model_ready=inp.replicas, precision="F32")
+            await cluster._enter(c.WARMUP_INSPECT, inp.status)
+            result = c.WarmupResult(model_ready=inp.replicas, precision="F32")
+            ready = step_status.model_ready(inp.dm, inp.record, result, inp.replicas)
+            await cluster._report(c.WARMUP_INSPECT, inp.status, ready)
+            return result
 
         @activity.defn(name=c.EVALUATE)
         async def evaluate(inp: c.EvaluateInput) -> c.EvaluationOutcome:
-            cluster._step(c.EVALUATE)
-            passed = cluster.evaluation_result == "Passed"
-            return c.EvaluationOutcome(
-                result="Passed" if passed else "Failed",
-                reason="EvaluationPassed" if passed else "EvaluationFailed",
-                message="accuracy 0.9000 >= minAccuracy 0.80"
-                if passed
-                else "accuracy 0.5000 < minAccuracy 0.80",
-                accuracy="0.9000" if passed else "0.5000",
-                ece="0.0500",
-                brier="0.0800",
-                cases=10,
-                failed_cases=0,
-                dataset_digest="d" * 64,
-            )
+            await cluster._enter(c.EVALUATE, inp.status)
+            outcome = cluster._evaluation()
+            evaluated = step_status.evaluated(inp.dm, inp.policy, outcome)
+            await cluster._report(c.EVALUATE, inp.status, evaluated)
+            return outcome
 
         @activity.defn(name=c.PROMOTE)
         async def promote(inp: c.PromoteInput) -> c.PromoteResult:
-            cluster._step(c.PROMOTE)
+            await cluster._enter(c.PROMOTE, inp.status)
             cluster.promoted.append(inp.candidate.hash)
             if cluster.block_promote is not None:
                 while not cluster.block_promote.is_set():
                     activity.heartbeat()
                     await asyncio.sleep(0.1)
+            promoted = step_status.promoted(inp.dm, inp.candidate)
+            await cluster._report(c.PROMOTE, inp.status, promoted)
             return c.PromoteResult(previous=inp.stable.hash if inp.stable else None)
 
         @activity.defn(name=c.WATCH_PROMOTED)
@@ -129,19 +132,7 @@ class FakeCluster:
 
         @activity.defn(name=c.RECORD_STATUS)
         async def record_status(update: c.StatusUpdate) -> None:
-            if cluster.dm_gone_after is not None and cluster.dm_gone_after in cluster.calls:
-                raise ApplicationError(
-                    "DecisionModel ns/x is gone", type="DecisionModelGone", non_retryable=True
-                )
-            down = cluster.cleanup_down is not None and not cluster.cleanup_down.is_set()
-            if down and update.failed is not None:
-                raise ApplicationError("the API server did not answer", type="APIServerUnavailable")
-            if update.phase is not None and update.phase == cluster.hold_status_of:
-                cluster.status_held.set()
-                await cluster.release_status.wait()
-            cluster.statuses.append(update)
-            if update.failed is not None:
-                cluster.calls.append("record-failure")
+            await cluster._write(update)
 
         return [
             resolve,
@@ -154,6 +145,49 @@ class FakeCluster:
             delete_revision,
             record_status,
         ]
+
+    def _evaluation(self) -> c.EvaluationOutcome:
+        passed = self.evaluation_result == "Passed"
+        return c.EvaluationOutcome(
+            result="Passed" if passed else "Failed",
+            reason="EvaluationPassed" if passed else "EvaluationFailed",
+            message="accuracy 0.9000 >= minAccuracy 0.80"
+            if passed
+            else "accuracy 0.5000 < minAccuracy 0.80",
+            accuracy="0.9000" if passed else "0.5000",
+            ece="0.0500",
+            brier="0.0800",
+            cases=10,
+            failed_cases=0,
+            dataset_digest="d" * 64,
+        )
+
+    async def _write(self, update: c.StatusUpdate) -> None:
+        """What the status writer does: here, record the update (or fail as told)."""
+        if self.dm_gone_after is not None and self.dm_gone_after in self.calls:
+            raise ApplicationError(
+                "DecisionModel ns/x is gone", type="DecisionModelGone", non_retryable=True
+            )
+        down = self.cleanup_down is not None and not self.cleanup_down.is_set()
+        if down and update.failed is not None:
+            raise ApplicationError("the API server did not answer", type="APIServerUnavailable")
+        self.statuses.append(update)
+        if update.failed is not None:
+            self.calls.append("record-failure")
+
+    async def _enter(self, name: str, status: c.StepStatus | None) -> None:
+        """A step begins: the phase it was given to write (activities.step_status), then it."""
+        if status is not None and status.enter is not None:
+            await self._write(status.enter)
+        self._step(name)
+
+    async def _report(self, name: str, status: c.StepStatus | None, update: c.StatusUpdate) -> None:
+        """A step ends: its outcome, when asked to write it; then a hold, if one is set."""
+        if status is not None and status.report:
+            await self._write(update)
+        if name == self.hold_step:
+            self.step_held.set()
+            await self.release_step.wait()
 
     def _step(self, name: str) -> None:
         self.calls.append(name)
@@ -459,21 +493,35 @@ async def test_stop_landing_with_a_step_result_still_stops(
     down while both happen (seen before: the abort was lost and the rollout sat in prefetch).
     """
     name = f"logic-{uuid.uuid4().hex[:8]}"
-    cluster.hold_status_of = c.Phase.CACHING
+    cluster.hold_step = c.PREFETCH
     async with Worker(client, task_queue=name, activities=cluster.activities()):
         async with Worker(client, task_queue=name, workflows=[RolloutWorkflow]):
             handle = await start(client, name, make_input(stable=True))
-            await asyncio.wait_for(cluster.status_held.wait(), 20)
+            await asyncio.wait_for(cluster.step_held.wait(), 20)
         if stop == "abort":
             await handle.signal(RolloutWorkflow.abort, "operator said no")
         else:
             await handle.cancel()
-        cluster.release_status.set()
-        while not any(s.phase == c.Phase.CACHING for s in cluster.statuses):
-            await asyncio.sleep(0.05)  # both now in history, seen by no workflow worker yet
+        cluster.release_step.set()
+
+        async def prefetch_completed() -> bool:
+            events = (await handle.fetch_history()).events
+            scheduled = {
+                e.event_id
+                for e in events
+                if e.activity_task_scheduled_event_attributes.activity_type.name == c.PREFETCH
+            }
+            return any(
+                e.event_type == ACTIVITY_COMPLETED
+                and e.activity_task_completed_event_attributes.scheduled_event_id in scheduled
+                for e in events
+            )
+
+        # Both now in history, seen by no workflow worker yet.
+        await async_assert_eventually(prefetch_completed, 20, what="prefetch completed")
         async with Worker(client, task_queue=name, workflows=[RolloutWorkflow]):
             outcome = await asyncio.wait_for(handle.result(), 60)
-    assert c.PREFETCH not in cluster.calls
+    assert c.START not in cluster.calls
     if stop == "abort":
         assert (outcome.result, outcome.reason) == (c.RolloutResult.ROLLED_BACK, "Aborted")
     else:
@@ -504,3 +552,75 @@ async def test_decision_model_deleted_mid_rollout_ends_aborted(
     outcome = await (await start(client, queue, make_input(stable=True))).result()
     assert outcome.result == c.RolloutResult.ABORTED and outcome.reason == "DecisionModelGone"
     assert c.START not in cluster.calls  # nothing more was attempted
+
+
+# --- the history a rollout leaves (issue 14: 91 events without evaluation, 121 with) --------
+SCHEDULED = EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED
+TASK_COMPLETED = EventType.EVENT_TYPE_WORKFLOW_TASK_COMPLETED
+UPSERTED = EventType.EVENT_TYPE_UPSERT_WORKFLOW_SEARCH_ATTRIBUTES
+MAX_EVENTS_WITHOUT_EVALUATION = 45  # issue 14's target
+# A workflow task that timed out or failed (a loaded machine: the first task of a worker
+# imports the sandbox) is retried: its scheduled/started/timed-out events are the machine's,
+# not the workflow's shape.
+RETRIED_TASK = {
+    EventType.EVENT_TYPE_WORKFLOW_TASK_TIMED_OUT,
+    EventType.EVENT_TYPE_WORKFLOW_TASK_FAILED,
+}
+
+
+def history_shape(history: WorkflowHistory) -> tuple[list[str], int, list[str], int]:
+    """The activities scheduled (by name, in order), the workflow tasks, the DmPhase values
+    upserted (in order), and the events but those of retried workflow tasks."""
+    activities, tasks, phases = [], 0, []
+    retried = sum(e.event_type in RETRIED_TASK for e in history.events)
+    for event in history.events:
+        if event.event_type == SCHEDULED:
+            activities.append(event.activity_task_scheduled_event_attributes.activity_type.name)
+        elif event.event_type == TASK_COMPLETED:
+            tasks += 1
+        elif event.event_type == UPSERTED:
+            fields = event.upsert_workflow_search_attributes_event_attributes.search_attributes
+            if "DmPhase" in fields.indexed_fields:
+                phases.append(json.loads(fields.indexed_fields["DmPhase"].data))
+    return activities, tasks, phases, len(history.events) - 3 * retried
+
+
+@pytest.mark.parametrize("evaluation", [False, True])
+async def test_a_rollout_is_its_steps_in_history_and_nothing_else(
+    client: Client, queue: str, cluster: FakeCluster, evaluation: bool
+) -> None:
+    """Each step is one named activity that writes its own status: no record_status between
+    steps, one workflow task per step, DmPhase upserted once per phase."""
+    handle = await start(client, queue, make_input(evaluation=evaluation))
+    assert (await handle.result()).result == c.RolloutResult.PROMOTED
+    history = await handle.fetch_history()
+    activities, tasks, phases, events = history_shape(history)
+    evaluate = [c.EVALUATE] if evaluation else []
+    steps = [c.RESOLVE, c.PREFETCH, c.START, c.WARMUP_INSPECT, *evaluate, c.PROMOTE]
+    assert activities == steps
+    assert tasks == len(steps) + 1  # the first, then one per step that returned
+    assert phases == [
+        "Resolving",
+        "Caching",
+        "Starting",
+        *(["Evaluating"] * evaluation),
+        "Promoting",
+        "Ready",
+    ]
+    if not evaluation:
+        assert events <= MAX_EVENTS_WITHOUT_EVALUATION, events
+    # Status as before: every phase at the start of its step, every step's Event after it.
+    assert cluster.phases() == [
+        "Resolving",
+        "Caching",
+        "Starting",
+        *(["Evaluating"] * evaluation),
+        "Promoting",
+    ]
+    written = [s.event_reason for s in cluster.statuses if s.event_reason]
+    evaluated = ["Evaluated"] if evaluation else []
+    assert written == ["Resolved", "Cached", "ModelReady", *evaluated, "Promoted"]
+    resolved = next(s for s in cluster.statuses if s.event_reason == "Resolved")
+    assert resolved.candidate is not None and resolved.clear_failed
+    ready = next(s for s in cluster.statuses if s.event_reason == "ModelReady")
+    assert ready.candidate is not None and ready.candidate.precision == "F32"

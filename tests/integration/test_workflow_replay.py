@@ -1,7 +1,9 @@
 """Recorded RolloutWorkflow histories replay against the current workflow code.
 
 ``histories/{promoted,rolled_back,superseded}.json`` are real histories (``history.to_json()``)
-recorded on the local environment by ``tests/record_histories.py``: a second revision with
+recorded on the local environment by ``tests/record_histories.py`` before the change
+``status-in-steps`` (each phase change a record_status activity); ``histories/status_in_steps/``
+holds the same three recorded after it (each step writes its own status): a second revision with
 evaluation and manual promotion (a rejected stale approval, the bound one, the grace timer, the
 previous revision deleted), a third rolled back for EvaluationFailed, a fourth superseded
 (cancelled) during prefetch. The Replayer needs no server: it runs the workflow code over each
@@ -22,6 +24,7 @@ from __future__ import annotations
 import importlib
 import sys
 import uuid
+from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -36,6 +39,10 @@ from decisionmodel.contracts import RolloutOutcome, RolloutResult
 from workflows.rollout import RolloutWorkflow
 
 HISTORIES = Path(__file__).resolve().parent / "histories"
+# Histories by the code that wrote them: before ``status-in-steps`` (replayed down the old path)
+# and after it.
+SETS = {"before-status-in-steps": HISTORIES, "status-in-steps": HISTORIES / "status_in_steps"}
+CASES = [(s, n) for s in sorted(SETS) for n in sorted(("promoted", "rolled_back", "superseded"))]
 WORKFLOW_SOURCE = Path(__file__).resolve().parents[2] / "workflows" / "rollout.py"
 RECORDED = {
     "promoted": RolloutResult.PROMOTED,
@@ -43,11 +50,12 @@ RECORDED = {
     "superseded": RolloutResult.SUPERSEDED,
 }
 # The first command of every rollout; the changed copies add an activity just before it.
-ANCHOR = '        await self._enter(Phase.RESOLVING, "resolve")\n'
+ANCHOR = '        status = await self._enter(Phase.RESOLVING, "resolve")\n'
 
 
-def load(name: str) -> WorkflowHistory:
-    return WorkflowHistory.from_json(f"recorded-{name}", (HISTORIES / f"{name}.json").read_text())
+def load(name: str, recorded: str = "before-status-in-steps") -> WorkflowHistory:
+    text = (SETS[recorded] / f"{name}.json").read_text()
+    return WorkflowHistory.from_json(f"recorded-{name}", text)
 
 
 def outcome_of(history: WorkflowHistory) -> RolloutOutcome:
@@ -65,19 +73,20 @@ def replayer(workflow: type) -> Replayer:
     return Replayer(workflows=[workflow], data_converter=pydantic_data_converter)
 
 
-@pytest.mark.parametrize("name", sorted(RECORDED))
-async def test_recorded_history_replays(name: str) -> None:
-    history = load(name)
+@pytest.mark.parametrize(("recorded", "name"), CASES)
+async def test_recorded_history_replays(recorded: str, name: str) -> None:
+    history = load(name, recorded)
     assert outcome_of(history).result == RECORDED[name]
     result = await replayer(RolloutWorkflow).replay_workflow(history)
     assert result.replay_failure is None
 
 
-def test_recorded_histories_cover_messages_timers_and_cancellation() -> None:
+@pytest.mark.parametrize("recorded", sorted(SETS))
+def test_recorded_histories_cover_messages_timers_and_cancellation(recorded: str) -> None:
     """The histories hold what a replay must get right, not just a straight line."""
 
     def types(name: str) -> set[EventType.ValueType]:
-        return {e.event_type for e in load(name).events}
+        return {e.event_type for e in load(name, recorded).events}
 
     assert {
         EventType.EVENT_TYPE_WORKFLOW_EXECUTION_SIGNALED,
@@ -85,7 +94,26 @@ def test_recorded_histories_cover_messages_timers_and_cancellation() -> None:
     } <= types("promoted")
     assert EventType.EVENT_TYPE_WORKFLOW_EXECUTION_CANCEL_REQUESTED in types("superseded")
     assert EventType.EVENT_TYPE_ACTIVITY_TASK_CANCELED in types("superseded")
-    assert outcome_of(load("rolled_back")).reason == "EvaluationFailed"
+    assert outcome_of(load("rolled_back", recorded)).reason == "EvaluationFailed"
+
+
+def scheduled(history: WorkflowHistory) -> list[str]:
+    return [
+        e.activity_task_scheduled_event_attributes.activity_type.name
+        for e in history.events
+        if e.event_type == EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED
+    ]
+
+
+def test_the_two_sets_are_the_two_paths() -> None:
+    """Before the change a promotion scheduled record_status at every phase change; after it
+    only the wait for an approval and the rejected approval do (no step runs there)."""
+    before = Counter(scheduled(load("promoted")))
+    after = Counter(scheduled(load("promoted", "status-in-steps")))
+    assert before["record_status"] >= 9
+    assert after["record_status"] == 2  # AwaitingPromotion, ApprovalRejected
+    steps = ("resolve", "prefetch", "start", "warmup_inspect", "evaluate", "promote")
+    assert all(before[s] == after[s] == 1 for s in steps)
 
 
 def changed_copy(tmp_path: Path, insert: str) -> type:
@@ -116,18 +144,18 @@ EXTRA_ACTIVITY = (
 )
 
 
-@pytest.mark.parametrize("name", sorted(RECORDED))
-async def test_unversioned_change_fails_replay(importable: Path, name: str) -> None:
+@pytest.mark.parametrize(("recorded", "name"), CASES)
+async def test_unversioned_change_fails_replay(importable: Path, recorded: str, name: str) -> None:
     """The replay test can fail: an extra activity is a nondeterminism error on every history."""
     changed = changed_copy(importable, EXTRA_ACTIVITY)
     with pytest.raises(NondeterminismError):
-        await replayer(changed).replay_workflow(load(name))
+        await replayer(changed).replay_workflow(load(name, recorded))
 
 
 async def test_patched_change_replays(importable: Path) -> None:
     """The same change behind ``workflow.patched`` is safe: old histories take the old path."""
     patched = '        if workflow.patched("replay-test-audit"):\n    ' + EXTRA_ACTIVITY
     changed = changed_copy(importable, patched)
-    for name in sorted(RECORDED):
-        result = await replayer(changed).replay_workflow(load(name))
-        assert result.replay_failure is None, name
+    for recorded, name in CASES:
+        result = await replayer(changed).replay_workflow(load(name, recorded))
+        assert result.replay_failure is None, (recorded, name)
