@@ -248,12 +248,15 @@ class Bench:
         acts = EvaluateActivities(self.kube, SETTINGS)
         env = ActivityEnvironment()
         cpu0, sim0 = time.process_time(), self._runtime_cpu()
-        commits: list[float] = []
+        # (time, cases counted) each time the candidate's count moves; the heartbeat ticker
+        # also re-sends unchanged details in the background, those are not counted.
+        commits: list[tuple[float, int]] = []
 
         def beat(*details: Any) -> None:
-            phase = details[0].get(details[0].get("phase")) if details else None
-            if isinstance(phase, dict) and phase.get("next_case_index"):
-                commits.append(time.perf_counter())
+            progress = details[0].get("candidate") if details else None
+            done = progress.get("next_case_index", 0) if isinstance(progress, dict) else 0
+            if done and (not commits or done > commits[-1][1]):
+                commits.append((time.perf_counter(), done))
 
         env.on_heartbeat = beat
         t0 = time.perf_counter()
@@ -261,9 +264,12 @@ class Bench:
         took = time.perf_counter() - t0
         self.cpu_seconds = time.process_time() - cpu0
         self.sim_cpu_seconds = self._runtime_cpu() - sim0
-        self.first_case_at = commits[0] - t0 if commits else 0.0
-        spread = commits[-1] - commits[0] if len(commits) > 1 else 0.0
-        self.steady_rate = (len(commits) - 1) / spread if spread > 0 else 0.0
+        self.first_case_at = self.steady_rate = 0.0
+        if commits:
+            (t_first, n_first), (t_last, n_last) = commits[0], commits[-1]
+            self.first_case_at = t_first - t0
+            if t_last > t_first:
+                self.steady_rate = (n_last - n_first) / (t_last - t_first)
         return took, outcome
 
 
