@@ -116,7 +116,14 @@ class Bench:
     def setup(self) -> None:
         cluster = self.env.cluster
         cluster.kubectl("apply", "--server-side", "-f", "-", input=render_crd_yaml())
-        cluster.kubectl("wait", "--for=condition=Established", f"crd/{CRD_NAME}")
+        deadline = time.monotonic() + 120
+        # Under load the wait may start before the CRD is visible: ask again, bounded.
+        while cluster.kubectl(
+            "wait", "--for=condition=Established", "--timeout=30s", f"crd/{CRD_NAME}", check=False
+        ).returncode:
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"crd/{CRD_NAME} is not Established after 120 s")
+            time.sleep(1)
         cluster.kubectl("create", "namespace", NAMESPACE)
         self._apply_dm(policy(self.cases, baseline=False))
         uid = cluster.kubectl_json("get", "dm", DM_NAME, "-n", NAMESPACE)["metadata"]["uid"]
