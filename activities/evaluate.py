@@ -1,4 +1,4 @@
-"""The evaluate activity: run the golden dataset against one candidate Pod (and the stable).
+"""The evaluate activity: run the golden dataset against the candidate's Pods (and the stable's).
 
 Steps (REFERENCE.md "Evaluation"):
 
@@ -12,12 +12,15 @@ Steps (REFERENCE.md "Evaluation"):
 2. Resume: the previous attempt's heartbeat (:class:`EvaluationHeartbeat`) is reused when its
    dataset digest and revisions match, so a retried attempt (worker crash, Pod lost) continues
    at ``next_case_index`` instead of case 1.
-3. Candidate: each case → ``POST /v1/systemone`` on one model-ready Pod of the candidate
-   (QUEUE_FULL retried inside the client); a case the runtime rejects permanently (4xx), or
-   answers with a body that is not a readable answer, counts as failed; every other failure
-   fails the attempt (retried, resumed).
-4. Baseline: only when a relative gate is set and a stable exists, the same cases against a
-   model-ready stable Pod, with its own resumable progress.
+3. Candidate: the cases are spread over every model-ready Pod of the candidate, two in flight
+   per Pod (``activities.evaluate_lanes``; ``decisionmodel.evaluation.spread``), each as
+   ``POST /v1/systemone`` (QUEUE_FULL retried inside the client, which holds the Pod's other
+   requests meanwhile); answers are counted in dataset order, so the heartbeat is always a
+   prefix of the dataset. A case the runtime rejects permanently (4xx), or answers with a
+   body that is not a readable answer, counts as failed; every other failure fails the
+   attempt (retried, resumed).
+4. Baseline: only when a relative gate is set and a stable exists, the same cases over the
+   model-ready stable Pods, with its own resumable progress.
 5. ``evaluate_gates`` → :class:`EvaluationOutcome`. A failed gate is a *result*, not an error:
    the workflow decides what it means.
 
@@ -27,6 +30,7 @@ Only numbers leave this activity: heartbeats carry counts and sums, the outcome 
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Sequence
 from typing import Any, Literal
 
@@ -34,6 +38,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 from temporalio import activity
 
 from activities import step_status
+from activities.evaluate_lanes import FAILED_CASE, in_flight_per_pod, sender
 from activities.policy import read_live_policy
 from activities.step_status import writes_step_status
 from activities.typed_errors import show_guards, typed_errors
@@ -45,13 +50,7 @@ from decisionmodel.contracts import (
     EvaluationPolicy,
     RevisionRecord,
 )
-from decisionmodel.errors import (
-    DmrolloutError,
-    InvalidEvaluationPolicy,
-    ProbeError,
-    RuntimeAnswerInvalid,
-    RuntimeRequestRejected,
-)
+from decisionmodel.errors import DmrolloutError, InvalidEvaluationPolicy, ProbeError
 from decisionmodel.evaluation import (
     EvaluationFigures,
     EvaluationGates,
@@ -62,6 +61,7 @@ from decisionmodel.evaluation import (
     finalize,
     parse_dataset,
 )
+from decisionmodel.evaluation.spread import Lane, spread_cases
 from decisionmodel.policy_check import check_evaluation
 from decisionmodel.runtime_client import RuntimeClient
 from decisionmodel.settings import RolloutSettings
@@ -232,7 +232,7 @@ class EvaluateActivities:
         api_key: str | None,
         ticker: HeartbeatTicker,
     ) -> None:
-        """Run the cases not done yet against one model-ready Pod of the phase's revision."""
+        """Run the cases not done yet over every model-ready Pod of the phase's revision."""
         if phase == "candidate":
             record, model, progress = inp.candidate, inp.model, state.candidate
         else:
@@ -244,28 +244,35 @@ class EvaluateActivities:
         ticker.update(state.details())
         if progress.next_case_index >= len(cases):
             return
-        pod = await self._pick_pod(inp.dm.namespace, inp.dm.name, record.hash)
-        ip = pod_ip(pod)
-        assert ip is not None  # probe_eligible checked it
-        client = self.runtime_client_factory(
-            ip,
-            api_key=api_key,
-            default_registry=self.settings.ollaya_registry,
-            queue_full_attempts=self.settings.queue_full_attempts,
-        )
-        async with client:
-            for case in cases[progress.next_case_index :]:
-                try:
-                    answer = await client.decide(model, case.state, case.questions)
-                except (RuntimeRequestRejected, RuntimeAnswerInvalid):
-                    # Retrying cannot change either: the case is wrong (a missing answer).
-                    progress.add_failed_case(case)
-                else:
-                    progress.add_case(case, answer.get("answers"))
-                ticker.update(state.details())
+        pods = await self._ready_pods(inp.dm.namespace, inp.dm.name, record.hash)
 
-    async def _pick_pod(self, namespace: str, dm_name: str, revision: str) -> dict[str, Any]:
-        """One model-ready Pod of ``revision``, the same one each attempt while it lasts."""
+        def commit(case: GoldenCase, answers: object) -> None:
+            # In dataset order, once each (spread_cases): the heartbeat is a resumable prefix.
+            if answers is FAILED_CASE:
+                progress.add_failed_case(case)
+            else:
+                progress.add_case(case, answers)
+            ticker.update(state.details())
+
+        async with contextlib.AsyncExitStack() as stack:
+            lanes: list[Lane[object]] = []
+            for pod in pods:
+                ip = pod_ip(pod)
+                assert ip is not None  # probe_eligible checked it
+                client = self.runtime_client_factory(
+                    ip,
+                    api_key=api_key,
+                    default_registry=self.settings.ollaya_registry,
+                    queue_full_attempts=self.settings.queue_full_attempts,
+                )
+                await stack.enter_async_context(client)
+                lanes.append(Lane(send=sender(client, model), in_flight=in_flight_per_pod(pod)))
+            await spread_cases(cases[progress.next_case_index :], lanes, commit)
+
+    async def _ready_pods(
+        self, namespace: str, dm_name: str, revision: str
+    ) -> list[dict[str, Any]]:
+        """Every model-ready Pod of ``revision`` (by name), or NoModelReadyPod."""
         pods = await Kube.run(self.kube.list_revision_pods, namespace, dm_name, revision)
         ready = sorted(
             (p for p in pods if probe_eligible(p) and gate_true(p)),
@@ -276,7 +283,7 @@ class EvaluateActivities:
                 f"no Pod of revision {revision} has the decisionmodel.io/model-ready gate True; "
                 "the evaluation waits for one"
             )
-        return ready[0]
+        return ready
 
     @staticmethod
     def _outcome(

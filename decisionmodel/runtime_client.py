@@ -16,9 +16,11 @@ name every round, so waiting for the starting deadline would only hide it.
 from __future__ import annotations
 
 import asyncio
+import functools
 import json
 import math
 import re
+import ssl
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
@@ -201,6 +203,14 @@ def verdict(
     )
 
 
+@functools.cache
+def _tls_context() -> ssl.SSLContext:
+    # Runtime calls are plain http://<podIP>:11435, so TLS is never used, yet httpx builds a
+    # context and loads the CA bundle for every client it creates (60 ms on a loaded 2-core
+    # machine, once per Pod per evaluation phase and per warm-up round): build it once.
+    return httpx.create_ssl_context()
+
+
 def runtime_base_url(pod_ip: str, port: int = RUNTIME_PORT) -> str:
     """``http://<podIP>:11435``; an IPv6 Pod IP is bracketed."""
     address = ip_address(pod_ip)
@@ -257,6 +267,11 @@ class RuntimeClient:
         self._max_retry_after = max_retry_after
         self._max_body_bytes = max_body_bytes
         self._sleep = sleep
+        # Back-pressure shared by every request to this Pod (the evaluation keeps several in
+        # flight): while a request waits out a QUEUE_FULL's Retry-After, no other is sent.
+        self._open = asyncio.Event()
+        self._open.set()
+        self._backing_off = 0
         headers = {"User-Agent": "dmrollout-prober"}
         if api_key:
             if not header_safe(api_key):
@@ -274,6 +289,7 @@ class RuntimeClient:
             trust_env=False,
             follow_redirects=False,
             headers=headers,
+            verify=_tls_context(),
         )
 
     @classmethod
@@ -402,9 +418,14 @@ class RuntimeClient:
         5xx → ProbeError (transient); other 4xx → RuntimeRequestRejected (permanent); a 2xx
         without a readable ``answers`` object → RuntimeAnswerInvalid (permanent). Messages
         carry status and code only: the runtime's text may echo the request (dataset content).
+
+        Concurrent calls share the back-off: a QUEUE_FULL holds every request to this Pod until
+        its ``Retry-After`` (capped at ``max_retry_after``) has passed, so a full Pod is given
+        time to drain instead of being hit by the other requests in flight.
         """
         payload = {"model": model, "state": state, "questions": dict(questions)}
         for attempt in range(1, self._queue_full_attempts + 1):
+            await self._open.wait()
             answer = await self._call(
                 "POST", "/v1/systemone", payload, self._timeouts.decide, "decide"
             )
@@ -418,28 +439,43 @@ class RuntimeClient:
                         status=answer.status,
                         code=code,
                     )
-                await self._sleep(self._queue_full_wait(answer))
+                await self._back_off(self._queue_full_wait(answer))
                 continue
-            if answer.status == 401 or answer.status >= 500:
-                self._raise_for_probe(answer, "decide")
-            if not 200 <= answer.status < 300:
-                raise RuntimeRequestRejected(
-                    f"decide on {self._base_url}: the runtime rejected the request "
-                    f"({answer.status} {code or 'no code'}); check the model name and the "
-                    "dataset case's state and questions",
-                    status=answer.status,
-                    code=code,
-                )
-            data = answer.json_object()
-            if data is None or not isinstance(data.get("answers"), dict):
-                raise RuntimeAnswerInvalid(
-                    f"decide on {self._base_url}: the runtime answered {answer.status} without "
-                    "a readable 'answers' object (not JSON, a number out of range, nested too "
-                    "deeply, or another shape); the case counts as wrong",
-                    status=answer.status,
-                )
-            return data
+            return self._decision(answer)
         raise AssertionError("unreachable: the loop returns or raises")  # pragma: no cover
+
+    async def _back_off(self, seconds: float) -> None:
+        """Sleep ``seconds`` (bounded by max_retry_after) with this Pod closed to new sends."""
+        self._backing_off += 1
+        self._open.clear()
+        try:
+            await self._sleep(seconds)
+        finally:
+            self._backing_off -= 1
+            if not self._backing_off:
+                self._open.set()
+
+    def _decision(self, answer: _Answer) -> dict[str, Any]:
+        code = answer.error_code()
+        if answer.status == 401 or answer.status >= 500:
+            self._raise_for_probe(answer, "decide")
+        if not 200 <= answer.status < 300:
+            raise RuntimeRequestRejected(
+                f"decide on {self._base_url}: the runtime rejected the request "
+                f"({answer.status} {code or 'no code'}); check the model name and the "
+                "dataset case's state and questions",
+                status=answer.status,
+                code=code,
+            )
+        data = answer.json_object()
+        if data is None or not isinstance(data.get("answers"), dict):
+            raise RuntimeAnswerInvalid(
+                f"decide on {self._base_url}: the runtime answered {answer.status} without "
+                "a readable 'answers' object (not JSON, a number out of range, nested too "
+                "deeply, or another shape); the case counts as wrong",
+                status=answer.status,
+            )
+        return data
 
     def _qualified(self, name: object) -> str | None:
         if not isinstance(name, str):

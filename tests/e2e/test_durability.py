@@ -289,10 +289,15 @@ async def test_worker_killed_during_evaluate_resumes(
     before it runs a case: had it started over, that heartbeat would say 0 and stay visible
     for the ~4 s throttle window (0.8 x the 5 s heartbeat timeout) while the test polls every
     0.1 s. So: every heartbeat of attempt >= 2 the test sees says >= k, and the final figures
-    equal those of one uninterrupted pass over the 40 cases (no case counted twice or skipped).
+    equal those of one uninterrupted pass over the 40 cases (no case counted twice or skipped),
+    though the cases ran over two replicas, two in flight each, and were answered out of order.
     """
-    annotate_pods[SIM_PREFIX + "latency-ms"] = str(EVAL_LATENCY_MS)
-    handle = await start_held(harness, hold, "ev", evaluated_spec(harness, slow_model))
+    # Two replicas (cases spread over both, answered out of order, counted in order) at twice
+    # the latency: the same 10 s pass, so the kill still lands mid-evaluation and the retried
+    # attempt still runs long enough to be seen (heartbeats reach the server every ~4 s).
+    annotate_pods[SIM_PREFIX + "latency-ms"] = str(2 * EVAL_LATENCY_MS)
+    spec = {**evaluated_spec(harness, slow_model), "replicas": 2}
+    handle = await start_held(harness, hold, "ev", spec)
 
     async def progressed() -> int:
         pa = await started_activity(handle, "evaluate")
@@ -334,7 +339,7 @@ async def test_worker_killed_during_evaluate_resumes(
     assert resumed, "no heartbeat of the retried attempt was seen"
     assert min(resumed) >= reported, (reported, resumed)
     assert await final_attempt(handle, "evaluate") >= 2
-    assert_revision_complete(harness, "ev", outcome, replicas=1)
+    assert_revision_complete(harness, "ev", outcome, replicas=2)
     evaluation_status = harness.status("ev")["evaluation"]
     assert evaluation_status["cases"] == EVAL_CASES
     cases = make_golden_set(EVAL_CASES, seed=7)

@@ -25,8 +25,9 @@ from collections.abc import Iterator
 from fractions import Fraction
 from typing import Any
 
+import httpx
 import pytest
-from helpers import assert_eventually
+from helpers import assert_eventually, async_assert_eventually
 from temporalio.exceptions import ApplicationError
 from temporalio.testing import ActivityEnvironment
 
@@ -798,6 +799,81 @@ async def test_evaluate_retries_queue_full(warmed: Serving, kube: CountingKube) 
     assert outcome.result == "Passed"
     assert outcome.failed_cases == count_failed_cases(cases, CAND_ACC, CAND_CONF)
     assert outcome.accuracy == expected_figure(correct, total)
+
+
+class CountingTransport(httpx.AsyncHTTPTransport):
+    """Records (Pod IP, status) of every decision the evaluation sends."""
+
+    def __init__(self, seen: list[tuple[str, int]]) -> None:
+        super().__init__()
+        self.seen = seen
+
+    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+        response = await super().handle_async_request(request)
+        if request.url.path == "/v1/systemone":
+            self.seen.append((request.url.host, response.status_code))
+        return response
+
+
+async def test_evaluate_spreads_cases_over_every_replica_and_retries_queue_full(
+    warmed: Serving, kube: CountingKube
+) -> None:
+    """Every model-ready candidate Pod gets cases, two in flight each; a Pod whose runtime
+    allows one request in flight (OLLAYA_MAX_QUEUE 1, here the max-queue fault) answers the
+    second 503 QUEUE_FULL, which is waited out and retried: never a wrong answer."""
+    cases = golden(24, seed=8)
+    warmed.ns.config_map("golden-spread", {"cases.jsonl": jsonl(cases)})
+    ref = KeyRef(kind="ConfigMap", name="golden-spread", key="cases.jsonl")
+    pods = warmed.ns.pods(warmed.candidate.record.hash)
+    ips = {p["status"]["podIP"] for p in pods}
+    assert len(ips) == 2
+    faults = [f"{SIM}max-queue=1", f"{SIM}latency-ms=20"]
+    for p in pods:
+        warmed.ns.cluster.kubectl("annotate", "pod", "-n", warmed.ns.name, "--overwrite",
+                                  p["metadata"]["name"], *faults)  # fmt: skip
+    first = parse_dataset(jsonl(cases).encode())[0]
+    model = warmed.candidate.record.model
+
+    async def both_refuse_a_second_request() -> bool:
+        """The simulator applies the faults (through its Pod cache) on both Pods."""
+        for ip in ips:
+            async with RuntimeClient.for_pod(
+                ip, api_key=API_KEY_VALUE, default_registry=REGISTRY, queue_full_attempts=1
+            ) as probe:
+                two = [probe.decide(model, first.state, first.questions) for _ in range(2)]
+                answers = await asyncio.gather(*two, return_exceptions=True)
+                if not any(isinstance(a, QueueFull) for a in answers):
+                    return False
+        return True
+
+    seen: list[tuple[str, int]] = []
+
+    def factory(pod_ip: str, **options: Any) -> RuntimeClient:
+        # Retry-After (1 s) capped at 50 ms to keep the test short; bounded attempts.
+        return RuntimeClient.for_pod(
+            pod_ip, transport=CountingTransport(seen), max_retry_after=0.05, **options
+        )
+
+    try:
+        await async_assert_eventually(both_refuse_a_second_request, 15, what="max-queue seen")
+        settings = SETTINGS.model_copy(update={"queue_full_attempts": 200})
+        acts = EvaluateActivities(kube, settings, runtime_client_factory=factory)
+        outcome = await _run(_env(), acts.evaluate, evaluate_input(warmed, ref))
+    finally:
+        for p in pods:
+            warmed.ns.cluster.kubectl("annotate", "pod", "-n", warmed.ns.name, "--overwrite",
+                                      p["metadata"]["name"], f"{SIM}max-queue-",
+                                      f"{SIM}latency-ms-")  # fmt: skip
+
+    answered = [ip for ip, status in seen if status == 200]
+    refused = [ip for ip, status in seen if status == 503]
+    assert {ip for ip in answered} == ips  # cases landed on every candidate replica
+    assert len(answered) == len(cases)  # each case answered once
+    assert refused, "no QUEUE_FULL: the Pods never had two requests in flight"
+    correct, total = count_correct_pairs(cases, CAND_ACC, CAND_CONF)
+    assert outcome.cases == len(cases)
+    assert outcome.accuracy == expected_figure(correct, total)
+    assert outcome.failed_cases == count_failed_cases(cases, CAND_ACC, CAND_CONF)
 
 
 async def test_evaluate_malformed_line_is_dataset_invalid(

@@ -421,3 +421,32 @@ async def test_explicit_timeouts_reach_the_request() -> None:
         "write": 7.0,
         "pool": 7.0,
     }
+
+
+async def test_queue_full_holds_the_pods_other_requests_until_retry_after() -> None:
+    """Back-pressure: evaluation keeps several requests in flight per Pod; while one of them
+    waits out a QUEUE_FULL's Retry-After, the others are not sent (they would be refused too)."""
+    released = asyncio.Event()
+    sleeping: list[float] = []
+
+    async def held_sleep(seconds: float) -> None:
+        sleeping.append(seconds)
+        await released.wait()
+
+    runtime = Runtime(
+        error(503, "QUEUE_FULL", **{"Retry-After": "1"}),
+        httpx.Response(200, json=ANSWER),
+    )
+    async with client(runtime, sleep=held_sleep, queue_full_attempts=3) as rt:  # type: ignore[arg-type]
+        first = asyncio.create_task(rt.decide("laya:en", "a", QUESTIONS))
+        while not sleeping:
+            await asyncio.sleep(0)
+        second = asyncio.create_task(rt.decide("laya:en", "b", QUESTIONS))
+        for _ in range(100):
+            await asyncio.sleep(0)
+        assert len(runtime.requests) == 1, "a request was sent during the Retry-After"
+        assert not second.done()
+        released.set()
+        assert await first == ANSWER and await second == ANSWER
+    assert sleeping == [1.0]  # one wait, as the runtime asked; the held request added none
+    assert len(runtime.requests) == 3
