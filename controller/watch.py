@@ -152,7 +152,7 @@ class Watcher:
                 with self._lock:
                     self._pending_sync.add(name)
                 t = threading.Thread(
-                    target=self._run, args=(name, spec, ns), name=name, daemon=True
+                    target=self.watch_kind, args=(spec, ns), name=name, daemon=True
                 )
                 self.threads.append(t)
                 t.start()
@@ -164,14 +164,18 @@ class Watcher:
         if key:
             self.loop.call_soon_threadsafe(self.enqueue, key)
 
-    def _run(self, name: str, spec: WatchSpec, namespace: str | None) -> None:
+    def watch_kind(self, spec: WatchSpec, namespace: str | None, resume: str | None = None) -> None:
+        """List then watch one kind in one namespace (None: all) until stopped; ``resume``: a
+        resourceVersion to watch from first, as after a reconnect (it may be compacted away:
+        410 Gone, then a relist)."""
+        name = f"watch-{spec.what}-{namespace or 'all'}"
         if namespace is None:
             lister: Callable[..., Any] = spec.list_all
             args: tuple[Any, ...] = ()
         else:
             assert spec.list_namespaced is not None
             lister, args = spec.list_namespaced, (namespace,)
-        rv: str | None = None
+        rv: str | None = resume
         while not self.stop_event.is_set():
             try:
                 if rv is None:
