@@ -124,8 +124,10 @@ class Manager:
         )
         loop = asyncio.get_running_loop()
         self.watcher = Watcher(kube, loop, self.queue.add, self.settings.watch_namespaces, cache)
-        self.watcher.start()
+        # Probes first: starting a thread per kind and namespace (7 x 64 in the e2e suite) takes
+        # a while on a busy machine, and /readyz says not ready until the cache is synced anyway.
         self.health.start()
+        self.watcher.start()
         self.secure_metrics = build_secure_metrics_server(
             self.metrics_settings, kube.api_client, self.render
         )
