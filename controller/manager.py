@@ -13,6 +13,7 @@ import logging
 import signal
 import time
 
+from controller.cache import CacheNotSynced, ObjectCache
 from controller.dispatch import DispatchSettings
 from controller.health import HealthServer
 from controller.leader import LeaderElector
@@ -35,6 +36,10 @@ from decisionmodel.settings import RolloutSettings
 from kube.client import Kube
 
 log = logging.getLogger("dmrollout.controller")
+
+
+# How soon a reconcile that found its kinds not listed yet looks again.
+CACHE_WAIT_SECONDS = 1.0
 
 
 class LeadershipLost(RuntimeError):
@@ -97,6 +102,8 @@ class Manager:
         await check_namespace(client, self.temporal.namespace)
         kube = Kube.from_settings(self.rollout)
         rollouts = Rollouts(client, self.temporal.task_queue, self.temporal.ui_url)
+        # One watch-fed cache, read by every reconcile and the steady state (controller/cache.py).
+        cache = ObjectCache()
         reconciler = Reconciler(
             kube=kube,
             rollouts=rollouts,
@@ -105,6 +112,7 @@ class Manager:
                 self.rollout,
                 self.settings,
                 StoreRecoveries(client, self.temporal.task_queue),
+                reader=cache,
             ),
             settings=self.settings,
             dispatch=DispatchSettings(
@@ -112,11 +120,14 @@ class Manager:
                 runtime_version_policy=self.settings.runtime_version_policy,
             ),
             metrics=self.metrics,
+            reader=cache,
         )
         loop = asyncio.get_running_loop()
-        self.watcher = Watcher(kube, loop, self.queue.add, self.settings.watch_namespaces)
-        self.watcher.start()
+        self.watcher = Watcher(kube, loop, self.queue.add, self.settings.watch_namespaces, cache)
+        # Probes first: starting a thread per kind and namespace (7 x 64 in the e2e suite) takes
+        # a while on a busy machine, and /readyz says not ready until the cache is synced anyway.
         self.health.start()
+        self.watcher.start()
         self.secure_metrics = build_secure_metrics_server(
             self.metrics_settings, kube.api_client, self.render
         )
@@ -194,6 +205,13 @@ class Manager:
                 )
             except asyncio.CancelledError:
                 raise
+            except CacheNotSynced as e:
+                # Not listed yet (startup, or a namespace whose list is refused): wait for it
+                # rather than act on an empty cache as if the objects were gone.
+                self.queue.forget(key)
+                self.queue.add_after(key, CACHE_WAIT_SECONDS)
+                self.reconciles.observe(time.monotonic() - began, "requeue_after")
+                log.info("reconcile %s waits for the cache: %s", key, e)
             except Exception:
                 delay = self.queue.add_rate_limited(key)
                 self.reconciles.observe(time.monotonic() - began, "error")

@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any, Final
 
+from controller.cache import DirectReader, ObjectReader
 from decisionmodel.contracts import DMRef
 from decisionmodel.render.labels import LABEL_NAME, LABEL_REVISION
 from decisionmodel.vocabulary import EventReason
@@ -86,8 +87,11 @@ class Reaper:
         grace: timedelta,
         on_reaped: Callable[[str, str, str], None] | None = None,
         clock: Callable[[], datetime] = lambda: datetime.now(UTC),
+        reader: ObjectReader | None = None,
     ) -> None:
         self.kube = kube
+        # The controller's cache: a reap lists four kinds per DecisionModel, from memory.
+        self.reader: ObjectReader = reader or DirectReader(kube)
         self.grace = grace
         self.on_reaped = on_reaped
         self.clock = clock
@@ -97,7 +101,7 @@ class Reaper:
         objects: list[dict[str, Any]] = []
         for kind in REVISION_KINDS:
             listed = await Kube.run(
-                self.kube.list_labelled, kind, dm.namespace, {LABEL_NAME: dm.name}
+                self.reader.list_labelled, kind, dm.namespace, {LABEL_NAME: dm.name}
             )
             objects += [{**o, "kind": kind} for o in listed]
         reaped = orphans(objects, dm.uid, keep, self.clock(), self.grace)

@@ -28,6 +28,7 @@ from typing import Any
 
 from kubernetes.client.rest import ApiException
 
+from controller.cache import DECISION_MODEL, DirectReader, ObjectReader
 from controller.dispatch import (
     DesiredRevision,
     DispatchSettings,
@@ -227,12 +228,16 @@ class Reconciler:
     # Runs already said to be replaced for their policy: a cancelled run closes a few seconds
     # later, and every reconcile in between sees it again; one Event per run is enough.
     replaced_told: OrderedDict[str, None] = field(default_factory=OrderedDict)
+    # Where the DecisionModel is read: the controller's watch-fed cache (controller/cache.py).
+    reader: ObjectReader | None = None
 
     def __post_init__(self) -> None:
+        if self.reader is None:
+            self.reader = DirectReader(self.kube)
         if self.reaper is None:
             grace = timedelta(seconds=self.settings.reap_grace_seconds)
             on_reaped = self.metrics.record_reaped if self.metrics is not None else None
-            self.reaper = Reaper(self.kube, grace, on_reaped)
+            self.reaper = Reaper(self.kube, grace, on_reaped, reader=self.reader)
 
     def restart_policy(self) -> RestartPolicy:
         return RestartPolicy(
@@ -263,7 +268,8 @@ class Reconciler:
         if not self.settings.watches(namespace):
             log.warning("refusing %s: namespace %s is not watched", key, namespace)
             return None
-        obj = await Kube.run(get_dm_raw, self.kube, namespace, name)
+        assert self.reader is not None
+        obj = await Kube.run(self.reader.get, DECISION_MODEL, namespace, name)
         if obj is None:
             self.metrics.forget(namespace, name)
             self.seen.pop(key, None)
@@ -573,13 +579,15 @@ class Reconciler:
                     f"{self.settings.max_concurrent_rollouts})",
                 )
             )
+        written: dict[str, Any] | None = None
         if new_phase is not None and new_phase.value != phase_now:
-            await write_status(self.kube, StatusUpdate(dm=ref, phase=new_phase))
-        accepted = await apply_controller_status(self.kube, ref, want)
-        current = obj.get("status") or {}
-        if accepted is not None or (new_phase is not None and new_phase.value != phase_now):
-            fresh = await Kube.run(get_dm_raw, self.kube, ref.namespace, ref.name)
-            current = (fresh or {}).get("status") or {}
+            written = await write_status(self.kube, StatusUpdate(dm=ref, phase=new_phase))
+        # Built from the object as read (the cache) or as just written: no read per reconcile.
+        seen = written or obj
+        accepted = await apply_controller_status(self.kube, ref, want, seen)
+        current = seen.get("status") or {}
+        if accepted is not None:
+            current = accepted[1]
         # Metrics follow the status the API server holds (written by this controller or by a
         # rollout's activities), transition by transition from what this process saw last; a
         # write that was refused never reaches them.

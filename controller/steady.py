@@ -25,6 +25,7 @@ from typing import Any
 
 from kubernetes.client.rest import ApiException
 
+from controller.cache import DirectReader, ObjectReader, create_or_wait
 from controller.settings import ControllerSettings
 from controller.store_recovery import StoreHealth, StoreRecoveries, store_health
 from decisionmodel.api import DecisionModel
@@ -111,8 +112,12 @@ class SteadyState:
         rollout: RolloutSettings,
         settings: ControllerSettings,
         recoveries: StoreRecoveries | None = None,
+        reader: ObjectReader | None = None,
     ) -> None:
         self.kube = kube
+        # Where objects are read: the controller's watch-fed cache (controller/cache.py), so a
+        # re-inspection costs probes of the Pods and no API read; writes go to the API.
+        self.reader: ObjectReader = reader or DirectReader(kube)
         self.rollout = rollout
         self.settings = settings
         # Starts and reads store recovery workflows (seed 001 StoreLost); None: not checked.
@@ -158,12 +163,14 @@ class SteadyState:
         await self._cache(inp, cache_problems)
         store = await self._store(model, inp)
 
-        pods = await Kube.run(self.kube.list_revision_pods, dm.namespace, dm.name, stable.hash)
+        pods = await Kube.run(self.reader.list_revision_pods, dm.namespace, dm.name, stable.hash)
         for pod in pods if store.probe else []:
             result = await self._probe(dm, pod, stable, api_key)
             if result is not None:
                 health.probe_transitions.append(result)
-        pods = await Kube.run(self.kube.list_revision_pods, dm.namespace, dm.name, stable.hash)
+        # From the cache this is the same snapshot: a gate just written (and the PodReady the
+        # kubelet derives from it) arrives as a Pod event, which reconciles this again.
+        pods = await Kube.run(self.reader.list_revision_pods, dm.namespace, dm.name, stable.hash)
         health.model_ready = sum(1 for p in pods if is_model_ready(p) and not is_terminating(p))
 
         ready, desired = health.model_ready, health.desired
@@ -212,14 +219,15 @@ class SteadyState:
         if self.recoveries is None:
             return StoreHealth()
         name = store_pvc_name(inp.dm.name, inp.record.hash)
-        pvc = await Kube.run(self.kube.get, "PersistentVolumeClaim", inp.dm.namespace, name)
+        pvc = await Kube.run(self.reader.get, "PersistentVolumeClaim", inp.dm.namespace, name)
         retry = (model.metadata.annotations or {}).get(ANNOTATION_RETRY)
         health = await store_health(self.recoveries, inp, pvc, retry)
         if health.condition is not None and health.condition.reason == Reason.STORE_TERMINATING:
             # The finished prefetch Job's Pod references the PVC too and can keep it Terminating
             # (seen: the PVC outlived the stable Pods); it is ours and done: remove it.
             job = prefetch_job_name(inp.dm.name, inp.record.hash)
-            await Kube.run(self.kube.delete_owned, "Job", inp.dm.namespace, job, inp.dm.uid)
+            if await Kube.run(self.reader.get, "Job", inp.dm.namespace, job) is not None:
+                await Kube.run(self.kube.delete_owned, "Job", inp.dm.namespace, job, inp.dm.uid)
         return health
 
     async def _current_replicas(self, inp: RevisionObjectsInput) -> int:
@@ -227,7 +235,7 @@ class SteadyState:
         lowered under a running stable does not shrink it); a deleted one is restored with the
         maximum."""
         name = deployment_name(inp.dm.name, inp.record.hash)
-        current = await Kube.run(self.kube.get, "Deployment", inp.dm.namespace, name)
+        current = await Kube.run(self.reader.get, "Deployment", inp.dm.namespace, name)
         have = (current or {}).get("spec", {}).get("replicas")
         return have if isinstance(have, int) and have >= 1 else self.rollout.max_replicas
 
@@ -239,10 +247,10 @@ class SteadyState:
             params.serving_params(inp, self._restore_settings(inp), checksum, recorded=True)
         )
         name = desired["metadata"]["name"]
-        current = await Kube.run(self.kube.get, "Deployment", inp.dm.namespace, name)
+        current = await Kube.run(self.reader.get, "Deployment", inp.dm.namespace, name)
         if current is None:
             log.info("restoring deleted stable Deployment %s/%s", inp.dm.namespace, name)
-            await Kube.run(self.kube.create_or_adopt, desired, inp.dm.uid)
+            await Kube.run(create_or_wait, self.kube, desired)
             return
         if Kube.controller_uid(current) != inp.dm.uid:
             conflicts.append(f"Deployment {name} is not owned by this DecisionModel")
@@ -273,27 +281,25 @@ class SteadyState:
 
     async def _ensure_pdb(self, inp: RevisionObjectsInput, conflicts: list[str]) -> None:
         name = pdb_name(inp.dm.name, inp.record.hash)
+        current = await Kube.run(self.reader.get, "PodDisruptionBudget", inp.dm.namespace, name)
         if inp.replicas > 1:
-            try:
-                await Kube.run(
-                    self.kube.get_or_create,
-                    render_pdb(params.revision_params(inp.dm, inp.record.hash)),
-                    inp.dm.uid,
-                )
-            except DmrolloutError:
+            if current is None or current["metadata"].get("deletionTimestamp"):
+                pdb = render_pdb(params.revision_params(inp.dm, inp.record.hash))
+                await Kube.run(create_or_wait, self.kube, pdb)
+            elif Kube.controller_uid(current) != inp.dm.uid:
                 conflicts.append(f"PodDisruptionBudget {name} is not owned by this DecisionModel")
-        else:
+        elif current is not None:
             await Kube.run(
                 self.kube.delete_owned, "PodDisruptionBudget", inp.dm.namespace, name, inp.dm.uid
             )
 
     async def _ensure_service(self, dm: DMRef, stable: str, conflicts: list[str]) -> None:
         name = service_name(dm.name)
-        current = await Kube.run(self.kube.get, "Service", dm.namespace, name)
+        current = await Kube.run(self.reader.get, "Service", dm.namespace, name)
         desired = render_service(params.service_params(dm, stable))
         if current is None:
             log.info("restoring deleted Service %s/%s", dm.namespace, name)
-            await Kube.run(self.kube.create_or_adopt, desired, dm.uid)
+            await Kube.run(create_or_wait, self.kube, desired)
             return
         if Kube.controller_uid(current) != dm.uid:
             conflicts.append(f"Service {name} is not owned by this DecisionModel")
@@ -329,7 +335,7 @@ class SteadyState:
                 )
             )
         name = store_pvc_name(inp.dm.name, inp.record.hash)
-        pvc = await Kube.run(self.kube.get, "PersistentVolumeClaim", inp.dm.namespace, name)
+        pvc = await Kube.run(self.reader.get, "PersistentVolumeClaim", inp.dm.namespace, name)
         if pvc is None or Kube.controller_uid(pvc) != inp.dm.uid:
             return
         spec = pvc["spec"]

@@ -1,10 +1,13 @@
-"""Watches that turn API changes into DecisionModel keys on the work queue.
+"""Watches that keep the controller's cache (controller/cache.py) and turn API changes into
+DecisionModel keys on the work queue.
 
-Each watch lists once, then watches from the list's resourceVersion, resumes from the last
-resourceVersion it saw after a timeout or a dropped connection, and relists on 410 Gone (the
-version was compacted away). It runs in a thread (the kubernetes client is synchronous) and
-hands keys to the event loop thread-safely. Work is keyed per DecisionModel, so events of many
-Pods of one model collapse into one reconcile.
+Each watch lists once (into the cache), then watches from the list's resourceVersion, resumes
+from the last resourceVersion it saw after a timeout or a dropped connection, and relists on 410
+Gone (the version was compacted away). It runs in a thread (the kubernetes client is synchronous)
+and hands keys to the event loop thread-safely, after the cache holds the change (a reconcile of
+the key reads it). The server ends each watch after ``WATCH_TIMEOUT_SECONDS`` and the client
+gives up a silent one soon after (kube/timeouts.py). Work is keyed per DecisionModel, so events
+of many Pods of one model collapse into one reconcile.
 """
 
 from __future__ import annotations
@@ -13,7 +16,6 @@ import asyncio
 import json
 import logging
 import threading
-import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -21,6 +23,7 @@ from typing import Any
 from kubernetes import watch
 from kubernetes.client.rest import ApiException
 
+from controller.cache import DECISION_MODEL, ObjectCache
 from decisionmodel.api import GROUP, PLURAL, VERSION
 from decisionmodel.render.labels import LABEL_NAME
 from kube.client import Kube
@@ -33,6 +36,7 @@ WATCH_TIMEOUT_SECONDS = 240
 @dataclass(frozen=True)
 class WatchSpec:
     what: str
+    kind: str  # the cache's name for it
     list_all: Callable[..., Any]
     list_namespaced: Callable[..., Any] | None
     key_of: Callable[[dict[str, Any]], str | None]
@@ -61,9 +65,10 @@ def watch_specs(kube: Kube) -> list[WatchSpec]:
         return custom.list_namespaced_custom_object(GROUP, VERSION, namespace, PLURAL, **kw)
 
     return [
-        WatchSpec("decisionmodels", dms_all, dms_ns, _dm_key, {}),
+        WatchSpec("decisionmodels", DECISION_MODEL, dms_all, dms_ns, _dm_key, {}),
         WatchSpec(
             "pods",
+            "Pod",
             kube.core.list_pod_for_all_namespaces,
             kube.core.list_namespaced_pod,
             _labelled_key,
@@ -71,6 +76,7 @@ def watch_specs(kube: Kube) -> list[WatchSpec]:
         ),
         WatchSpec(
             "deployments",
+            "Deployment",
             kube.apps.list_deployment_for_all_namespaces,
             kube.apps.list_namespaced_deployment,
             _labelled_key,
@@ -78,6 +84,7 @@ def watch_specs(kube: Kube) -> list[WatchSpec]:
         ),
         WatchSpec(
             "services",
+            "Service",
             kube.core.list_service_for_all_namespaces,
             kube.core.list_namespaced_service,
             _labelled_key,
@@ -85,6 +92,7 @@ def watch_specs(kube: Kube) -> list[WatchSpec]:
         ),
         WatchSpec(
             "pdbs",
+            "PodDisruptionBudget",
             kube.policy.list_pod_disruption_budget_for_all_namespaces,
             kube.policy.list_namespaced_pod_disruption_budget,
             _labelled_key,
@@ -92,8 +100,18 @@ def watch_specs(kube: Kube) -> list[WatchSpec]:
         ),
         WatchSpec(
             "pvcs",
+            "PersistentVolumeClaim",
             kube.core.list_persistent_volume_claim_for_all_namespaces,
             kube.core.list_namespaced_persistent_volume_claim,
+            _labelled_key,
+            labelled,
+        ),
+        # The reaper reads a DecisionModel's Jobs (a finished prefetch Job can be left behind).
+        WatchSpec(
+            "jobs",
+            "Job",
+            kube.batch.list_job_for_all_namespaces,
+            kube.batch.list_namespaced_job,
             _labelled_key,
             labelled,
         ),
@@ -109,8 +127,10 @@ class Watcher:
         loop: asyncio.AbstractEventLoop,
         enqueue: Callable[[str], None],
         namespaces: list[str],
+        cache: ObjectCache | None = None,
     ) -> None:
         self.kube = kube
+        self.cache = cache or ObjectCache()
         self.loop = loop
         self.enqueue = enqueue
         self.namespaces = namespaces
@@ -132,7 +152,7 @@ class Watcher:
                 with self._lock:
                     self._pending_sync.add(name)
                 t = threading.Thread(
-                    target=self._run, args=(name, spec, ns), name=name, daemon=True
+                    target=self.watch_kind, args=(spec, ns), name=name, daemon=True
                 )
                 self.threads.append(t)
                 t.start()
@@ -144,20 +164,29 @@ class Watcher:
         if key:
             self.loop.call_soon_threadsafe(self.enqueue, key)
 
-    def _run(self, name: str, spec: WatchSpec, namespace: str | None) -> None:
+    def watch_kind(self, spec: WatchSpec, namespace: str | None, resume: str | None = None) -> None:
+        """List then watch one kind in one namespace (None: all) until stopped; ``resume``: a
+        resourceVersion to watch from first, as after a reconnect (it may be compacted away:
+        410 Gone, then a relist)."""
+        name = f"watch-{spec.what}-{namespace or 'all'}"
         if namespace is None:
             lister: Callable[..., Any] = spec.list_all
             args: tuple[Any, ...] = ()
         else:
             assert spec.list_namespaced is not None
             lister, args = spec.list_namespaced, (namespace,)
-        rv: str | None = None
+        rv: str | None = resume
         while not self.stop_event.is_set():
             try:
                 if rv is None:
                     response = lister(*args, _preload_content=False, **spec.extra)
                     body = json.loads(response.data)
-                    for item in body.get("items", []):
+                    items = body.get("items", [])
+                    # Objects deleted while no watch ran (a relist after 410) drop out here,
+                    # and their DecisionModels are reconciled again.
+                    for gone in self.cache.replace(spec.kind, namespace, items):
+                        self._emit(spec.key_of(gone))
+                    for item in items:
                         self._emit(spec.key_of(item))
                     rv = body["metadata"]["resourceVersion"]
                     with self._lock:
@@ -185,13 +214,17 @@ class Watcher:
                         if obj.get("code") == 410:
                             rv = None  # compacted: relist
                         break
+                    if event["type"] == "DELETED":
+                        self.cache.delete(spec.kind, obj)
+                    else:
+                        self.cache.upsert(spec.kind, obj)
                     self._emit(spec.key_of(obj))
             except ApiException as e:
                 if e.status == 410:
                     rv = None
                 else:
                     log.warning("%s: %s; retrying", name, e.status)
-                    time.sleep(1)
+                    self.stop_event.wait(1)
             except Exception as e:  # connection reset, API server restart
                 log.warning("%s: %s; retrying", name, e)
-                time.sleep(1)
+                self.stop_event.wait(1)

@@ -99,16 +99,17 @@ def recorded_controller_status(current: Mapping[str, Any]) -> dict[str, Any]:
 
 
 async def apply_controller_status(
-    kube: Kube, dm: DMRef, want: ControllerStatus
+    kube: Kube, dm: DMRef, want: ControllerStatus, read: dict[str, Any] | None = None
 ) -> tuple[dict[str, Any], dict[str, Any]] | None:
     """Apply; (status before, status after) as the server accepted it, or None when nothing
-    changed (no write: a steady DecisionModel costs no API write per re-check)."""
+    changed (no write: a steady DecisionModel costs no API write per re-check). ``read``: the
+    DecisionModel as last seen (no read when nothing changed; kube.status.apply_owned_status)."""
 
     def build(current: Mapping[str, Any], generation: int, now: datetime) -> dict[str, Any] | None:
         status = build_controller_status(current, want, generation, now)
         return None if status == recorded_controller_status(current) else status
 
-    applied = await apply_owned_status(kube, dm, build, CONTROLLER_FIELD_MANAGER)
+    applied = await apply_owned_status(kube, dm, build, CONTROLLER_FIELD_MANAGER, read)
     if applied is None:
         return None
     before, after = applied

@@ -86,11 +86,16 @@ async def apply_owned_status(
     dm: DMRef,
     build: Builder,
     field_manager: str,
+    read: dict[str, Any] | None = None,
 ) -> tuple[dict[str, Any], dict[str, Any]] | None:
     """Read, build, apply conditionally; (status before, DecisionModel after) as the server
-    accepted it, or None when the builder asks for no write."""
+    accepted it, or None when the builder asks for no write.
+
+    ``read``: the DecisionModel as the caller last saw it (the controller's cache), built from
+    instead of a first read; a stale one is refused (409) by the conditional apply and re-read.
+    """
     for attempt in range(1, STATUS_APPLY_ATTEMPTS + 1):
-        obj = await Kube.run(kube.get_dm, dm)
+        obj = read if attempt == 1 and read is not None else await Kube.run(kube.get_dm, dm)
         meta = obj["metadata"]
         current: dict[str, Any] = obj.get("status") or {}
         status = build(current, int(meta.get("generation") or 0), utcnow())

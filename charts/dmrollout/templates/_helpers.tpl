@@ -318,10 +318,11 @@ references, never listed or watched.
 - apiGroups: ["apps"]
   resources: ["deployments"]
   verbs: ["get", "list", "watch", "create", "patch", "delete"]
-# restore the Service or switch its selector back to the stable (never deleted)
+# restore the Service or switch its selector back to the stable (never deleted; read from
+# the watch-fed cache, so no get)
 - apiGroups: [""]
   resources: ["services"]
-  verbs: ["get", "list", "watch", "create", "patch"]
+  verbs: ["list", "watch", "create", "patch"]
 # restore the stable's PDB, delete it at replicas 1, reap an orphan's
 - apiGroups: ["policy"]
   resources: ["poddisruptionbudgets"]
@@ -330,10 +331,11 @@ references, never listed or watched.
 - apiGroups: [""]
   resources: ["persistentvolumeclaims"]
   verbs: ["get", "list", "watch", "patch", "delete"]
-# reap an orphan's prefetch Job, and the finished one holding a Terminating store; never create, never watch
+# reap an orphan's prefetch Job, and the finished one holding a Terminating store (read from
+# the watch-fed cache); never create
 - apiGroups: ["batch"]
   resources: ["jobs"]
-  verbs: ["get", "list", "delete"]
+  verbs: ["get", "list", "watch", "delete"]
 # Events on DecisionModels
 - apiGroups: ["events.k8s.io"]
   resources: ["events"]

@@ -40,10 +40,10 @@ CONTROLLER_PERMISSIONS: set[Perm] = (
     | _table("", ["pods"], ["list", "watch"])
     | _table("", ["pods/status"], ["patch"])
     | _table("apps", ["deployments"], ["get", "list", "watch", "create", "patch", "delete"])
-    | _table("", ["services"], ["get", "list", "watch", "create", "patch"])
+    | _table("", ["services"], ["list", "watch", "create", "patch"])
     | _table("policy", ["poddisruptionbudgets"], ["get", "list", "watch", "create", "delete"])
     | _table("", ["persistentvolumeclaims"], ["get", "list", "watch", "patch", "delete"])
-    | _table("batch", ["jobs"], ["get", "list", "delete"])
+    | _table("batch", ["jobs"], ["get", "list", "watch", "delete"])
     | _table("events.k8s.io", ["events"], ["create"])
     | _table("", ["secrets"], ["get"])
 )
@@ -344,6 +344,7 @@ _WATCHED = {
     "services",
     "poddisruptionbudgets",
     "persistentvolumeclaims",
+    "jobs",
 }
 
 
