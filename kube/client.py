@@ -340,7 +340,26 @@ class Kube:
             except ObjectNotSettled as e:
                 if on_wait is not None:
                     on_wait(str(e))
-                await asyncio.sleep(poll_interval)
+                await self._until_settled(obj, poll_interval, on_wait)
+
+    async def _until_settled(
+        self, obj: dict[str, Any], idle: float, on_wait: Callable[[str], None] | None
+    ) -> None:
+        """Until no object of ``obj``'s name is being deleted, woken by the watch (kube.wait)."""
+        from kube.wait import source, wait_until  # kube.wait builds on this module
+
+        meta = obj["metadata"]
+        what = f"{obj['kind']} {meta['name']} is being deleted; waiting to create it again"
+
+        async def settled(found: list[dict[str, Any]]) -> bool | None:
+            if not any(o["metadata"].get("deletionTimestamp") for o in found):
+                return True
+            if on_wait is not None:
+                on_wait(what)
+            return None
+
+        src = source(self, obj["kind"], meta["namespace"], name=meta["name"])
+        await wait_until(self, src, settled, idle=idle)
 
     @staticmethod
     def controller_uid(obj: dict[str, Any]) -> str | None:
@@ -386,8 +405,7 @@ class Kube:
         """The serving Pods of one revision: labelled for it *and* controlled by a ReplicaSet of
         its Deployment. A Pod that only carries the labels (anyone who can create Pods can set
         them) is never probed, so it never receives the engine API key nor counts as ready."""
-        pods = self.list_pods(namespace, selector_labels(dm, revision))
-        return [p for p in pods if revision_replica_set(p) == deployment_name(dm, revision)]
+        return serving_pods(self.list_pods(namespace, selector_labels(dm, revision)), dm, revision)
 
     def list_pods(self, namespace: str, selector: dict[str, str]) -> list[dict[str, Any]]:
         label_selector = ",".join(f"{k}={v}" for k, v in sorted(selector.items()))
@@ -447,6 +465,11 @@ def revision_replica_set(pod: dict[str, Any]) -> str | None:
             suffix = f"-{template_hash}"
             return name[: -len(suffix)] if name.endswith(suffix) else None
     return None
+
+
+def serving_pods(pods: list[dict[str, Any]], dm: str, revision: str) -> list[dict[str, Any]]:
+    """Of Pods labelled for a revision, those its Deployment's ReplicaSets control."""
+    return [p for p in pods if revision_replica_set(p) == deployment_name(dm, revision)]
 
 
 def dm_selector(dm_name: str) -> dict[str, str]:
