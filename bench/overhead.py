@@ -90,8 +90,10 @@ def plain(obj: Obj, name: str) -> Obj:
 class Run:
     def __init__(self, env: LocalEnv, kube: Kube, timeout: float) -> None:
         self.env, self.kube, self.timeout = env, kube, timeout
+        self.applied_wall = 0.0
 
     def rollout(self, name: str) -> tuple[float, str]:
+        self.applied_wall = time.time()
         body = {
             "apiVersion": f"{GROUP}/{VERSION}",
             "kind": "DecisionModel",
@@ -156,6 +158,44 @@ class Run:
         return done - began
 
 
+async def _history(address: str, workflow: str) -> list[tuple[float, str]]:
+    from temporalio.api.enums.v1 import EventType
+    from temporalio.client import Client
+
+    client = await Client.connect(address)
+    async for found in client.list_workflows(f'WorkflowId STARTS_WITH "{workflow}"'):
+        workflow = found.id
+    history = await client.get_workflow_handle(workflow).fetch_history()
+    names: dict[int, str] = {}
+    out = []
+    for e in history.events:
+        kind = EventType.Name(e.event_type).removeprefix("EVENT_TYPE_").lower()
+        if e.HasField("activity_task_scheduled_event_attributes"):
+            names[e.event_id] = e.activity_task_scheduled_event_attributes.activity_type.name
+            kind = f"{names[e.event_id]} scheduled"
+        for field in ("started", "completed", "failed"):
+            attr = f"activity_task_{field}_event_attributes"
+            if e.HasField(attr):  # type: ignore[arg-type]
+                kind = f"{names.get(getattr(e, attr).scheduled_event_id, '?')} {field}"
+        out.append((e.event_time.ToDatetime().timestamp(), kind))
+    return out
+
+
+def timeline(env: LocalEnv, dm: str, rev: str, applied: float) -> None:
+    """Where one rollout's time went: its workflow's history, from the apply."""
+    import asyncio
+
+    workflow = f"rollout/{NAMESPACE}/{dm}/"
+    try:
+        events = asyncio.run(_history(env.temporal.address, workflow))
+    except Exception as e:  # a diagnostic only: the figures stand without it
+        print(f"\nno timeline of {dm}: {e}")
+        return
+    print(f"\ntimeline of {dm} (seconds after the apply; workflow history)")
+    for at, what in events:
+        print(f"  {at - applied:6.2f}  {what}")
+
+
 def start(env: LocalEnv, state: Path) -> None:
     env.start()
     cluster = env.cluster
@@ -181,7 +221,7 @@ def percentile(values: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
 
 
-def measure(runs: int, timeout: float, state: Path) -> dict[str, float]:
+def measure(runs: int, timeout: float, state: Path, show: bool = False) -> dict[str, float]:
     t0 = time.monotonic()
     env = LocalEnv(state)
     try:
@@ -201,6 +241,8 @@ def measure(runs: int, timeout: float, state: Path) -> dict[str, float]:
             deployments.append(dep)
             print(f"  run {i + 1}/{runs}: apply→Ready {took:5.2f} s   "
                   f"floor: Job {job:5.2f} s + Deployment {dep:5.2f} s")  # fmt: skip
+        if show:
+            timeline(env, f"m{runs - 1}", rev, bench.applied_wall)
         p50 = statistics.median(rollouts)
         floor = statistics.median(jobs) + statistics.median(deployments)
         figures = {
@@ -234,10 +276,14 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=6, help="rollouts timed (6)")
     parser.add_argument("--quick", action="store_true", help="2 runs: a smoke run")
     parser.add_argument("--timeout", type=float, default=120, help="seconds per wait")
+    parser.add_argument(
+        "--timeline", action="store_true", help="print the last rollout's workflow history"
+    )
     parser.add_argument("--json", type=Path, help="write the figures as a flat JSON object")
     args = parser.parse_args()
     runs = 2 if args.quick else max(1, args.runs)
-    figures = measure(runs, args.timeout, Path(tempfile.mkdtemp(prefix="dmrollout-overhead-")))
+    state = Path(tempfile.mkdtemp(prefix="dmrollout-overhead-"))
+    figures = measure(runs, args.timeout, state, args.timeline)
     if args.json is not None:
         args.json.write_text(json.dumps(figures, indent=2) + "\n")
 
