@@ -340,26 +340,9 @@ class Kube:
             except ObjectNotSettled as e:
                 if on_wait is not None:
                     on_wait(str(e))
-                await self._until_settled(obj, poll_interval, on_wait)
-
-    async def _until_settled(
-        self, obj: dict[str, Any], idle: float, on_wait: Callable[[str], None] | None
-    ) -> None:
-        """Until no object of ``obj``'s name is being deleted, woken by the watch (kube.wait)."""
-        from kube.wait import source, wait_until  # kube.wait builds on this module
-
-        meta = obj["metadata"]
-        what = f"{obj['kind']} {meta['name']} is being deleted; waiting to create it again"
-
-        async def settled(found: list[dict[str, Any]]) -> bool | None:
-            if not any(o["metadata"].get("deletionTimestamp") for o in found):
-                return True
-            if on_wait is not None:
-                on_wait(what)
-            return None
-
-        src = source(self, obj["kind"], meta["namespace"], name=meta["name"])
-        await wait_until(self, src, settled, idle=idle)
+                # Polled, not watched: a namesake being deleted is rare, and a watch would
+                # need list and watch on every kind the worker creates (docs/rbac.md).
+                await asyncio.sleep(poll_interval)
 
     @staticmethod
     def controller_uid(obj: dict[str, Any]) -> str | None:
