@@ -23,7 +23,6 @@ after a lost result returns at once.
 
 from __future__ import annotations
 
-import asyncio
 import re
 from typing import Any
 
@@ -48,6 +47,7 @@ from decisionmodel.vocabulary import JOB_FAILED, JOB_FAILURE_TARGET, ConditionTy
 from kube import params
 from kube.client import Kube
 from kube.secrets import SecretCapability, SecretReader
+from kube.wait import source, wait_until
 
 # Set by the Job controller on every Pod of a Job: the Job's UID, so a Pod of an older Job of
 # the same name is never read.
@@ -162,10 +162,13 @@ class PrefetchActivities:
             return await self._wait(created, pvc["metadata"]["name"])
 
     async def _wait(self, job: dict[str, Any], pvc: str) -> PrefetchResult:
+        """Until the Job completes or fails, woken by its watch events (kube.wait), with a
+        heartbeat of its counts every poll interval."""
         meta = job["metadata"]
         name, ns = meta["name"], meta["namespace"]
-        while True:
-            current = await Kube.run(self.kube.get, "Job", ns, name)
+
+        async def finished(jobs: list[dict[str, Any]]) -> PrefetchResult | None:
+            current = next((j for j in jobs if j["metadata"]["name"] == name), None)
             if current is None or current["metadata"]["uid"] != meta["uid"]:
                 # Deleted under us (a superseding cleanup, a user): the retry creates it anew.
                 raise RuntimeError(f"prefetch Job {ns}/{name} was deleted while being waited for")
@@ -181,4 +184,7 @@ class PrefetchActivities:
                 )
                 raise classify_failure(current, failure, pods)
             activity.heartbeat({"job": name, **counts})
-            await asyncio.sleep(self.settings.poll_interval_seconds)
+            return None
+
+        src = source(self.kube, "Job", ns, name=name)
+        return await wait_until(self.kube, src, finished, idle=self.settings.poll_interval_seconds)

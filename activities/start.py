@@ -9,7 +9,6 @@ sees, until the workflow's starting deadline ends it (StartTimeout).
 
 from __future__ import annotations
 
-import asyncio
 from typing import Any
 
 from temporalio import activity
@@ -26,6 +25,7 @@ from kube.client import Kube
 from kube.pod_gate import condition_true
 from kube.rollout_status import show_guard
 from kube.secrets import SecretCapability, SecretReader, parse_api_key
+from kube.wait import source, wait_until
 
 
 def pod_started(pod: dict[str, Any]) -> bool:
@@ -91,10 +91,16 @@ class StartActivities:
                     first=False,
                 )
             selector = selector_labels(inp.dm.name, inp.record.hash)
-            while True:
-                pods = await Kube.run(self.kube.list_pods, inp.dm.namespace, selector)
+
+            async def started(pods: list[dict[str, Any]]) -> StartResult | None:
                 summary = pods_summary(pods)
                 if summary["started"] >= inp.replicas:
                     return StartResult(deployment=name)
                 activity.heartbeat({"deployment": name, "replicas": inp.replicas, **summary})
-                await asyncio.sleep(self.settings.poll_interval_seconds)
+                return None
+
+            # Woken by the Pods' watch events (kube.wait), not a poll.
+            src = source(self.kube, "Pod", inp.dm.namespace, labels=selector)
+            return await wait_until(
+                self.kube, src, started, idle=self.settings.poll_interval_seconds
+            )

@@ -49,10 +49,11 @@ from activities.step_status import writes_step_status
 from activities.typed_errors import typed_errors
 from decisionmodel.contracts import WARMUP_INSPECT, DMRef, WarmupInput, WarmupResult
 from decisionmodel.errors import ProbeError
+from decisionmodel.render.labels import selector_labels
 from decisionmodel.runtime_client import GateVerdict, RuntimeClient, RuntimeTimeouts, verdict
 from decisionmodel.settings import RolloutSettings
 from decisionmodel.vocabulary import ConditionType, Phase, Reason
-from kube.client import Kube
+from kube.client import Kube, serving_pods
 from kube.pod_gate import (
     gate_event,
     gate_reason,
@@ -67,6 +68,7 @@ from kube.pod_gate import (
 )
 from kube.rollout_status import show_guard
 from kube.secrets import SecretReader
+from kube.wait import source, wait_until
 
 RuntimeClientFactory = Callable[..., RuntimeClient]
 
@@ -234,7 +236,7 @@ class WarmupActivities:
     async def warmup_inspect(self, inp: WarmupInput) -> WarmupResult:
         async with typed_errors():
             api_key = await self.secrets.api_key(inp.dm.namespace, inp.api_key)
-            revision = inp.record.hash
+            dm, revision = inp.dm, inp.record.hash
             precision: str | None = None
             beat = WarmupHeartbeat(desired=inp.replicas)
             # One round may wait for a model load (warmup_timeout); a round longer than that
@@ -243,11 +245,12 @@ class WarmupActivities:
             poll = self.settings.poll_interval_seconds
             holds = HoldDisplay(self.kube, inp.dm)
             async with HeartbeatTicker(poll, beat.model_dump(), stall_after=stall) as t:
-                while True:
-                    pods = await Kube.run(
-                        self.kube.list_revision_pods, inp.dm.namespace, inp.dm.name, revision
-                    )
-                    live = [p for p in pods if not is_terminating(p)]
+
+                async def round_(pods: list[dict[str, Any]]) -> WarmupResult | None:
+                    """One round on the Pods as the watch last saw them: probe, gate, count."""
+                    nonlocal precision
+                    served = serving_pods(pods, dm.name, revision)
+                    live = [p for p in served if not is_terminating(p)]
                     probe = [p for p in live if probe_eligible(p) and not gate_true(p)]
                     verdicts = await self._probe_all(probe, inp, api_key)
                     judged: dict[str, GateVerdict] = {}
@@ -259,15 +262,21 @@ class WarmupActivities:
                         if found.ready and precision is None:
                             precision = found.precision
                     ready = [p for p in live if is_model_ready(p)]
-                    beat = self._heartbeat(inp.replicas, live, ready, judged)
-                    t.update(beat.model_dump())
+                    t.update(self._heartbeat(inp.replicas, live, ready, judged).model_dump())
                     await holds.show(HoldDisplay.hold_of(live, judged))
-                    if len(ready) >= inp.replicas:
-                        await holds.cleared(len(ready), inp.replicas)
-                        if precision is None:
-                            precision = await self._precision(ready[0], inp, api_key)
-                        return WarmupResult(model_ready=len(ready), precision=precision)
-                    await asyncio.sleep(self.settings.poll_interval_seconds)
+                    if len(ready) < inp.replicas:
+                        return None
+                    await holds.cleared(len(ready), inp.replicas)
+                    if precision is None:
+                        precision = await self._precision(ready[0], inp, api_key)
+                    return WarmupResult(model_ready=len(ready), precision=precision)
+
+                # A round after every change of the Pods (a gate set, Ready turned True: the
+                # watch of kube.wait), and every poll interval for the Pods still held.
+                src = source(
+                    self.kube, "Pod", dm.namespace, labels=selector_labels(dm.name, revision)
+                )
+                return await wait_until(self.kube, src, round_, idle=poll)
 
     def _count(self, inp: WarmupInput, found: GateVerdict) -> None:
         if self.on_probe_transition is not None:

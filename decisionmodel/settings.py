@@ -56,8 +56,9 @@ class RolloutSettings(BaseSettings):
     )
     poll_interval_seconds: float = Field(
         default=1.0,
-        description="How often waiting activities re-read the API (and heartbeat): tight enough "
-        "that a rollout reacts within a second, cheap for the API server.",
+        description="How often waiting activities heartbeat (and a held warm-up probes its Pods "
+        "again). They wake on watch events of the objects they wait for (kube/wait.py), not on "
+        "this period.",
     )
     kube_connect_timeout_seconds: float = Field(
         default=5.0,

@@ -340,6 +340,8 @@ class Kube:
             except ObjectNotSettled as e:
                 if on_wait is not None:
                     on_wait(str(e))
+                # Polled, not watched: a namesake being deleted is rare, and a watch would
+                # need list and watch on every kind the worker creates (docs/rbac.md).
                 await asyncio.sleep(poll_interval)
 
     @staticmethod
@@ -386,8 +388,7 @@ class Kube:
         """The serving Pods of one revision: labelled for it *and* controlled by a ReplicaSet of
         its Deployment. A Pod that only carries the labels (anyone who can create Pods can set
         them) is never probed, so it never receives the engine API key nor counts as ready."""
-        pods = self.list_pods(namespace, selector_labels(dm, revision))
-        return [p for p in pods if revision_replica_set(p) == deployment_name(dm, revision)]
+        return serving_pods(self.list_pods(namespace, selector_labels(dm, revision)), dm, revision)
 
     def list_pods(self, namespace: str, selector: dict[str, str]) -> list[dict[str, Any]]:
         label_selector = ",".join(f"{k}={v}" for k, v in sorted(selector.items()))
@@ -447,6 +448,11 @@ def revision_replica_set(pod: dict[str, Any]) -> str | None:
             suffix = f"-{template_hash}"
             return name[: -len(suffix)] if name.endswith(suffix) else None
     return None
+
+
+def serving_pods(pods: list[dict[str, Any]], dm: str, revision: str) -> list[dict[str, Any]]:
+    """Of Pods labelled for a revision, those its Deployment's ReplicaSets control."""
+    return [p for p in pods if revision_replica_set(p) == deployment_name(dm, revision)]
 
 
 def dm_selector(dm_name: str) -> dict[str, str]:

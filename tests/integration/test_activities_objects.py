@@ -8,6 +8,7 @@ tests/unit/activities/test_prefetch_classify.py and tests/unit/kube/.
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import ipaddress
 import json
@@ -327,6 +328,23 @@ async def test_start_runs_pods_with_ips_and_only_a_key_checksum(
     # Idempotent: adopts the Deployment, no second one.
     assert (await env.run(StartActivities(kube, settings).start, inp)) == result
     assert _names(local_cluster, "deployments", dm.namespace) == [result.deployment]
+
+
+async def test_prefetch_and_start_wake_on_events_not_a_poll(
+    kube: Kube,
+    settings: RolloutSettings,
+    dm: DMRef,
+    laya_digest: str,
+    env: ActivityEnvironment,
+) -> None:
+    """With a poll interval longer than the bound given here, the Job's completion and the
+    Pods' start still end the waits: the watch wakes them (issue 14)."""
+    slow = settings.model_copy(update={"poll_interval_seconds": 60.0})
+    inp = objects_input(dm, laya_digest, replicas=2)
+    prefetched = await asyncio.wait_for(env.run(PrefetchActivities(kube, slow).prefetch, inp), 45)
+    assert prefetched.attempts == 1
+    started = await asyncio.wait_for(env.run(StartActivities(kube, slow).start, inp), 45)
+    assert started.deployment == f"router-{inp.record.hash}"
 
 
 # --- promote and delete_revision ------------------------------------------------------------

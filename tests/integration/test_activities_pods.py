@@ -447,7 +447,10 @@ async def test_resolve_refusals_are_typed(
 async def test_warmup_inspect_sets_gates_and_pods_become_ready(
     serving: Serving, kube: CountingKube
 ) -> None:
-    acts = WarmupActivities(kube, SETTINGS)
+    # A poll interval longer than the bound: the gates set and the Pods turning Ready wake the
+    # rounds through the watch, not a poll (issue 14).
+    slow = SETTINGS.model_copy(update={"poll_interval_seconds": 60.0})
+    acts = WarmupActivities(kube, slow)
     beats: list[Any] = []
     inp = warmup_input(serving, serving.candidate, 2)
 

@@ -355,10 +355,10 @@ references, never listed or watched.
 - apiGroups: ["decisionmodel.io"]
   resources: ["decisionmodels/status"]
   verbs: ["patch"]
-# one revision's Pods by label (no watch: it polls)
+# one revision's Pods by label; watch: start and warm-up wake on their changes
 - apiGroups: [""]
   resources: ["pods"]
-  verbs: ["list"]
+  verbs: ["list", "watch"]
 # the decisionmodel.io/model-ready readiness gate
 - apiGroups: [""]
   resources: ["pods/status"]
@@ -379,10 +379,10 @@ references, never listed or watched.
 - apiGroups: [""]
   resources: ["persistentvolumeclaims"]
   verbs: ["get", "create", "patch", "delete"]
-# a revision's prefetch Job
+# a revision's prefetch Job; list, watch: the prefetch waits on it (by name)
 - apiGroups: ["batch"]
   resources: ["jobs"]
-  verbs: ["get", "create", "delete"]
+  verbs: ["get", "list", "watch", "create", "delete"]
 # Events on DecisionModels
 - apiGroups: ["events.k8s.io"]
   resources: ["events"]

@@ -8,6 +8,7 @@ runtime clients; the status writer is recorded instead of applied.
 
 from __future__ import annotations
 
+import asyncio
 import copy
 from types import TracebackType
 from typing import Any, cast
@@ -45,7 +46,8 @@ def pod(name: str, ip: str) -> dict[str, Any]:
 
 
 class FakeKube:
-    """The two calls warmup_inspect makes: list the revision's Pods, patch a Pod condition."""
+    """The revision's Pods (read by the wait) and the one call warmup_inspect makes: patch a
+    Pod condition."""
 
     def __init__(self, *pods: dict[str, Any]) -> None:
         self.pods = {p["metadata"]["name"]: p for p in pods}
@@ -86,6 +88,23 @@ class FakeRuntime:
 
     async def inspect(self, model: str) -> PsModel:
         return PsModel(name=model, digest=DIGEST, expires_at=None, device="cpu")
+
+
+@pytest.fixture(autouse=True)
+def polled_wait(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The fake cluster has no watch: the wait reads its Pods each idle period instead (the
+    Pods are the revision's already; the ReplicaSet filter has its own tests)."""
+
+    async def wait_until(kube: FakeKube, src: None, check: Any, *, idle: float) -> Any:
+        while True:
+            found = await check(kube.list_revision_pods(DM.namespace, DM.name, ""))
+            if found is not None:
+                return found
+            await asyncio.sleep(idle)
+
+    monkeypatch.setattr(warmup_inspect, "wait_until", wait_until)
+    monkeypatch.setattr(warmup_inspect, "source", lambda *args, **kwargs: None)
+    monkeypatch.setattr(warmup_inspect, "serving_pods", lambda pods, dm, revision: pods)
 
 
 @pytest.fixture
