@@ -210,9 +210,15 @@ class LeaderElector:
     async def _acquire(self) -> bool:
         retry = self._retry_period.total_seconds()
         while not self._stopping:
-            if await self._attempt(timeout=None):
-                self._leading = True
-                return True
+            if await self._attempt(timeout=self._renew_deadline.total_seconds()):
+                if self._remaining() > 0:
+                    self._leading = True
+                    return True
+                # The write landed after its own renew deadline (a slow API server): leading on
+                # it would stop at once. The Lease is ours now; the next attempt renews it.
+                log.info(
+                    "%s got lease %s too late to lead on it; renewing", self.identity, self.name
+                )
             await asyncio.sleep(retry)
         return False
 

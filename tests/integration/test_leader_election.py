@@ -13,7 +13,7 @@ import time
 import uuid
 from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
@@ -311,3 +311,45 @@ async def test_race_for_an_expired_lease_has_one_winner(
         with contextlib.suppress(ApiException):
             client.CoordinationV1Api(api_client).delete_namespaced_lease(lease_name, NAMESPACE)
     assert sampler.both == []
+
+
+async def test_an_acquisition_that_lands_after_its_deadline_is_renewed_not_dropped(
+    api_client: Any, lease_name: str
+) -> None:
+    """A slow API server: the Lease write that wins takes longer than the renew deadline. The
+    candidate must not lead and drop it in the same instant (a controller then exits); it renews
+    its own Lease and leads."""
+    base = datetime.now(UTC)
+    calls = 0
+
+    def slow_first_write() -> datetime:
+        # The first reading stamps the acquisition; every later reading is RENEW + 1 s after it,
+        # as if that write had taken that long. Renewals then take no time.
+        nonlocal calls
+        calls += 1
+        return base if calls == 1 else base + timedelta(seconds=RENEW + 1 + 0.01 * calls)
+
+    candidate = Candidate(
+        LeaderElector(
+            api_client,
+            NAMESPACE,
+            lease_name,
+            "replica-slow",
+            lease_duration=LEASE,
+            renew_deadline=RENEW,
+            retry_period=RETRY,
+            clock=slow_first_write,
+        )
+    )
+    candidate.start()
+    try:
+
+        async def leads() -> bool:
+            return candidate.elector.is_leader()
+
+        await async_assert_eventually(leads, timeout=15, interval=0.05, what="leading")
+        assert candidate.stopped == 0 and candidate.task is not None and not candidate.task.done()
+    finally:
+        await candidate.cancel()
+        with contextlib.suppress(ApiException):
+            client.CoordinationV1Api(api_client).delete_namespaced_lease(lease_name, NAMESPACE)
