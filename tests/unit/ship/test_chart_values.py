@@ -139,6 +139,7 @@ UNMAPPED: dict[str, dict[str, str]] = {
         "identity": "POD_NAME through the downward API",
         "lease_name": "<fullname>-controller, tied to the leader-election Role's resourceNames",
         "queued_recheck_seconds": "internal tempo",
+        "budget_resync_seconds": "internal tempo",
         "heartbeat_timeout_seconds": "part of the workflow contract, not an install choice",
         "max_rollout_restarts": "fault tempo; the default suits every install",
         "restart_backoff_seconds": "fault tempo; the default suits every install",
