@@ -160,15 +160,6 @@ class Rollouts:
                 runs.append(ClosedRun(wf.status.name, wf.close_time))
         return runs
 
-    async def is_in_flight(self, wid: str) -> bool:
-        """The same test for one rollout, read from the workflow itself (no visibility lag)."""
-        try:
-            desc = await self.client.get_workflow_handle(wid).describe(rpc_timeout=RPC_TIMEOUT)
-        except RPCError:
-            return False
-        phase = desc.typed_search_attributes.get(sa.DM_PHASE)
-        return desc.status == WorkflowExecutionStatus.RUNNING and phase != Phase.READY.value
-
     async def is_running(self, wid: str) -> bool:
         try:
             desc = await self.client.get_workflow_handle(wid).describe(rpc_timeout=RPC_TIMEOUT)

@@ -27,10 +27,6 @@ class FakeRollouts:
         self.list_calls += 1
         return set(self.listed)
 
-    async def is_in_flight(self, wid: str) -> bool:
-        self.describe_calls += 1
-        return wid in self.listed
-
     async def is_running(self, wid: str) -> bool:
         self.describe_calls += 1
         return wid in self.listed
