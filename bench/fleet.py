@@ -37,6 +37,7 @@ from kubernetes import watch as k8s_watch
 from temporalio.api.enums.v1 import EventType
 from temporalio.client import Client
 
+from localenv.cluster import DEFAULT_NODES, FakeNode
 from localenv.demo import CRD, product_env
 from localenv.env import REGISTRY_URL, LocalEnv
 from localenv.processes import ManagedProcess
@@ -182,6 +183,17 @@ async def _task_timeouts(address: str) -> dict[str, int]:
     return counts
 
 
+def _nodes(size: int) -> tuple[FakeNode, ...]:
+    """The default nodes plus a CPU node per 100 DecisionModels (and a fifth more, for
+    prefetch Jobs and candidates): a node holds 110 Pods, and a Pod the scheduler cannot place
+    would hold its rollout (and its activity slot) until a phase deadline."""
+    extra = -(-size * 12 // 1000)  # ceil(1.2 * size / 100)
+    cpu = {"dmrollout.dev/node-class": "cpu"}
+    return DEFAULT_NODES + tuple(
+        FakeNode(f"kwok-cpu-{i}", f"100.72.{10 + i}.0/24", cpu) for i in range(1, extra + 1)
+    )
+
+
 def _dm(name: str, model: str) -> dict[str, Any]:
     return {
         "apiVersion": f"{GROUP}/{VERSION}",
@@ -210,7 +222,8 @@ def run_size(
     """One fresh environment, ``size`` DecisionModels at once; the wave's flat figures."""
     t0 = time.monotonic()
     env = LocalEnv(state)
-    figures: dict[str, float] = {"budget": budget}
+    env.cluster.nodes = _nodes(size)
+    figures: dict[str, float] = {"budget": budget, "nodes": len(env.cluster.nodes)}
     try:
         env.start()
         cluster = env.cluster
