@@ -34,7 +34,7 @@ import httpx
 from kubernetes import client as k8s
 from kubernetes import config as k8s_config
 from kubernetes import watch as k8s_watch
-from temporalio.api.enums.v1 import EventType
+from temporalio.api.enums.v1 import EventType, TimeoutType
 from temporalio.client import Client
 
 from localenv.cluster import DEFAULT_NODES, FakeNode
@@ -167,7 +167,13 @@ async def _task_timeouts(address: str) -> dict[str, int]:
         (wf.id, wf.run_id) async for wf in client.list_workflows("WorkflowType = 'RolloutWorkflow'")
     ]
     gate = asyncio.Semaphore(8)
-    counts = {"rollouts": len(ids), "wft_timeouts": 0, "wft_failures": 0, "events": 0}
+    counts = {
+        "rollouts": len(ids),
+        "wft_timeouts": 0,
+        "wft_timeouts_sticky": 0,  # schedule-to-start on a busy worker's sticky queue
+        "wft_failures": 0,
+        "events": 0,
+    }
 
     async def one(wid: str, run_id: str) -> None:
         async with gate:
@@ -176,6 +182,10 @@ async def _task_timeouts(address: str) -> dict[str, int]:
                 counts["events"] += 1
                 if event.event_type == EventType.EVENT_TYPE_WORKFLOW_TASK_TIMED_OUT:
                     counts["wft_timeouts"] += 1
+                    kind = event.workflow_task_timed_out_event_attributes.timeout_type
+                    counts["wft_timeouts_sticky"] += (
+                        kind == TimeoutType.TIMEOUT_TYPE_SCHEDULE_TO_START
+                    )
                 elif event.event_type == EventType.EVENT_TYPE_WORKFLOW_TASK_FAILED:
                     counts["wft_failures"] += 1
 
@@ -286,7 +296,8 @@ def run_size(
             )
         print(
             f"  histories: {int(figures['rollouts'])} rollouts, "
-            f"{int(figures['wft_timeouts'])} workflow-task timeouts, "
+            f"{int(figures['wft_timeouts'])} workflow-task timeouts "
+            f"({int(figures['wft_timeouts_sticky'])} of them schedule-to-start), "
             f"{int(figures['wft_failures'])} workflow-task failures, "
             f"{figures['events'] / max(figures['rollouts'], 1):.0f} events per rollout"
         )
