@@ -30,6 +30,11 @@ from decisionmodel.contracts import WORKFLOW_ID_PREFIX
 VISIBILITY_LAG_SECONDS = 30.0
 # How often the count is replaced by what visibility lists (plus starts younger than the lag).
 RESYNC_SECONDS = 30.0
+# Re-checks of queued DecisionModels, at most this many per second in all: the next in line is
+# started by a wake, so a re-check is only a safety net, and 950 queued re-checking every 30 s
+# (32 reconciles/s) kept the work queue so long that a wake waited behind them (1,000 at once,
+# budget 50).
+RECHECKS_PER_SECOND = 2.0
 
 
 def key_of(wid: str) -> str | None:
@@ -71,6 +76,10 @@ class FleetBudget:
         free = self.limit - len(self.flights)
         # FIFO: only the first `free` DecisionModels in arrival order may start now.
         return free > 0 and key in islice(self.queue, free)
+
+    def recheck_seconds(self, base: float) -> float:
+        """When a queued DecisionModel re-checks: ``base``, spread out for a long queue."""
+        return max(base, len(self.queue) / RECHECKS_PER_SECOND)
 
     def started(self, key: str, wid: str) -> None:
         self.queue.pop(key, None)
@@ -146,4 +155,10 @@ class FleetBudget:
                 self.wake(key)
 
 
-__all__ = ["RESYNC_SECONDS", "VISIBILITY_LAG_SECONDS", "FleetBudget", "key_of"]
+__all__ = [
+    "RECHECKS_PER_SECOND",
+    "RESYNC_SECONDS",
+    "VISIBILITY_LAG_SECONDS",
+    "FleetBudget",
+    "key_of",
+]

@@ -338,7 +338,7 @@ class Reconciler:
                     self.budget.started(key, decision.target_id)
             if not allowed:
                 queued = True
-                requeue = self.settings.queued_recheck_seconds
+                requeue = self.budget.recheck_seconds(self.settings.queued_recheck_seconds)
         elif decision.replaced:
             # Start the revision again as soon as the cancelled run has closed (it removes its
             # candidate first); an approval waits for the new run.

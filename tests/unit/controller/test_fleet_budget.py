@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from controller.fleet_budget import FleetBudget, key_of
+from controller.fleet_budget import RECHECKS_PER_SECOND, FleetBudget, key_of
 from controller.reconcile import Reconciler
 from controller.rollouts import RunningRollout
 from controller.settings import ControllerSettings
@@ -169,3 +169,18 @@ def test_key_of_a_workflow_id() -> None:
     assert key_of("rollout/ns/name/abc/retry") == "ns/name"
     assert key_of("store/ns/name/abc") is None
     assert key_of("rollout/ns") is None
+
+
+async def test_a_long_queue_spreads_its_re_checks() -> None:
+    """The next in line starts on a wake; re-checks are a safety net that must not flood the
+    work queue (1,000 queued re-checking every 30 s kept wakes waiting behind them)."""
+    rollouts = FakeRollouts()
+    r = reconciler(1, rollouts)
+    assert await r._budget_allows("ns/running")
+    r.budget.started("ns/running", wid("running"))
+    for i in range(10):
+        assert not await r._budget_allows(f"ns/q{i}")
+    assert r.budget.recheck_seconds(30) == 30
+    for i in range(10, 1000):
+        assert not await r._budget_allows(f"ns/q{i}")
+    assert r.budget.recheck_seconds(30) == 1000 / RECHECKS_PER_SECOND
