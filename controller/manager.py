@@ -112,7 +112,7 @@ class Manager:
                 runtime_version_policy=self.settings.runtime_version_policy,
             ),
             metrics=self.metrics,
-            wake=self.queue.add,
+            wake=self.queue.add_first,
         )
         loop = asyncio.get_running_loop()
         self.watcher = Watcher(kube, loop, self.queue.add, self.settings.watch_namespaces)
