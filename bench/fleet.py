@@ -241,7 +241,14 @@ def run_size(
         cluster.kubectl(
             "wait", "--for", "condition=established", "crd/decisionmodels.decisionmodel.io"
         )
-        penv = {**os.environ, **product_env(env)}
+        # One controller, nothing to elect: on a saturated host a missed Lease renewal ended
+        # the process (as it must in a cluster, where its Deployment restarts it) and with it
+        # the wave (1,000 at once, 12 min in).
+        penv = {
+            **os.environ,
+            **product_env(env),
+            "DMROLLOUT_CONTROLLER_LEADER_ELECTION": "false",
+        }
         python = sys.executable
         procs: dict[str, ManagedProcess] = {}
         for name, args in (
