@@ -75,7 +75,7 @@ dev-up: venv testenv ## only the local environment: cluster, Temporal (UI), simu
 bench: venv testenv ## print start-up timings of the local environment
 	hack/in-netns.sh $(BIN)/python bench/startup.py
 
-bench-fleet: venv testenv ## roll a fleet of DecisionModels under the rollout budget (FLEET_ARGS="--models 20 --budget 4")
+bench-fleet: venv testenv ## fleets of 20/100/300/1000 DecisionModels at once (FLEET_ARGS="--sizes 100,300 --budget 300", "--quick")
 	hack/in-netns.sh $(BIN)/python bench/fleet.py $(FLEET_ARGS)
 
 image: ## build the image without Docker (mmdebstrap + buildah) into build/dmrollout-<version>.oci.tar

@@ -1,95 +1,239 @@
-"""Benchmark: a fleet of DecisionModels rolled at once, under the controller's rollout budget.
+"""Benchmark: fleets of DecisionModels applied at once, one wave per size (issue 14, point 5).
 
-Starts the local environment, a ``dmrollout worker`` and a ``dmrollout controller`` (real
-processes, as in the demo) with ``--max-concurrent-rollouts``, applies N DecisionModels at once,
-waits until every one is Ready, then changes every model to a new version and waits for every
-promotion. Prints, per wave: time to the first and the last Ready, median and p90, the peak
-number of rollouts in flight (never above the budget) and of DecisionModels queued
-(RolloutQueued). Prints numbers, asserts nothing; bounded by ``--models`` (≤ 60) and
-``--timeout``, it stops by itself. Run inside the test namespace:
+For each size (``--sizes 20,100,300,1000``) a fresh local environment, a ``dmrollout worker`` and
+a ``dmrollout controller`` (real processes, as in the demo; ``--budget`` sets
+``--max-concurrent-rollouts``), then N DecisionModels applied at once. Prints per wave: time to
+all Ready (and first, median, p90), rollouts per minute, the peak number in flight (phase from
+``kubectl get dm``) and queued (RolloutQueued), peak RSS and CPU seconds of the controller and
+the worker (``/proc/<pid>/status`` VmHWM, ``/proc/<pid>/stat``), and the workflow-task timeouts
+found in the rollouts' histories. The figures of issue 14 (before this work) are printed
+beside. ``--supersede`` adds a second wave moving every model to a new version. Prints numbers,
+asserts nothing, each wave bounded by ``--timeout``; stops by itself. Run inside the test
+namespace:
 
-    hack/in-netns.sh .venv/bin/python bench/fleet.py --models 20 --budget 4
+    hack/in-netns.sh .venv/bin/python bench/fleet.py --sizes 100,300 --budget 300
+    hack/in-netns.sh .venv/bin/python bench/fleet.py --quick --json /tmp/fleet.json
 """
 
 from __future__ import annotations
 
 import argparse
+import asyncio
 import json
 import os
 import statistics
 import sys
 import tempfile
+import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import httpx
+from kubernetes import client as k8s
+from kubernetes import config as k8s_config
+from kubernetes import watch as k8s_watch
+from temporalio.api.enums.v1 import EventType, TimeoutType
+from temporalio.client import Client
 
+from localenv.cluster import DEFAULT_NODES, FakeNode
 from localenv.demo import CRD, product_env
 from localenv.env import REGISTRY_URL, LocalEnv
 from localenv.processes import ManagedProcess
 
 NAMESPACE = "fleet"
-MAX_MODELS = 60
+MAX_MODELS = 1000
+SIZES = (20, 100, 300, 1000)
 IN_FLIGHT = {"Resolving", "Caching", "Starting", "Evaluating", "AwaitingPromotion", "Promoting"}
+GROUP, VERSION, PLURAL = "decisionmodel.io", "v1alpha1", "decisionmodels"
+CLK_TCK = os.sysconf("SC_CLK_TCK")
+# Issue 14's figures, measured before this work on the same kind of machine (2 cores).
+PREVIOUS: dict[int, str] = {
+    100: "61 s to all Ready, peak 37 in flight (budget 100)",
+    300: "280 at once: 170 s to all Ready, ~100 rollouts/min (budget 300)",
+    1000: "785 s to all Ready, ~76/min, peak 49 (budget 50); RSS controller 155 + worker 165 MiB",
+}
+
+
+@dataclass
+class Usage:
+    """CPU seconds since ``begin`` and peak RSS of one process, from /proc."""
+
+    pid: int
+    cpu_at_begin: float = 0.0
+
+    def cpu_seconds(self) -> float:
+        fields = Path(f"/proc/{self.pid}/stat").read_text().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / CLK_TCK  # utime + stime
+
+    def begin(self) -> None:
+        self.cpu_at_begin = self.cpu_seconds()
+
+    def cpu_since_begin(self) -> float:
+        return self.cpu_seconds() - self.cpu_at_begin
+
+    def peak_rss_mib(self) -> float:
+        for line in Path(f"/proc/{self.pid}/status").read_text().splitlines():
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) / 1024
+        return 0.0
 
 
 @dataclass
 class Wave:
-    """What one wave of rollouts looked like from `kubectl get dm`."""
+    """What one wave looked like from the DecisionModels' status, fed by a watch."""
 
     began: float
+    names: set[str]
+    done: Any  # (dm) -> bool
     ready_at: dict[str, float] = field(default_factory=dict)
+    phases: dict[str, tuple[bool, bool]] = field(default_factory=dict)  # in flight, queued
+    in_flight: int = 0
+    queued: int = 0
     peak_in_flight: int = 0
     peak_queued: int = 0
+    lock: threading.Lock = field(default_factory=threading.Lock)
+    finished: threading.Event = field(default_factory=threading.Event)
 
-    def report(self, title: str, models: int, budget: int) -> None:
+    def see(self, dm: dict[str, Any]) -> None:
+        name, st = dm["metadata"]["name"], dm.get("status") or {}
+        phase = st.get("phase", "")
+        queued = phase == "Pending" and any(
+            c.get("reason") == "RolloutQueued" for c in st.get("conditions") or []
+        )
+        with self.lock:
+            was_in_flight, was_queued = self.phases.get(name, (False, False))
+            self.phases[name] = (phase in IN_FLIGHT, queued)
+            self.in_flight += (phase in IN_FLIGHT) - was_in_flight
+            self.queued += queued - was_queued
+            self.peak_in_flight = max(self.peak_in_flight, self.in_flight)
+            self.peak_queued = max(self.peak_queued, self.queued)
+            if name in self.names and name not in self.ready_at and self.done(dm):
+                self.ready_at[name] = time.monotonic()
+                if len(self.ready_at) == len(self.names):
+                    self.finished.set()
+
+    def figures(self) -> dict[str, float]:
         took = sorted(t - self.began for t in self.ready_at.values())
-        print(f"{title}: {len(took)}/{models} Ready")
+        out: dict[str, float] = {
+            "ready": len(took),
+            "peak_in_flight": self.peak_in_flight,
+            "peak_queued": self.peak_queued,
+        }
         if took:
-            p90 = took[min(len(took) - 1, round(0.9 * (len(took) - 1)))]
-            print(f"  first Ready                  {took[0]:7.1f} s")
-            print(f"  median                       {statistics.median(took):7.1f} s")
-            print(f"  p90                          {p90:7.1f} s")
-            print(f"  last Ready (whole wave)      {took[-1]:7.1f} s")
-            print(f"  rollouts per minute          {60 * len(took) / max(took[-1], 1e-9):7.1f}")
-        limit = str(budget) if budget else "unlimited"
-        print(f"  peak rollouts in flight      {self.peak_in_flight:7d}   (budget {limit})")
-        print(f"  peak queued (RolloutQueued)  {self.peak_queued:7d}")
+            out |= {
+                "first_ready_s": took[0],
+                "median_s": statistics.median(took),
+                "p90_s": took[min(len(took) - 1, round(0.9 * (len(took) - 1)))],
+                "all_ready_s": took[-1],
+                "rollouts_per_min": 60 * len(took) / max(took[-1], 1e-9),
+            }
+        return out
 
 
-def _items(env: LocalEnv) -> list[dict[str, Any]]:
-    r = env.cluster.kubectl("get", "dm", "-n", NAMESPACE, "-o", "json", check=False)
-    return list(json.loads(r.stdout).get("items", [])) if r.returncode == 0 else []
+def _watch(api: k8s.CustomObjectsApi, wave: Wave, deadline: float) -> None:
+    """List, then watch the DecisionModels until the wave is done or the deadline passes."""
+    while not wave.finished.is_set() and time.monotonic() < deadline:
+        listed = api.list_namespaced_custom_object(GROUP, VERSION, NAMESPACE, PLURAL)
+        for dm in listed.get("items", []):
+            wave.see(dm)
+        w = k8s_watch.Watch()
+        try:
+            for event in w.stream(
+                api.list_namespaced_custom_object,
+                GROUP,
+                VERSION,
+                NAMESPACE,
+                PLURAL,
+                resource_version=listed["metadata"]["resourceVersion"],
+                timeout_seconds=30,
+            ):
+                if event["type"] in ("ADDED", "MODIFIED"):
+                    wave.see(event["object"])
+                if wave.finished.is_set() or time.monotonic() >= deadline:
+                    break
+        except k8s.ApiException as e:
+            if e.status != 410:  # expired resourceVersion: list again
+                raise
+        finally:
+            w.stop()
 
 
-def _queued(status: dict[str, Any]) -> bool:
-    return any(c.get("reason") == "RolloutQueued" for c in status.get("conditions") or [])
+async def _task_timeouts(address: str) -> dict[str, int]:
+    """Workflow-task timeouts (and failures) in every rollout's history."""
+    client = await Client.connect(address)
+    ids = [
+        (wf.id, wf.run_id) async for wf in client.list_workflows("WorkflowType = 'RolloutWorkflow'")
+    ]
+    gate = asyncio.Semaphore(8)
+    counts = {
+        "rollouts": len(ids),
+        "wft_timeouts": 0,
+        "wft_timeouts_sticky": 0,  # schedule-to-start on a busy worker's sticky queue
+        "wft_failures": 0,
+        "events": 0,
+    }
+
+    async def one(wid: str, run_id: str) -> None:
+        async with gate:
+            handle = client.get_workflow_handle(wid, run_id=run_id)
+            async for event in handle.fetch_history_events():
+                counts["events"] += 1
+                if event.event_type == EventType.EVENT_TYPE_WORKFLOW_TASK_TIMED_OUT:
+                    counts["wft_timeouts"] += 1
+                    kind = event.workflow_task_timed_out_event_attributes.timeout_type
+                    counts["wft_timeouts_sticky"] += (
+                        kind == TimeoutType.TIMEOUT_TYPE_SCHEDULE_TO_START
+                    )
+                elif event.event_type == EventType.EVENT_TYPE_WORKFLOW_TASK_FAILED:
+                    counts["wft_failures"] += 1
+
+    await asyncio.gather(*(one(wid, run_id) for wid, run_id in ids))
+    return counts
 
 
-def _watch(env: LocalEnv, wave: Wave, done: Any, names: list[str], deadline: float) -> None:
-    while time.monotonic() < deadline:
-        now = time.monotonic()
-        items = _items(env)
-        in_flight = queued = 0
-        for dm in items:
-            name, st = dm["metadata"]["name"], dm.get("status") or {}
-            phase = st.get("phase", "")
-            in_flight += phase in IN_FLIGHT
-            queued += phase == "Pending" and _queued(st)
-            if name not in wave.ready_at and done(dm):
-                wave.ready_at[name] = now
-        wave.peak_in_flight = max(wave.peak_in_flight, in_flight)
-        wave.peak_queued = max(wave.peak_queued, queued)
-        if len(wave.ready_at) == len(names):
-            return
-        time.sleep(0.25)
+def _nodes(size: int) -> tuple[FakeNode, ...]:
+    """The default nodes plus a CPU node per 100 DecisionModels (and a fifth more, for
+    prefetch Jobs and candidates): a node holds 110 Pods, and a Pod the scheduler cannot place
+    would hold its rollout (and its activity slot) until a phase deadline."""
+    extra = -(-size * 12 // 1000)  # ceil(1.2 * size / 100)
+    cpu = {"dmrollout.dev/node-class": "cpu"}
+    return DEFAULT_NODES + tuple(
+        FakeNode(f"kwok-cpu-{i}", f"100.72.{10 + i}.0/24", cpu) for i in range(1, extra + 1)
+    )
 
 
-def run(models: int, budget: int, timeout: float, state: Path) -> None:
+def _dm(name: str, model: str) -> dict[str, Any]:
+    return {
+        "apiVersion": f"{GROUP}/{VERSION}",
+        "kind": "DecisionModel",
+        "metadata": {"name": name, "namespace": NAMESPACE},
+        "spec": {"model": model, "replicas": 1, "device": "cpu"},
+    }
+
+
+def _report(title: str, size: int, f: dict[str, float], budget: int) -> None:
+    print(f"{title}: {int(f['ready'])}/{size} Ready")
+    if "all_ready_s" in f:
+        print(f"  first Ready                  {f['first_ready_s']:7.1f} s")
+        print(f"  median                       {f['median_s']:7.1f} s")
+        print(f"  p90                          {f['p90_s']:7.1f} s")
+        print(f"  all Ready (whole wave)       {f['all_ready_s']:7.1f} s")
+        print(f"  rollouts per minute          {f['rollouts_per_min']:7.1f}")
+    limit = str(budget) if budget else "unlimited"
+    print(f"  peak rollouts in flight      {int(f['peak_in_flight']):7d}   (budget {limit})")
+    print(f"  peak queued (RolloutQueued)  {int(f['peak_queued']):7d}")
+
+
+def run_size(
+    size: int, budget: int, timeout: float, supersede: bool, state: Path
+) -> dict[str, float]:
+    """One fresh environment, ``size`` DecisionModels at once; the wave's flat figures."""
     t0 = time.monotonic()
     env = LocalEnv(state)
+    env.cluster.nodes = _nodes(size)
+    figures: dict[str, float] = {"budget": budget, "nodes": len(env.cluster.nodes)}
     try:
         env.start()
         cluster = env.cluster
@@ -97,8 +241,16 @@ def run(models: int, budget: int, timeout: float, state: Path) -> None:
         cluster.kubectl(
             "wait", "--for", "condition=established", "crd/decisionmodels.decisionmodel.io"
         )
-        penv = {**os.environ, **product_env(env)}
+        # One controller, nothing to elect: on a saturated host a missed Lease renewal ended
+        # the process (as it must in a cluster, where its Deployment restarts it) and with it
+        # the wave (1,000 at once, 12 min in).
+        penv = {
+            **os.environ,
+            **product_env(env),
+            "DMROLLOUT_CONTROLLER_LEADER_ELECTION": "false",
+        }
         python = sys.executable
+        procs: dict[str, ManagedProcess] = {}
         for name, args in (
             ("worker", [python, "-m", "controller.cli", "worker"]),
             (
@@ -107,71 +259,127 @@ def run(models: int, budget: int, timeout: float, state: Path) -> None:
                  "--max-concurrent-rollouts", str(budget)],
             ),
         ):  # fmt: skip
-            env.extra_processes.append(ManagedProcess(name, args, state / "logs", env=penv).start())
+            procs[name] = ManagedProcess(name, args, state / "logs", env=penv).start()
+            env.extra_processes.append(procs[name])
+        usage = {name: Usage(p.pid or 0) for name, p in procs.items()}
         with httpx.Client(trust_env=False) as http:
             http.put(
                 f"{REGISTRY_URL}/_sim/models/library/laya/v2",
                 json={"accuracy": 0.95, "revision": "v2"},
             ).raise_for_status()
         cluster.kubectl("create", "namespace", NAMESPACE)
-        print(f"environment, worker and controller up in {time.monotonic() - t0:.1f} s")
-        deadline = time.monotonic() + timeout
-        names = [f"model-{i:02d}" for i in range(models)]
+        api = k8s.CustomObjectsApi(k8s_config.new_client_from_config(str(cluster.kubeconfig)))
+        print(f"[{size}] environment, worker and controller up in {time.monotonic() - t0:.1f} s")
+        names = [f"model-{i:04d}" for i in range(size)]
 
-        first = Wave(began=time.monotonic())
-        for name in names:
-            cluster.apply(
-                {
-                    "apiVersion": "decisionmodel.io/v1alpha1",
-                    "kind": "DecisionModel",
-                    "metadata": {"name": name, "namespace": NAMESPACE},
-                    "spec": {"model": "laya:en", "replicas": 1, "device": "cpu"},
-                }
-            )
-        _watch(env, first, lambda dm: (dm.get("status") or {}).get("phase") == "Ready",
-               names, deadline)  # fmt: skip
-        first.report("wave 1: first rollout of each DecisionModel (laya:en)", models, budget)
-        stable = {
-            dm["metadata"]["name"]: (dm["status"].get("stableRevision") or {}).get("hash")
-            for dm in _items(env)
-        }
+        def ready(dm: dict[str, Any]) -> bool:
+            return bool((dm.get("status") or {}).get("phase") == "Ready")
 
-        second = Wave(began=time.monotonic())
-        for name in names:
-            cluster.kubectl(
-                "patch", "dm", name, "-n", NAMESPACE, "--type=merge",
-                "-p", json.dumps({"spec": {"model": "laya:v2"}}),
-            )  # fmt: skip
-
-        def promoted(dm: dict[str, Any]) -> bool:
-            st = dm.get("status") or {}
-            now = (st.get("stableRevision") or {}).get("hash")
-            return st.get("phase") == "Ready" and now not in (
-                None,
-                stable.get(dm["metadata"]["name"]),
-            )
-
-        _watch(env, second, promoted, names, deadline)
-        second.report(
-            "wave 2: every DecisionModel to laya:v2 (supersedes the stable)", models, budget
+        for u in usage.values():
+            u.begin()
+        wave = Wave(began=time.monotonic(), names=set(names), done=ready)
+        watcher = threading.Thread(
+            target=_watch, args=(api, wave, wave.began + timeout), daemon=True
         )
-        print(f"whole run {time.monotonic() - t0:.1f} s (state and logs in {state})")
+        watcher.start()
+        for i in range(0, size, 100):  # one kubectl apply per 100: "at once", bounded calls
+            cluster.kubectl(
+                "apply", "-f", "-", timeout=300,
+                input="\n---\n".join(json.dumps(_dm(n, "laya:en")) for n in names[i : i + 100]),
+            )  # fmt: skip
+        watcher.join(timeout + 60)
+        figures |= wave.figures()
+        for name, u in usage.items():
+            figures[f"{name}_cpu_s"] = u.cpu_since_begin()
+            figures[f"{name}_rss_mib"] = u.peak_rss_mib()
+        _report(f"[{size}] first rollout of each DecisionModel (laya:en)", size, figures, budget)
+        if supersede:
+            _supersede(api, cluster, names, budget, timeout, figures)
+        figures |= asyncio.run(_task_timeouts(env.temporal.address))
+        for name in usage:
+            print(
+                f"  {name:<10} peak RSS {figures[f'{name}_rss_mib']:6.0f} MiB, "
+                f"CPU {figures[f'{name}_cpu_s']:6.1f} s"
+            )
+        print(
+            f"  histories: {int(figures['rollouts'])} rollouts, "
+            f"{int(figures['wft_timeouts'])} workflow-task timeouts "
+            f"({int(figures['wft_timeouts_sticky'])} of them schedule-to-start), "
+            f"{int(figures['wft_failures'])} workflow-task failures, "
+            f"{figures['events'] / max(figures['rollouts'], 1):.0f} events per rollout"
+        )
+        print(f"  before (issue 14): {PREVIOUS.get(size, '—')}")
+        print(f"[{size}] whole run {time.monotonic() - t0:.1f} s (state and logs in {state})")
     finally:
         env.stop()
+    return figures
+
+
+def _supersede(
+    api: k8s.CustomObjectsApi,
+    cluster: Any,
+    names: list[str],
+    budget: int,
+    timeout: float,
+    figures: dict[str, float],
+) -> None:
+    listed = api.list_namespaced_custom_object(GROUP, VERSION, NAMESPACE, PLURAL)["items"]
+    stable = {
+        dm["metadata"]["name"]: ((dm.get("status") or {}).get("stableRevision") or {}).get("hash")
+        for dm in listed
+    }
+
+    def promoted(dm: dict[str, Any]) -> bool:
+        st = dm.get("status") or {}
+        now = (st.get("stableRevision") or {}).get("hash")
+        return st.get("phase") == "Ready" and now not in (None, stable.get(dm["metadata"]["name"]))
+
+    wave = Wave(began=time.monotonic(), names=set(names), done=promoted)
+    watcher = threading.Thread(target=_watch, args=(api, wave, wave.began + timeout), daemon=True)
+    watcher.start()
+    for name in names:
+        cluster.kubectl(
+            "patch", "dm", name, "-n", NAMESPACE, "--type=merge",
+            "-p", json.dumps({"spec": {"model": "laya:v2"}}),
+        )  # fmt: skip
+    watcher.join(timeout + 60)
+    second = wave.figures()
+    _report("  then every DecisionModel to laya:v2 (supersedes)", len(names), second, budget)
+    figures |= {f"supersede_{k}": v for k, v in second.items()}
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--models", type=int, default=20, help=f"DecisionModels (≤{MAX_MODELS})")
     parser.add_argument(
-        "--budget", type=int, default=4, help="--max-concurrent-rollouts (0 = none)"
+        "--sizes", default="20,100,300,1000", help=f"wave sizes, each ≤{MAX_MODELS}"
     )
-    parser.add_argument("--timeout", type=float, default=600, help="seconds for both waves")
+    parser.add_argument("--models", type=int, default=None, help="one wave of this size")
+    parser.add_argument(
+        "--budget",
+        default="0",
+        help="--max-concurrent-rollouts (0 = none): one value, or one per size",
+    )
+    parser.add_argument("--timeout", type=float, default=1200, help="seconds per wave")
+    parser.add_argument("--supersede", action="store_true", help="then move every model")
+    parser.add_argument("--quick", action="store_true", help="one wave of 20 (a smoke run)")
+    parser.add_argument("--json", type=Path, default=None, help="write the figures here")
     args = parser.parse_args()
-    models = max(1, min(args.models, MAX_MODELS))
-    run(
-        models, max(0, args.budget), args.timeout, Path(tempfile.mkdtemp(prefix="dmrollout-fleet-"))
-    )
+    sizes = [int(s) for s in args.sizes.split(",") if s.strip()]
+    if args.models is not None:
+        sizes = [args.models]
+    if args.quick:
+        sizes = [20]
+    sizes = [max(1, min(s, MAX_MODELS)) for s in sizes]
+    budgets = [max(0, int(b)) for b in str(args.budget).split(",")]
+    budgets = budgets * len(sizes) if len(budgets) == 1 else budgets
+    out: dict[str, float] = {}
+    for size, budget in zip(sizes, budgets, strict=True):
+        state = Path(tempfile.mkdtemp(prefix=f"dmrollout-fleet-{size}-"))
+        figures = run_size(size, budget, args.timeout, args.supersede, state)
+        out |= {f"fleet_{size}_{k}": round(v, 2) for k, v in figures.items()}
+    if args.json is not None:
+        args.json.write_text(json.dumps(out, indent=2, sort_keys=True) + "\n")
+        print(f"figures written to {args.json}")
 
 
 if __name__ == "__main__":

@@ -121,6 +121,7 @@ class Manager:
             ),
             metrics=self.metrics,
             reader=cache,
+            wake=self.queue.add_first,
         )
         loop = asyncio.get_running_loop()
         self.watcher = Watcher(kube, loop, self.queue.add, self.settings.watch_namespaces, cache)

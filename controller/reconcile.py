@@ -22,6 +22,7 @@ import asyncio
 import logging
 import time
 from collections import OrderedDict
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -37,6 +38,7 @@ from controller.dispatch import (
     rollout_input,
     runtime_update_available,
 )
+from controller.fleet_budget import FleetBudget
 from controller.logs import current_dm
 from controller.placement_guard import (
     already_shown,
@@ -72,11 +74,6 @@ from kube.rollout_status import write_status
 from kube.status import emit_event
 
 log = logging.getLogger("dmrollout.controller.reconcile")
-
-
-# How long a rollout this process started is asked about directly when visibility does not list
-# it yet (a generous bound on visibility lag; an Elasticsearch-backed cluster lags ~1 s).
-VISIBILITY_LAG_SECONDS = 30.0
 
 
 def get_dm_raw(kube: Kube, namespace: str, name: str) -> dict[str, Any] | None:
@@ -211,7 +208,9 @@ class Reconciler:
     settings: ControllerSettings
     dispatch: DispatchSettings
     metrics: Any  # controller.metrics.ControllerMetrics
-    queue_order: OrderedDict[str, None] = field(default_factory=OrderedDict)
+    # Re-queues a DecisionModel (the work queue's add): wakes the first queued ones when a
+    # budget slot frees (controller.fleet_budget).
+    wake: Callable[[str], None] | None = None
     # Rollouts this process started and believes running: covers visibility's short lag.
     started: dict[str, str] = field(default_factory=dict)
     # The last status seen per DecisionModel, for metrics transitions.
@@ -219,8 +218,7 @@ class Reconciler:
     # Budget check and start happen under one lock: reconciles run concurrently (`workers`), and
     # two that both saw a free slot would both start (the budget exceeded by a race).
     budget_lock: asyncio.Lock = field(default_factory=asyncio.Lock)
-    # When this process started each rollout (monotonic), to bridge visibility's lag.
-    started_at: dict[str, float] = field(default_factory=dict)
+    budget: FleetBudget = field(init=False)
     reaper: Reaper | None = None
     # When each DecisionModel was last reaped (monotonic): a reap lists four kinds, so it runs
     # once per reap grace, not on every reconcile.
@@ -234,6 +232,17 @@ class Reconciler:
     def __post_init__(self) -> None:
         if self.reader is None:
             self.reader = DirectReader(self.kube)
+        namespaces = self.settings.watch_namespaces
+
+        async def in_flight() -> set[str]:
+            return await self.rollouts.in_flight(namespaces)
+
+        self.budget = FleetBudget(
+            self.settings.max_concurrent_rollouts,
+            in_flight,
+            resync_seconds=self.settings.budget_resync_seconds,
+            wake=self.wake,
+        )
         if self.reaper is None:
             grace = timedelta(seconds=self.settings.reap_grace_seconds)
             on_reaped = self.metrics.record_reaped if self.metrics is not None else None
@@ -273,7 +282,7 @@ class Reconciler:
         if obj is None:
             self.metrics.forget(namespace, name)
             self.seen.pop(key, None)
-            self.queue_order.pop(key, None)
+            self.budget.dequeue(key)
             self.started.pop(key, None)
             return None
         try:
@@ -297,6 +306,8 @@ class Reconciler:
                 running.append(RunningRollout(known, None, None))
             else:
                 self.started.pop(key, None)
+        stable = dm.status.stable_revision if dm.status else None
+        self.budget.observe(key, running, stable.hash if stable else None)
         decision = decide(dm, desired, running)
         refusal = placement_refusal(dm, self.steady.rollout.placement_policy())
         if refusal is not None:
@@ -330,20 +341,19 @@ class Reconciler:
                     if plan.restarts:
                         await self._restarted(ref, decision.target_id, plan)
                     self.started[key] = decision.target_id
-                    self.started_at[decision.target_id] = time.monotonic()
-                    self.queue_order.pop(key, None)
+                    self.budget.started(key, decision.target_id)
             if not allowed:
                 queued = True
-                requeue = self.settings.queued_recheck_seconds
+                requeue = self.budget.recheck_seconds(self.settings.queued_recheck_seconds)
         elif decision.replaced:
             # Start the revision again as soon as the cancelled run has closed (it removes its
             # candidate first); an approval waits for the new run.
             requeue = min(requeue or 1e9, self.settings.queued_recheck_seconds)
         elif decision.target_id:
-            self.queue_order.pop(key, None)
+            self.budget.dequeue(key)
             await self._forward_approval(ref, dm, decision.target_id)
         else:
-            self.queue_order.pop(key, None)
+            self.budget.dequeue(key)
 
         in_flight = bool(decision.target_id) and not queued and not plan.exhausted
         await self._reap(ref, dm, obj, running)
@@ -442,24 +452,8 @@ class Reconciler:
         return max(self.settings.reap_grace_seconds, 1.0)
 
     async def _budget_allows(self, key: str) -> bool:
-        limit = self.settings.max_concurrent_rollouts
-        if limit <= 0:
-            return True
-        self.queue_order.setdefault(key, None)
-        in_flight = await self.rollouts.in_flight(self.settings.watch_namespaces)
-        # Visibility lags a start by a moment (seconds on an Elasticsearch-backed cluster): the
-        # rollouts this process started recently and visibility does not list are asked directly.
-        now = time.monotonic()
-        for wid, at in list(self.started_at.items()):
-            if now - at > VISIBILITY_LAG_SECONDS:
-                del self.started_at[wid]
-            elif wid not in in_flight and await self.rollouts.is_in_flight(wid):
-                in_flight.add(wid)
-        free = limit - len(in_flight)
-        if free <= 0:
-            return False
-        # FIFO: only the first `free` DecisionModels in arrival order may start now.
-        return key in list(self.queue_order)[:free]
+        """O(1): the in-memory count (controller.fleet_budget), no visibility call per start."""
+        return await self.budget.allows(key)
 
     async def _runtime_update(self, ref: DMRef, dm: DecisionModel, want: ControllerStatus) -> None:
         """Policy Pinned: say (condition, and an Event once) that a newer default runtime exists.

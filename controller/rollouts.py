@@ -32,6 +32,13 @@ log = logging.getLogger("dmrollout.controller.rollouts")
 # Every call to Temporal is bounded (a frontend that accepts and never answers must not hang a
 # reconcile or a CLI command); a timed-out call raises RPCError DEADLINE_EXCEEDED.
 RPC_TIMEOUT: Final = timedelta(seconds=10)
+# How long a worker may hold one workflow task (the server's default is 10 s). A task takes
+# milliseconds of CPU, but on a saturated host (600 rollouts at once on 2 cores, issue 14) a
+# taken task waited past 10 s for the process, timed out and was redone from scratch: more
+# load, more timeouts. The worker bounds the tasks it takes at once (worker_max_concurrent_
+# workflow_tasks), so what it took finishes well inside this; a worker killed mid-task delays
+# that one workflow by it once (activities' heartbeat timeout is 30 s too).
+WORKFLOW_TASK_TIMEOUT: Final = timedelta(seconds=30)
 
 
 @dataclass(frozen=True)
@@ -91,6 +98,7 @@ class Rollouts:
                 f"{inp.replicas} replica(s), device {inp.revision.device}, promotion "
                 f"{inp.promotion}" + (f", retry {inp.retry_token!r}" if inp.retry_token else ""),
                 execution_timeout=None,
+                task_timeout=WORKFLOW_TASK_TIMEOUT,
                 rpc_timeout=RPC_TIMEOUT,
             )
         except WorkflowAlreadyStartedError:
@@ -159,15 +167,6 @@ class Rollouts:
             if wf.status is not None and wf.close_time is not None:
                 runs.append(ClosedRun(wf.status.name, wf.close_time))
         return runs
-
-    async def is_in_flight(self, wid: str) -> bool:
-        """The same test for one rollout, read from the workflow itself (no visibility lag)."""
-        try:
-            desc = await self.client.get_workflow_handle(wid).describe(rpc_timeout=RPC_TIMEOUT)
-        except RPCError:
-            return False
-        phase = desc.typed_search_attributes.get(sa.DM_PHASE)
-        return desc.status == WorkflowExecutionStatus.RUNNING and phase != Phase.READY.value
 
     async def is_running(self, wid: str) -> bool:
         try:

@@ -47,7 +47,18 @@ class ControllerSettings(BaseSettings):
         "(covers an API-key rotation's roll: ~3 min at 60 s).",
     )
     queued_recheck_seconds: float = Field(
-        default=5.0, description="How often a queued DecisionModel re-checks the budget."
+        default=30.0,
+        gt=0,
+        description="How often a queued DecisionModel re-checks the budget: a safety net, as "
+        "the first in line are woken when a slot frees (one of this controller's rollouts "
+        "promotes or closes, or the visibility re-count finds one free).",
+    )
+    budget_resync_seconds: float = Field(
+        default=30.0,
+        gt=0,
+        description="How often the fleet budget's in-memory count is replaced by a visibility "
+        "list (also when this replica starts leading): corrects for other controllers' starts "
+        "and for rollouts that closed without this controller seeing it.",
     )
     health_bind: str = Field(default="0.0.0.0", description="Address of /metrics, /healthz.")
     health_port: int = Field(default=8080, description="Port of /metrics, /healthz, /readyz.")

@@ -3,7 +3,9 @@
 Activities are async: cancellation reaches them as ``asyncio.CancelledError`` at the next await
 (which WAIT_CANCELLATION_COMPLETED cleanup relies on), heartbeats are cheap, and the blocking
 kubernetes client runs in a bounded thread pool (``asyncio.to_thread``, sized by
-``max_concurrent_activities``) so one slow API call never stalls the others.
+``worker_max_concurrent_activities``) so one slow API call never stalls the others. Every
+concurrency of the worker is bounded (``RolloutSettings.worker_*``) so that, under load, tasks
+wait in Temporal's queues rather than time out inside a busy process.
 """
 
 from __future__ import annotations
@@ -15,10 +17,11 @@ import os
 import signal
 from collections.abc import Callable
 from datetime import timedelta
+from typing import Any
 
 from prometheus_client import CollectorRegistry, Counter, Histogram, generate_latest
 from temporalio.client import Client
-from temporalio.worker import Worker
+from temporalio.worker import PollerBehaviorSimpleMaximum, Worker
 
 from activities.registry import build_activities
 from controller.health import HealthServer
@@ -35,8 +38,6 @@ from workflows.rollout import RolloutWorkflow
 from workflows.store_recovery import StoreRecoveryWorkflow
 
 log = logging.getLogger("dmrollout.worker")
-
-MAX_CONCURRENT_ACTIVITIES = 32
 
 
 class WorkerMetrics:
@@ -69,12 +70,33 @@ class WorkerMetrics:
         self.resolve_duration.observe(seconds)
 
 
+def tuning_options(settings: RolloutSettings) -> dict[str, Any]:
+    """The Worker's concurrency, bounded (RolloutSettings.worker_*, docs/operations.md
+    "Scaling"): what the process cannot do now waits in the task queue, not started and timing
+    out here."""
+    workflow_tasks = settings.worker_max_concurrent_workflow_tasks
+    return {
+        "max_concurrent_activities": settings.worker_max_concurrent_activities,
+        "max_concurrent_workflow_tasks": workflow_tasks,
+        "max_cached_workflows": settings.worker_max_cached_workflows,
+        # A poll holds a slot's worth of work: never more polls than slots.
+        "workflow_task_poller_behavior": PollerBehaviorSimpleMaximum(
+            min(settings.worker_workflow_task_pollers, workflow_tasks)
+        ),
+        "activity_task_poller_behavior": PollerBehaviorSimpleMaximum(
+            settings.worker_activity_task_pollers
+        ),
+        "sticky_queue_schedule_to_start_timeout": timedelta(
+            seconds=settings.worker_sticky_schedule_to_start_seconds
+        ),
+    }
+
+
 def build_worker(
     client: Client,
     kube: Kube,
     settings: RolloutSettings,
     task_queue: str,
-    max_concurrent_activities: int = MAX_CONCURRENT_ACTIVITIES,
     metrics: WorkerMetrics | None = None,
     progress: LoopProgress | None = None,
 ) -> Worker:
@@ -88,7 +110,7 @@ def build_worker(
             metrics.observe_resolve if metrics is not None else None,
             metrics.record_probe_transition if metrics is not None else None,
         ),
-        max_concurrent_activities=max_concurrent_activities,
+        **tuning_options(settings),
         interceptors=[ProgressInterceptor(progress)] if progress is not None else [],
         # Let activities in flight finish (or reach a heartbeat and see the cancel) on SIGTERM.
         graceful_shutdown_timeout=timedelta(seconds=20),
@@ -104,7 +126,7 @@ async def run_worker(temporal: TemporalSettings, settings: RolloutSettings) -> i
     loop = asyncio.get_running_loop()
     # The thread pool behind asyncio.to_thread: one thread per concurrent activity.
     loop.set_default_executor(
-        concurrent.futures.ThreadPoolExecutor(max_workers=MAX_CONCURRENT_ACTIVITIES)
+        concurrent.futures.ThreadPoolExecutor(max_workers=settings.worker_max_concurrent_activities)
     )
     metrics = WorkerMetrics()
     progress = LoopProgress(settings.worker_liveness_stall_seconds)

@@ -8,6 +8,7 @@ loop relies on:
 - adding a key that is being processed marks it dirty; it is queued again on `done`, so an event
   that arrives during a reconcile is never lost;
 - adding a key that is already waiting collapses into the waiting entry (FIFO position kept);
+  `add_first` moves it to the front instead;
 - `add_after` delays; of several pending delays for one key the earliest wins;
 - `add_rate_limited` backs off per key exponentially (base * 2^failures, capped), reset by
   `forget` after a successful reconcile.
@@ -62,6 +63,21 @@ class WorkQueue(Generic[K]):
         if key in self._processing:
             return
         self._queue.append(key)
+        self._wake_one()
+
+    def add_first(self, key: K) -> None:
+        """Like `add`, but ahead of every waiting key (moved there if it already waits): a queued
+        DecisionModel whose budget slot freed must not wait behind a backlog of 1,000 keys."""
+        if self._shutting_down:
+            return
+        if key in self._dirty:
+            if key in self._processing:
+                return  # queued again on `done`
+            self._queue.remove(key)  # O(waiting); once per freed slot
+        self._dirty.add(key)
+        if key in self._processing:
+            return
+        self._queue.appendleft(key)
         self._wake_one()
 
     async def get(self) -> K:

@@ -72,6 +72,42 @@ class RolloutSettings(BaseSettings):
         "server-side timeout plus 30 s. A silent or half-open API server fails the call "
         "(retried) instead of hanging it.",
     )
+    # Worker concurrency (controller/worker.py; docs/operations.md "Scaling"). Bounded so that
+    # under load work waits in Temporal's task queues instead of in the process: a workflow task
+    # the worker has taken must finish within its 10 s timeout, and on 2 cores 600 rollouts at
+    # once with the SDK defaults (100 workflow tasks, 1,000 cached workflows) left workflows
+    # 45-375 s between steps with workflow-task timeouts (issue 14).
+    worker_max_concurrent_activities: int = Field(
+        default=64,
+        ge=1,
+        description="Activities one worker runs at once (each a thread of the pool for the "
+        "blocking Kubernetes client). A waiting step holds one for its phase.",
+    )
+    worker_max_concurrent_workflow_tasks: int = Field(
+        default=8,
+        ge=2,
+        description="Workflow tasks one worker processes at once; more wait in the task queue, "
+        "where no timeout runs, instead of timing out in a busy process.",
+    )
+    worker_max_cached_workflows: int = Field(
+        default=1000,
+        ge=0,
+        description="Workflows kept in memory between tasks (sticky); an evicted one is replayed "
+        "from its history on its next task.",
+    )
+    worker_workflow_task_pollers: int = Field(
+        default=2, ge=1, description="Concurrent polls of the workflow task queue."
+    )
+    worker_activity_task_pollers: int = Field(
+        default=4, ge=1, description="Concurrent polls of the activity task queue."
+    )
+    worker_sticky_schedule_to_start_seconds: float = Field(
+        default=60.0,
+        gt=0,
+        description="How long a task for a cached workflow waits for this worker before the "
+        "server hands it to any worker (recorded as a workflow-task timeout). A stopped worker "
+        "hands its workflows back at shutdown, so this only bounds a busy one.",
+    )
     worker_liveness_stall_seconds: float = Field(
         default=600.0,
         gt=0,

@@ -31,6 +31,21 @@ async def test_fifo_and_duplicates_collapse() -> None:
     assert await get_nowait(q) is None
 
 
+async def test_add_first_jumps_the_backlog() -> None:
+    """A woken DecisionModel (its budget slot freed) goes ahead of every waiting key."""
+    q: WorkQueue[str] = WorkQueue()
+    for key in ("a", "b", "c"):
+        q.add(key)
+    q.add_first("c")  # already waiting: moved to the front, not duplicated
+    q.add_first("new")
+    assert len(q) == 4
+    assert [await q.get() for _ in range(4)] == ["new", "c", "a", "b"]
+    q.add_first("a")  # being processed: queued again on done, once
+    assert len(q) == 0
+    q.done("a")
+    assert await q.get() == "a"
+
+
 async def test_key_processing_is_not_handed_out_again_until_done() -> None:
     q: WorkQueue[str] = WorkQueue()
     q.add("a")

@@ -13,6 +13,7 @@ import pytest
 import urllib3
 import yaml
 
+from decisionmodel.settings import RolloutSettings
 from kube.client import APIServerUnavailable, Kube
 from kube.timeouts import DEFAULT_WATCH_SECONDS, KubeTimeouts, bound_requests
 from localenv.cluster import in_private_netns
@@ -117,3 +118,25 @@ async def test_a_silent_api_server_fails_the_call_instead_of_hanging_it(
     # The watch's list call is bounded the same way (the controller's watch threads).
     with pytest.raises(urllib3.exceptions.MaxRetryError):
         kube.core.list_namespaced_pod("ns", watch=True, timeout_seconds=1)
+
+
+def test_the_connection_pool_holds_one_connection_per_calling_thread(tmp_path: Path) -> None:
+    """A pool smaller than the worker's threads discards a connection per call over it (and
+    the next call opens a new TLS connection)."""
+    kubeconfig = tmp_path / "kubeconfig"
+    kubeconfig.write_text(
+        yaml.safe_dump(
+            {
+                "apiVersion": "v1",
+                "kind": "Config",
+                "clusters": [{"name": "k", "cluster": {"server": "http://127.0.0.1:1"}}],
+                "users": [{"name": "u", "user": {"token": "t"}}],
+                "contexts": [{"name": "c", "context": {"cluster": "k", "user": "u"}}],
+                "current-context": "c",
+            }
+        )
+    )
+    settings = RolloutSettings(kubeconfig=str(kubeconfig), worker_max_concurrent_activities=80)
+    kube = Kube.from_settings(settings)
+    assert kube.api_client.configuration.connection_pool_maxsize == 80
+    assert kube.api_client.rest_client.pool_manager.connection_pool_kw["maxsize"] == 80

@@ -131,6 +131,18 @@ MAPPING: tuple[Mapping, ...] = (
     Mapping("temporal.payloadCodec.currentKeyId", "temporal", "payload_key_id", _empty_is_none),
 )
 
+# worker.tuning.* → RolloutSettings fields, set on the worker's container only.
+WORKER_TUNING: dict[str, str] = {
+    "maxConcurrentActivities": "worker_max_concurrent_activities",
+    "maxConcurrentWorkflowTasks": "worker_max_concurrent_workflow_tasks",
+    "maxCachedWorkflows": "worker_max_cached_workflows",
+    "workflowTaskPollers": "worker_workflow_task_pollers",
+    "activityTaskPollers": "worker_activity_task_pollers",
+    "stickyScheduleToStartSeconds": "worker_sticky_schedule_to_start_seconds",
+}
+
+WORKER_TUNING_VARIABLES = {f"DMROLLOUT_{f.upper()}" for f in WORKER_TUNING.values()}
+
 # Settings fields the chart does not take from values.yaml, and why.
 UNMAPPED: dict[str, dict[str, str]] = {
     "controller": {
@@ -139,6 +151,7 @@ UNMAPPED: dict[str, dict[str, str]] = {
         "identity": "POD_NAME through the downward API",
         "lease_name": "<fullname>-controller, tied to the leader-election Role's resourceNames",
         "queued_recheck_seconds": "internal tempo",
+        "budget_resync_seconds": "internal tempo",
         "heartbeat_timeout_seconds": "part of the workflow contract, not an install choice",
         "max_rollout_restarts": "fault tempo; the default suits every install",
         "restart_backoff_seconds": "fault tempo; the default suits every install",
@@ -152,6 +165,7 @@ UNMAPPED: dict[str, dict[str, str]] = {
         "kube_connect_timeout_seconds": "client tempo; the default bounds every API call",
         "kube_read_timeout_seconds": "client tempo; the default bounds every API call",
         "worker_liveness_stall_seconds": "fault tempo; the default suits every install",
+        **{f: "worker.tuning.*, on the worker (WORKER_TUNING)" for f in WORKER_TUNING.values()},
     },
     "temporal": {
         "address": "a cluster DNS name instead of the dev server's loopback default",
@@ -471,6 +485,7 @@ def test_controller_worker_and_setup_job_share_one_temporal_and_rollout_config(
             for e in c["env"]
             if e["name"].startswith(prefixes)
             and not e["name"].startswith("DMROLLOUT_CONTROLLER_")
+            and e["name"] not in WORKER_TUNING_VARIABLES
             and e["name"]
             not in ("DMROLLOUT_TEMPORAL_METRICS_BIND_ADDRESS", "DMROLLOUT_WORKER_METRICS_PORT")
         ]
@@ -888,3 +903,14 @@ def test_dashboard_panels_query_series_that_exist(all_on_objs: list[dict[str, An
 def test_monitoring_is_off_by_default(default_objs: list[dict[str, Any]]) -> None:
     kinds = {o["kind"] for o in default_objs}
     assert not kinds & {"ServiceMonitor", "PrometheusRule", "ConfigMap", "Job"}
+
+
+@pytest.mark.parametrize("key", sorted(WORKER_TUNING))
+def test_worker_tuning_defaults_and_rendering(
+    key: str, default_objs: list[dict[str, Any]], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    field = WORKER_TUNING[key]
+    defaults = settings_from({}, monkeypatch)["rollout"]
+    assert VALUES["worker"]["tuning"][key] == getattr(defaults, field)
+    rendered = settings_from(env_of(container(default_objs, "Deployment", "-worker")), monkeypatch)
+    assert getattr(rendered["rollout"], field) == VALUES["worker"]["tuning"][key]
