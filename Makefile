@@ -16,7 +16,7 @@ XDIST := --tx $(TEST_WORKERS)*popen//python=$(CURDIR)/hack/netns-python --dist l
 endif
 HELM = $(shell bash hack/testenv.sh --print)/helm
 
-.PHONY: help venv testenv browser bench bench-fleet test chaos fuzz unit lint format manifests demo dev-up image image-test chart release clean
+.PHONY: help venv testenv browser bench bench-startup bench-fleet test chaos fuzz unit lint format manifests demo dev-up image image-test chart release clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-10s %s\n", $$1, $$2}'
@@ -72,7 +72,10 @@ demo: venv testenv ## local cluster, Temporal (UI on host 127.0.0.1:8233), simul
 dev-up: venv testenv ## only the local environment: cluster, Temporal (UI), simulators
 	hack/in-netns.sh $(BIN)/dmrollout dev up
 
-bench: venv testenv ## print start-up timings of the local environment
+bench: venv testenv ## every benchmark in one run, one table beside the figures before (~1 h; BENCH_ARGS=--quick ~15 min); also build/bench/
+	hack/in-netns.sh $(BIN)/python bench/all.py $(BENCH_ARGS)
+
+bench-startup: venv testenv ## print start-up timings of the local environment
 	hack/in-netns.sh $(BIN)/python bench/startup.py
 
 bench-fleet: venv testenv ## fleets of 20/100/300/1000 DecisionModels at once (FLEET_ARGS="--sizes 100,300 --budget 300", "--quick")
