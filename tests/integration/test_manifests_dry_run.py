@@ -375,6 +375,7 @@ GRANTS = {
         Access("create", "deployments.apps"),
         Access("delete", "jobs.batch"),
         Access("list", "jobs.batch"),
+        Access("watch", "jobs.batch"),
         Access("watch", "poddisruptionbudgets.policy"),
         Access("list", "persistentvolumeclaims"),
         Access("create", "services"),
@@ -397,6 +398,9 @@ GRANTS = {
         Access("patch", "decisionmodels.decisionmodel.io", "status"),
         Access("patch", "pods", "status"),
         Access("list", "pods"),
+        Access("watch", "pods"),
+        Access("list", "jobs.batch"),
+        Access("watch", "jobs.batch"),
         Access("create", "events.events.k8s.io"),
     ],
 }
@@ -421,12 +425,11 @@ COMMON_REFUSALS = [
     Access("patch", "jobs.batch"),
 ]
 # What the other component may, and this one may not (issue 12: the controller gets no Jobs it
-# would create, the worker no list/watch but Pods).
+# would create, the worker no list/watch but on Pods and its Jobs, which its steps wait on).
 REFUSALS = {
     "dmrollout-controller": [
         *COMMON_REFUSALS,
         Access("create", "jobs.batch"),
-        Access("watch", "jobs.batch"),
         Access("get", "configmaps"),
         Access("create", "persistentvolumeclaims"),
     ],
@@ -434,11 +437,9 @@ REFUSALS = {
         *COMMON_REFUSALS,
         Access("list", "deployments.apps"),
         Access("watch", "deployments.apps"),
-        Access("watch", "pods"),
         Access("list", "decisionmodels.decisionmodel.io"),
         Access("watch", "decisionmodels.decisionmodel.io"),
         Access("patch", "decisionmodels.decisionmodel.io"),
-        Access("list", "jobs.batch"),
         Access("list", "persistentvolumeclaims"),
         Access("patch", "deployments.apps"),
     ],
@@ -464,12 +465,13 @@ def test_cluster_wide_rbac_grants_exactly_what_is_needed(
         [Access("list", "decisionmodels.decisionmodel.io"), Access("watch", "pods")],
         [Access("get", "nodes"), Access("list", "secrets")],
     )
+    # The worker's steps watch their Pods and Jobs, in whatever namespace the DecisionModel is.
     assert_access(
         cluster,
         "dmrollout-worker",
         "",
-        [],
-        [Access("list", "decisionmodels.decisionmodel.io"), Access("watch", "pods")],
+        [Access("watch", "pods")],
+        [Access("list", "decisionmodels.decisionmodel.io"), Access("list", "secrets")],
     )
     own_lease = [
         Access("get", LEASE, name="dmrollout-controller"),

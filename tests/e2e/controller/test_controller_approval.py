@@ -3,11 +3,21 @@ reference's form (the candidate's hash) is accepted. Issue 11, point 5."""
 
 from __future__ import annotations
 
+import httpx
 import pytest
 from helpers import eventually
 from rollout_harness import RolloutHarness, golden_jsonl, put_model
 
+from localenv.env import RUNTIME_PORT
+
 pytestmark = [pytest.mark.e2e, pytest.mark.cluster, pytest.mark.temporal]
+
+
+def models_loaded(pod_ip: str) -> list[object]:
+    """What the runtime on the Pod lists in GET /api/ps (RUNTIME_API.md)."""
+    answer = httpx.get(f"http://{pod_ip}:{RUNTIME_PORT}/api/ps", timeout=5)
+    models: list[object] = answer.json().get("models") or []
+    return models
 
 
 def promoted_condition(h: RolloutHarness, name: str) -> dict[str, str]:
@@ -59,8 +69,12 @@ async def test_a_candidate_that_lost_its_model_while_held_is_not_promoted(
         lambda: ctl.status("held").get("phase") == "AwaitingPromotion", 120, what="held"
     )
     candidate = ctl.status("held")["candidateRevision"]["hash"]
-    pod = ctl.pods("held", candidate)[0]["metadata"]["name"]
-    ctl.kubectl("annotate", "pod", pod, f"{SIM_PREFIX}lose-model=true")
+    [first] = ctl.pods("held", candidate)[:1]
+    ctl.kubectl("annotate", "pod", first["metadata"]["name"], f"{SIM_PREFIX}lose-model=true")
+    # The simulator reads Pod annotations through a short cache: approve once the model is gone.
+    await eventually(
+        lambda: not models_loaded(first["status"]["podIP"]), 30, what="model lost in the runtime"
+    )
     ctl.kubectl("annotate", "dm", "held", f"decisionmodel.io/promote={candidate}")
     failed = await eventually(
         lambda: ctl.status("held").get("failedRevision"), 90, what="rolled back"
