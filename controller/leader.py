@@ -244,7 +244,10 @@ class LeaderElector:
 
     async def _attempt(self, timeout: float | None) -> bool:
         try:
-            return await asyncio.wait_for(self._try_acquire_or_renew(), timeout=timeout)
+            # asyncio.timeout, not wait_for: on 3.11, wait_for can swallow a cancel that lands as
+            # the attempt completes, and `run` would then never end (a test's teardown hung).
+            async with asyncio.timeout(timeout):
+                return await self._try_acquire_or_renew()
         except TimeoutError:
             return False
         except ApiException as e:
