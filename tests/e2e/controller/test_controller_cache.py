@@ -93,7 +93,10 @@ async def test_pod_events_reach_the_steady_state_and_a_reconcile_reads_nothing(
         return victim not in names and len(pods) == 2 and all(gated(p) for p in pods)
 
     await eventually(replaced_and_gated, 90, what="the replacement Pod gated via its events")
-    await eventually(lambda: model_ready(h) == 2, 60, what="counted model-ready again")
+    # Settled: the phase the replacement may have moved is written back (that write reads the
+    # DecisionModel first, kube/rollout_status.py) before the window opens.
+    await eventually(lambda: model_ready(h) == 2 and h.status(DM).get("phase") == "Ready", 60,
+                     what="counted model-ready again, Ready")  # fmt: skip
 
     # A reconcile of the steady DecisionModel, from the cache: no get, no list.
     mark = len(audit.read(crd.audit_log))
