@@ -17,6 +17,7 @@ from decisionmodel.contracts import (
     StatusUpdate,
     WarmupResult,
 )
+from decisionmodel.render.labels import store_pvc_name
 from decisionmodel.vocabulary import ConditionType, EvaluationResult, EventReason, Reason
 
 
@@ -49,7 +50,9 @@ def cached(dm: DMRef, record: RevisionRecord) -> StatusUpdate:
                 type=ConditionType.CACHED,
                 status="True",
                 reason=Reason.PREFETCHED,
-                message=f"store {dm.name}-store-{record.hash} holds digest {record.digest}",
+                message=(
+                    f"store {store_pvc_name(dm.name, record.hash)} holds digest {record.digest}"
+                ),
             )
         ],
         event_reason=EventReason.CACHED,
