@@ -13,7 +13,9 @@ Rules that keep it safe:
   "the objects are gone" would recreate or delete them;
 - a relist (after 410 Gone) replaces the scope's objects, and the objects it no longer holds
   are reported, so their DecisionModels are reconciled again;
-- readers get copies (the store is shared between the watch threads and the event loop);
+- readers get copies (the store is shared between the watch threads and the event loop): each
+  object is kept as its JSON text without managedFields, decoded on read (the memory point of
+  issue 14);
 - writes still go to the API; the cache shows them with the watch event that follows, which
   enqueues the DecisionModel again (read-your-write: a create answered 409 is simply left to
   that event, ``create_or_wait``).
@@ -21,9 +23,10 @@ Rules that keep it safe:
 
 from __future__ import annotations
 
-import copy
+import json
 import threading
 from collections.abc import Iterable
+from dataclasses import dataclass
 from typing import Any, Final, Protocol
 
 from kubernetes.client.rest import ApiException
@@ -97,9 +100,44 @@ def _key(obj: dict[str, Any]) -> Key:
     return str(meta.get("namespace") or ""), str(meta.get("name") or "")
 
 
-def _matches(obj: dict[str, Any], selector: dict[str, str]) -> bool:
-    labels = (obj.get("metadata") or {}).get("labels") or {}
+def _labels(obj: dict[str, Any]) -> dict[str, str]:
+    return dict((obj.get("metadata") or {}).get("labels") or {})
+
+
+def _matches(labels: dict[str, str], selector: dict[str, str]) -> bool:
     return all(labels.get(k) == v for k, v in selector.items())
+
+
+# What no reader uses and the API server repeats in every object: about half of each object's
+# size is its managedFields, and kubectl's last-applied annotation is a second copy of the spec.
+_LAST_APPLIED: Final = "kubectl.kubernetes.io/last-applied-configuration"
+
+
+def _trimmed(obj: dict[str, Any]) -> dict[str, Any]:
+    meta = obj.get("metadata")
+    if isinstance(meta, dict):
+        meta.pop("managedFields", None)
+        annotations = meta.get("annotations")
+        if isinstance(annotations, dict) and _LAST_APPLIED in annotations:
+            del annotations[_LAST_APPLIED]
+    return obj
+
+
+@dataclass(frozen=True)
+class _Entry:
+    """One cached object: its labels (what selectors match) and its compact JSON text.
+
+    Why text and not the dict: at 1,000 DecisionModels the dicts were ~180 MiB of the
+    controller's RSS (issue 14: controller + worker < 400 MB); the text is a few KiB per object,
+    and decoding it gives every reader its own copy, which a dict needed a deepcopy for (slower
+    than the decode)."""
+
+    labels: dict[str, str]
+    text: str
+
+    def decode(self) -> dict[str, Any]:
+        obj: dict[str, Any] = json.loads(self.text)
+        return obj
 
 
 class ObjectCache:
@@ -107,7 +145,7 @@ class ObjectCache:
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._objects: dict[str, dict[Key, dict[str, Any]]] = {}
+        self._objects: dict[str, dict[Key, _Entry]] = {}
         # (kind, namespace, decisionmodel.io/name) -> names: a DecisionModel's objects without
         # scanning the kind (the reaper and the steady state read per DecisionModel).
         self._by_dm: dict[tuple[str, str, str], set[str]] = {}
@@ -124,7 +162,7 @@ class ObjectCache:
         with self._lock:
             store = self._objects.setdefault(kind, {})
             stale = [k for k in store if (scope is None or k[0] == scope) and k not in fresh]
-            dropped = [store[k] for k in stale]
+            dropped = [store[k].decode() for k in stale]
             for k in stale:
                 self._remove(kind, k)
             for obj in fresh.values():
@@ -146,21 +184,22 @@ class ObjectCache:
         if key in store:
             self._remove(kind, key)
         obj["kind"] = kind  # list items carry no kind; callers (reaper, messages) use it
-        store[key] = obj
-        dm = ((obj.get("metadata") or {}).get("labels") or {}).get(LABEL_NAME)
+        labels = _labels(obj)
+        store[key] = _Entry(labels, json.dumps(_trimmed(obj), separators=(",", ":")))
+        dm = labels.get(LABEL_NAME)
         if dm:
             self._by_dm.setdefault((kind, key[0], dm), set()).add(key[1])
 
     def _remove(self, kind: str, key: Key) -> None:
-        obj = self._objects.get(kind, {}).pop(key, None)
-        if obj is None:
+        entry = self._objects.get(kind, {}).pop(key, None)
+        if entry is None:
             return
-        dm = ((obj.get("metadata") or {}).get("labels") or {}).get(LABEL_NAME)
-        names = self._by_dm.get((kind, key[0], dm or ""))
+        dm = entry.labels.get(LABEL_NAME) or ""
+        names = self._by_dm.get((kind, key[0], dm))
         if names is not None:
             names.discard(key[1])
             if not names:
-                del self._by_dm[(kind, key[0], dm or "")]
+                del self._by_dm[(kind, key[0], dm)]
 
     # -- read by reconciles ----------------------------------------------------------------
     def synced(self, kind: str, namespace: str) -> bool:
@@ -174,8 +213,8 @@ class ObjectCache:
     def get(self, kind: str, namespace: str, name: str) -> dict[str, Any] | None:
         with self._lock:
             self._check(kind, namespace)
-            obj = self._objects.get(kind, {}).get((namespace, name))
-            return copy.deepcopy(obj) if obj is not None else None
+            entry = self._objects.get(kind, {}).get((namespace, name))
+        return entry.decode() if entry is not None else None
 
     def list_labelled(
         self, kind: str, namespace: str, selector: dict[str, str]
@@ -188,8 +227,8 @@ class ObjectCache:
                 names: Iterable[str] = sorted(self._by_dm.get((kind, namespace, dm), ()))
                 candidates = [store[(namespace, n)] for n in names]
             else:
-                candidates = [o for k, o in sorted(store.items()) if k[0] == namespace]
-            return [copy.deepcopy(o) for o in candidates if _matches(o, selector)]
+                candidates = [e for k, e in sorted(store.items()) if k[0] == namespace]
+        return [e.decode() for e in candidates if _matches(e.labels, selector)]
 
     def list_revision_pods(self, namespace: str, dm: str, revision: str) -> list[dict[str, Any]]:
         """As ``Kube.list_revision_pods``: labelled for the revision and controlled by a

@@ -575,7 +575,7 @@ class Reconciler:
             )
         written: dict[str, Any] | None = None
         if new_phase is not None and new_phase.value != phase_now:
-            written = await write_status(self.kube, StatusUpdate(dm=ref, phase=new_phase))
+            written = await write_status(self.kube, StatusUpdate(dm=ref, phase=new_phase), read=obj)
         # Built from the object as read (the cache) or as just written: no read per reconcile.
         seen = written or obj
         accepted = await apply_controller_status(self.kube, ref, want, seen)

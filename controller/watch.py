@@ -118,6 +118,17 @@ def watch_specs(kube: Kube) -> list[WatchSpec]:
     ]
 
 
+def _untyped(lister: Callable[..., Any]) -> Callable[..., Any]:
+    """``lister`` without the return type the client reads from its docstring: given one, the
+    client's watch turns every event into model objects (a JSON round trip and thousands of
+    attribute sets per Pod event), which the cache never reads; it keeps ``raw_object``."""
+
+    def call(*args: Any, **kwargs: Any) -> Any:
+        return lister(*args, **kwargs)
+
+    return call
+
+
 class Watcher:
     """One thread per (resource, namespace) watch; ``synced`` once every first list is done."""
 
@@ -193,7 +204,7 @@ class Watcher:
                         self._pending_sync.discard(name)
                 w = watch.Watch()
                 for event in w.stream(
-                    lister,
+                    _untyped(lister),
                     *args,
                     resource_version=rv,
                     timeout_seconds=WATCH_TIMEOUT_SECONDS,

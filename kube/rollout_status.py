@@ -195,9 +195,12 @@ def build_rollout_status(
     return owned
 
 
-async def write_status(kube: Kube, update: StatusUpdate) -> dict[str, Any] | None:
+async def write_status(
+    kube: Kube, update: StatusUpdate, read: dict[str, Any] | None = None
+) -> dict[str, Any] | None:
     """Apply the update's rollout-owned fields; the DecisionModel as the server returned it,
-    or None for an Event-only update. Shared by record_status, promote and the controller."""
+    or None for an Event-only update. Shared by record_status, promote and the controller.
+    ``read``: the DecisionModel as last seen (the controller's cache), so no read first."""
     ignored = sorted({c.type for c in update.conditions} - ROLLOUT_CONDITION_TYPES)
     if ignored:
         # Ready, Degraded and ModelReady belong to the controller: writing them here would make
@@ -210,7 +213,7 @@ async def write_status(kube: Kube, update: StatusUpdate) -> dict[str, Any] | Non
         # Conditions are computed for the spec generation the rollout was dispatched with.
         return build_rollout_status(current, update, update.dm.generation or generation, now)
 
-    applied = await apply_owned_status(kube, update.dm, build, ROLLOUT_FIELD_MANAGER)
+    applied = await apply_owned_status(kube, update.dm, build, ROLLOUT_FIELD_MANAGER, read)
     return applied[1] if applied else None
 
 

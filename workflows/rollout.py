@@ -80,6 +80,7 @@ with workflow.unsafe.imports_passed_through():
         approval_token,
     )
     from decisionmodel.evaluation_status import evaluation_details
+    from decisionmodel.render.labels import store_pvc_name
     from decisionmodel.vocabulary import (
         PERMANENT_REASONS,
         ConditionType,
@@ -224,7 +225,7 @@ class RolloutWorkflow:
             PREFETCH,
             objects.model_copy(update={"status": status}),
             PrefetchResult,
-            summary=f"prefetch {inp.revision.model} into {dm.name}-store-{record.hash}",
+            summary=f"prefetch {inp.revision.model} into {store_pvc_name(dm.name, record.hash)}",
             start_to_close=caching,
             schedule_to_close=caching,
             heartbeat=True,

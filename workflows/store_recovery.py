@@ -25,6 +25,7 @@ with workflow.unsafe.imports_passed_through():
         StoreRecoveryInput,
         StoreRecoveryOutcome,
     )
+    from decisionmodel.render.labels import store_pvc_name
     from decisionmodel.vocabulary import Reason
     from workflows.rollout import RETRY
 
@@ -36,7 +37,7 @@ class StoreRecoveryWorkflow:
     @workflow.run
     async def run(self, inp: StoreRecoveryInput) -> StoreRecoveryOutcome:
         objects = inp.objects
-        store = f"{objects.dm.name}-store-{objects.record.hash}"
+        store = store_pvc_name(objects.dm.name, objects.record.hash)
         caching = timedelta(seconds=objects.caching_timeout_seconds)
         try:
             await self._step(RECOVER_STORE_BEGIN, inp, STEP_TIMEOUT, f"recreate {store}")

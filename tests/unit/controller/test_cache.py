@@ -66,6 +66,29 @@ def test_events_index_by_decision_model_and_readers_get_copies() -> None:
     assert cache.list_labelled("Pod", "ns", {LABEL_NAME: "m1"}) == []
 
 
+def test_what_no_reader_uses_is_not_kept_and_the_rest_is_kept_whole() -> None:
+    """managedFields and kubectl's last-applied copy are about half of every object: dropped.
+    Everything else (spec, status, other annotations) comes back as it went in."""
+    cache = ObjectCache()
+    cache.replace("DecisionModel", "ns", [])
+    dm = obj("m1", "m1")
+    dm["metadata"]["managedFields"] = [{"manager": "kubectl", "fieldsV1": {"f:spec": {}}}]
+    dm["metadata"]["annotations"] = {
+        "kubectl.kubernetes.io/last-applied-configuration": '{"spec": {"model": "laya:en"}}',
+        "decisionmodel.io/promote": "abc",
+    }
+    dm["spec"] = {"model": "laya:en", "replicas": 2}
+    dm["status"] = {"phase": "Ready", "conditions": [{"type": "Ready", "status": "True"}]}
+    cache.upsert("DecisionModel", dm)
+    got = cache.get("DecisionModel", "ns", "m1")
+    assert got is not None
+    assert "managedFields" not in got["metadata"]
+    assert got["metadata"]["annotations"] == {"decisionmodel.io/promote": "abc"}
+    assert got["spec"] == {"model": "laya:en", "replicas": 2}
+    assert got["status"] == dm["status"]
+    assert got["metadata"]["labels"] == {LABEL_NAME: "m1"}
+
+
 class Stream:
     """A watch response: JSON lines, then the end of the stream."""
 
