@@ -22,7 +22,6 @@ import asyncio
 import json
 import os
 import statistics
-import sys
 import tempfile
 import threading
 import time
@@ -30,17 +29,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import httpx
+from bench_env import Product, fleet_nodes, start_product
 from kubernetes import client as k8s
 from kubernetes import config as k8s_config
 from kubernetes import watch as k8s_watch
 from temporalio.api.enums.v1 import EventType, TimeoutType
 from temporalio.client import Client
 
-from localenv.cluster import DEFAULT_NODES, FakeNode
-from localenv.demo import CRD, product_env
-from localenv.env import REGISTRY_URL, LocalEnv
-from localenv.processes import ManagedProcess
+from localenv.env import LocalEnv
 
 NAMESPACE = "fleet"
 MAX_MODELS = 1000
@@ -193,17 +189,6 @@ async def _task_timeouts(address: str) -> dict[str, int]:
     return counts
 
 
-def _nodes(size: int) -> tuple[FakeNode, ...]:
-    """The default nodes plus a CPU node per 100 DecisionModels (and a fifth more, for
-    prefetch Jobs and candidates): a node holds 110 Pods, and a Pod the scheduler cannot place
-    would hold its rollout (and its activity slot) until a phase deadline."""
-    extra = -(-size * 12 // 1000)  # ceil(1.2 * size / 100)
-    cpu = {"dmrollout.dev/node-class": "cpu"}
-    return DEFAULT_NODES + tuple(
-        FakeNode(f"kwok-cpu-{i}", f"100.72.{10 + i}.0/24", cpu) for i in range(1, extra + 1)
-    )
-
-
 def _dm(name: str, model: str) -> dict[str, Any]:
     return {
         "apiVersion": f"{GROUP}/{VERSION}",
@@ -232,42 +217,13 @@ def run_size(
     """One fresh environment, ``size`` DecisionModels at once; the wave's flat figures."""
     t0 = time.monotonic()
     env = LocalEnv(state)
-    env.cluster.nodes = _nodes(size)
+    env.cluster.nodes = fleet_nodes(size)
     figures: dict[str, float] = {"budget": budget, "nodes": len(env.cluster.nodes)}
     try:
-        env.start()
+        product = Product(controller_args=["--max-concurrent-rollouts", str(budget)])
+        procs = start_product(env, state, NAMESPACE, product)
         cluster = env.cluster
-        cluster.kubectl("apply", "--server-side", "-f", str(CRD))
-        cluster.kubectl(
-            "wait", "--for", "condition=established", "crd/decisionmodels.decisionmodel.io"
-        )
-        # One controller, nothing to elect: on a saturated host a missed Lease renewal ended
-        # the process (as it must in a cluster, where its Deployment restarts it) and with it
-        # the wave (1,000 at once, 12 min in).
-        penv = {
-            **os.environ,
-            **product_env(env),
-            "DMROLLOUT_CONTROLLER_LEADER_ELECTION": "false",
-        }
-        python = sys.executable
-        procs: dict[str, ManagedProcess] = {}
-        for name, args in (
-            ("worker", [python, "-m", "controller.cli", "worker"]),
-            (
-                "controller",
-                [python, "-m", "controller.cli", "controller",
-                 "--max-concurrent-rollouts", str(budget)],
-            ),
-        ):  # fmt: skip
-            procs[name] = ManagedProcess(name, args, state / "logs", env=penv).start()
-            env.extra_processes.append(procs[name])
         usage = {name: Usage(p.pid or 0) for name, p in procs.items()}
-        with httpx.Client(trust_env=False) as http:
-            http.put(
-                f"{REGISTRY_URL}/_sim/models/library/laya/v2",
-                json={"accuracy": 0.95, "revision": "v2"},
-            ).raise_for_status()
-        cluster.kubectl("create", "namespace", NAMESPACE)
         api = k8s.CustomObjectsApi(k8s_config.new_client_from_config(str(cluster.kubeconfig)))
         print(f"[{size}] environment, worker and controller up in {time.monotonic() - t0:.1f} s")
         names = [f"model-{i:04d}" for i in range(size)]

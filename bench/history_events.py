@@ -22,21 +22,17 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import os
-import sys
 import tempfile
 import time
 from collections import Counter
 from pathlib import Path
 from typing import Any
 
-import httpx
+from bench_env import Product, start_product
 from temporalio.api.enums.v1 import EventType
 from temporalio.client import Client, WorkflowHistory
 
-from localenv.demo import CRD, product_env
-from localenv.env import REGISTRY_URL, LocalEnv
-from localenv.processes import ManagedProcess
+from localenv.env import LocalEnv
 from simulators.answers import make_golden_set
 
 NAMESPACE = "history"
@@ -192,22 +188,7 @@ def run(cases: list[int], timeout: float, state: Path) -> dict[str, Any]:
     t0 = time.monotonic()
     env = LocalEnv(state)
     try:
-        env.start()
-        cluster = env.cluster
-        cluster.kubectl("apply", "--server-side", "-f", str(CRD))
-        cluster.kubectl(
-            "wait", "--for", "condition=established", "crd/decisionmodels.decisionmodel.io"
-        )
-        penv = {**os.environ, **product_env(env)}
-        for name in ("worker", "controller"):
-            args = [sys.executable, "-m", "controller.cli", name]
-            env.extra_processes.append(ManagedProcess(name, args, state / "logs", env=penv).start())
-        with httpx.Client(trust_env=False) as http:
-            http.put(
-                f"{REGISTRY_URL}/_sim/models/library/laya/v2",
-                json={"accuracy": 0.95, "revision": "v2"},
-            ).raise_for_status()
-        cluster.kubectl("create", "namespace", NAMESPACE)
+        start_product(env, state, NAMESPACE, Product(leader_election=True))
         print(f"environment, worker and controller up in {time.monotonic() - t0:.1f} s")
         shapes = asyncio.run(_measure(env, cases, time.monotonic() + timeout))
         flat = report(shapes)

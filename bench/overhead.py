@@ -19,24 +19,20 @@ from __future__ import annotations
 import argparse
 import copy
 import json
-import os
 import statistics
-import sys
 import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-import httpx
+from bench_env import Product, start_product
 from kubernetes import watch
 
 from decisionmodel.api import GROUP, PLURAL, VERSION
 from decisionmodel.render.labels import deployment_name, prefetch_job_name, store_pvc_name
 from kube.client import Kube
-from localenv.demo import CRD, product_env
-from localenv.env import REGISTRY_URL, LocalEnv
-from localenv.processes import ManagedProcess
+from localenv.env import LocalEnv
 
 NAMESPACE = "overhead"
 REPLICAS = 2
@@ -197,23 +193,7 @@ def timeline(env: LocalEnv, dm: str, rev: str, applied: float) -> None:
 
 
 def start(env: LocalEnv, state: Path) -> None:
-    env.start()
-    cluster = env.cluster
-    cluster.kubectl("apply", "--server-side", "-f", str(CRD))
-    cluster.kubectl("wait", "--for", "condition=established", "crd/decisionmodels.decisionmodel.io")
-    penv = {**os.environ, **product_env(env)}
-    python = sys.executable
-    for name, args in (
-        ("worker", [python, "-m", "controller.cli", "worker"]),
-        ("controller", [python, "-m", "controller.cli", "controller"]),
-    ):
-        env.extra_processes.append(ManagedProcess(name, args, state / "logs", env=penv).start())
-    with httpx.Client(trust_env=False) as http:
-        http.put(
-            f"{REGISTRY_URL}/_sim/models/library/laya/v2",
-            json={"accuracy": 0.95, "revision": "v2"},
-        ).raise_for_status()
-    cluster.kubectl("create", "namespace", NAMESPACE)
+    start_product(env, state, NAMESPACE, Product(leader_election=True))
 
 
 def percentile(values: list[float], q: float) -> float:
