@@ -11,14 +11,13 @@ exactly those.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator, Mapping
-from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Final
 
-from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
-from prometheus_client.metrics import MetricWrapperBase
+from prometheus_client import CollectorRegistry, Histogram, generate_latest
 from prometheus_client.metrics_core import Metric
 
+from controller.dm_series import CounterSpec, DMSeries, DMSeriesCollector, Durations, EventKey
 from decisionmodel.vocabulary import Phase
 
 # Seed 004's `phase` label values, in its order, plus AwaitingPromotion: dmrollout adds that phase
@@ -67,28 +66,30 @@ PHASE_DURATION_BUCKETS: Final[tuple[float, ...]] = (
 )
 
 _PHASE_SET: Final = frozenset(PHASES)
+MODEL_READY: Final = "decisionmodel_model_ready_replicas"
+DESIRED: Final = "decisionmodel_desired_replicas"
+ACCURACY: Final = "decisionmodel_evaluation_accuracy"
+ECE: Final = "decisionmodel_evaluation_ece"
+RESTARTS: Final = "dmrollout_rollout_restarts"
+ROLLOUTS: Final = CounterSpec(
+    "decisionmodel_rollouts", "Rollout outcomes: promoted, rolled_back or failed.", "result"
+)
+PROBES: Final = CounterSpec(
+    "decisionmodel_probe_results",
+    "Model-readiness probe outcomes, counted on a gate transition.",
+    "result",
+)
 _CREATED_SUFFIX: Final = "_created"
 
 Clock = Callable[[], datetime]
-DMKey = tuple[str, str]
 # A promotion is identified by (stable hash, lastPromotionTime), a failure by (failed hash,
 # failedAt): the same record seen again (a re-entered RolledBack after a Degraded spell, a replayed
 # watch event) is never counted twice, while a genuinely new promotion of an earlier hash
 # (A → B → A) or a retried revision failing again still is.
-_EventKey = tuple[str | None, str | None]
 
 
 def _utcnow() -> datetime:
     return datetime.now(UTC)
-
-
-@dataclass
-class _DMState:
-    """What the metrics remember about one DecisionModel."""
-
-    series: set[tuple[MetricWrapperBase, tuple[str, ...]]] = field(default_factory=set)
-    last_promotion: _EventKey | None = None
-    last_failure: _EventKey | None = None
 
 
 class ControllerMetrics:
@@ -97,75 +98,42 @@ class ControllerMetrics:
     def __init__(self, registry: CollectorRegistry | None = None, clock: Clock = _utcnow) -> None:
         self.registry = registry if registry is not None else CollectorRegistry(auto_describe=True)
         self._clock = clock
-        self._dms: dict[DMKey, _DMState] = {}
-        dm = ("namespace", "name")
-        reg = self.registry
-        self.phase = Gauge(
-            "decisionmodel_phase",
+        self._dms = DMSeriesCollector(
+            PHASES,
             "1 for the DecisionModel's current phase, 0 for every other phase.",
-            [*dm, "phase"],
-            registry=reg,
+            {
+                MODEL_READY: "Serving replicas that passed the model-ready gate "
+                "(status.replicas.modelReady).",
+                DESIRED: "Desired number of serving replicas (status.replicas.desired).",
+                ACCURACY: "Accuracy of the last completed evaluation.",
+                ECE: "Expected Calibration Error of the last completed evaluation.",
+            },
+            (
+                ROLLOUTS,
+                PROBES,
+                # dmrollout's own fault series (beyond seed 004).
+                CounterSpec(
+                    "dmrollout_reaped_objects",
+                    "Objects of a revision no rollout owned, deleted by the reaper.",
+                    "kind",
+                ),
+                CounterSpec(
+                    RESTARTS,
+                    "Rollouts that ended without a verdict: restarted, or given up (exhausted).",
+                    "result",
+                ),
+            ),
+            (
+                "decisionmodel_phase_duration_seconds",
+                "Time spent in a phase, observed when that phase is left.",
+                PHASE_DURATION_BUCKETS,
+            ),
         )
-        self.model_ready_replicas = Gauge(
-            "decisionmodel_model_ready_replicas",
-            "Serving replicas that passed the model-ready gate (status.replicas.modelReady).",
-            dm,
-            registry=reg,
-        )
-        self.desired_replicas = Gauge(
-            "decisionmodel_desired_replicas",
-            "Desired number of serving replicas (status.replicas.desired).",
-            dm,
-            registry=reg,
-        )
-        self.rollouts = Counter(
-            "decisionmodel_rollouts",
-            "Rollout outcomes: promoted, rolled_back or failed.",
-            [*dm, "result"],
-            registry=reg,
-        )
-        self.phase_duration = Histogram(
-            "decisionmodel_phase_duration_seconds",
-            "Time spent in a phase, observed when that phase is left.",
-            [*dm, "phase"],
-            buckets=PHASE_DURATION_BUCKETS,
-            registry=reg,
-        )
-        self.evaluation_accuracy = Gauge(
-            "decisionmodel_evaluation_accuracy",
-            "Accuracy of the last completed evaluation.",
-            dm,
-            registry=reg,
-        )
-        self.evaluation_ece = Gauge(
-            "decisionmodel_evaluation_ece",
-            "Expected Calibration Error of the last completed evaluation.",
-            dm,
-            registry=reg,
-        )
-        self.probe_results = Counter(
-            "decisionmodel_probe_results",
-            "Model-readiness probe outcomes, counted on a gate transition.",
-            [*dm, "result"],
-            registry=reg,
-        )
-        # dmrollout's own fault series (beyond seed 004).
-        self.reaped_objects = Counter(
-            "dmrollout_reaped_objects",
-            "Objects of a revision no rollout owned, deleted by the reaper.",
-            [*dm, "kind"],
-            registry=reg,
-        )
-        self.rollout_restarts = Counter(
-            "dmrollout_rollout_restarts",
-            "Rollouts that ended without a verdict: restarted, or given up (exhausted).",
-            [*dm, "result"],
-            registry=reg,
-        )
+        self.registry.register(self._dms)
         self.registry_resolve_duration = Histogram(
             "decisionmodel_registry_resolve_duration_seconds",
             "Duration of a model registry tag to digest resolution.",
-            registry=reg,
+            registry=self.registry,
         )
 
     # --- recording --------------------------------------------------------------------------
@@ -185,59 +153,43 @@ class ControllerMetrics:
         the already-recorded promotion/failure from being counted later. Pass `{}` for a
         DecisionModel known to have had no status yet.
         """
-        state = self._state(namespace, name)
         old = old_status if old_status is not None else {}
         new_phase = _known_phase(new_status.get("phase"))
         old_phase = _known_phase(old.get("phase"))
-
-        if new_phase is not None:
-            for phase in PHASES:
-                self._set(
-                    state, self.phase, (namespace, name, phase), 1 if phase == new_phase else 0
+        with self._dms.lock:
+            state = self._state(namespace, name)
+            if new_phase is not None:
+                state.phase = new_phase
+            replicas = new_status.get("replicas")
+            if isinstance(replicas, Mapping):
+                for family, key in ((MODEL_READY, "modelReady"), (DESIRED, "desired")):
+                    number = _number(replicas.get(key))
+                    if number is not None:
+                        state.gauges[family] = number
+            _record_evaluation(state, new_status.get("evaluation"))
+            # A phase is left when the accepted status names another known phase; the time
+            # spent is measured from the old phaseTransitionTime (when it was entered) to now.
+            entered = _timestamp(old.get("phaseTransitionTime"))
+            if old_phase is not None and new_phase not in (None, old_phase) and entered:
+                seconds = max(0.0, (self._clock() - entered).total_seconds())
+                durations = state.durations.setdefault(
+                    old_phase, Durations([0] * (len(PHASE_DURATION_BUCKETS) + 1))
                 )
-
-        replicas = new_status.get("replicas")
-        if isinstance(replicas, Mapping):
-            ready = _number(replicas.get("modelReady"))
-            desired = _number(replicas.get("desired"))
-            if ready is not None:
-                self._set(state, self.model_ready_replicas, (namespace, name), ready)
-            if desired is not None:
-                self._set(state, self.desired_replicas, (namespace, name), desired)
-
-        self._record_evaluation(state, namespace, name, new_status.get("evaluation"))
-
-        # A phase is left when the accepted status names another known phase; the time spent is
-        # measured from the old phaseTransitionTime (when it was entered) to now.
-        entered = _timestamp(old.get("phaseTransitionTime"))
-        if old_phase is not None and new_phase not in (None, old_phase) and entered is not None:
-            seconds = max(0.0, (self._clock() - entered).total_seconds())
-            labels = (namespace, name, old_phase)
-            self.phase_duration.labels(*labels).observe(seconds)
-            state.series.add((self.phase_duration, labels))
-
-        self._record_rollout_result(state, namespace, name, old_status, new_status)
+                durations.observe(PHASE_DURATION_BUCKETS, seconds)
+            _record_rollout_result(state, old_status, new_status)
 
     def record_probe_transition(self, namespace: str, name: str, result: str) -> None:
         """Count one model-readiness gate transition of a Pod (not a steady-state re-check)."""
         if result not in PROBE_RESULTS:
             raise ValueError(f"unknown probe result {result!r}; expected one of {PROBE_RESULTS}")
-        state = self._state(namespace, name)
-        self._ensure_counters(state, namespace, name)
-        self.probe_results.labels(namespace, name, result).inc()
+        self._count(namespace, name, PROBES.name, result)
 
     def record_reaped(self, namespace: str, name: str, kind: str) -> None:
-        state = self._state(namespace, name)
-        labels = (namespace, name, kind)
-        self.reaped_objects.labels(*labels).inc()
-        state.series.add((self.reaped_objects, labels))
+        self._count(namespace, name, "dmrollout_reaped_objects", kind)
 
     def record_restart(self, namespace: str, name: str, result: str) -> None:
         """``result``: "restarted" or "exhausted"."""
-        state = self._state(namespace, name)
-        labels = (namespace, name, result)
-        self.rollout_restarts.labels(*labels).inc()
-        state.series.add((self.rollout_restarts, labels))
+        self._count(namespace, name, RESTARTS, result)
 
     def observe_resolve(self, seconds: float) -> None:
         """One registry tag→digest resolution (only actual registry calls, seed 004)."""
@@ -245,11 +197,8 @@ class ControllerMetrics:
 
     def forget(self, namespace: str, name: str) -> None:
         """Remove every series of a deleted DecisionModel and what was remembered about it."""
-        state = self._dms.pop((namespace, name), None)
-        if state is None:
-            return
-        for metric, labels in state.series:
-            metric.remove(*labels)
+        with self._dms.lock:
+            self._dms.series.pop((namespace, name), None)
 
     def render(self) -> bytes:
         """The registry in the Prometheus text format 0.0.4.
@@ -262,82 +211,66 @@ class ControllerMetrics:
 
     # --- helpers ----------------------------------------------------------------------------
 
-    def _state(self, namespace: str, name: str) -> _DMState:
-        key = (namespace, name)
-        state = self._dms.get(key)
+    def _state(self, namespace: str, name: str) -> DMSeries:
+        """The DecisionModel's series (under the collector's lock), counters from 0: the first
+        real increment then shows in increase()/rate() instead of being a series' first sample."""
+        state = self._dms.series.get((namespace, name))
         if state is None:
-            state = self._dms[key] = _DMState()
+            state = self._dms.series[(namespace, name)] = DMSeries()
+            for counter, results in ((ROLLOUTS, ROLLOUT_RESULTS), (PROBES, PROBE_RESULTS)):
+                for result in results:
+                    state.counters[(counter.name, result)] = 0.0
         return state
 
-    def _set(self, state: _DMState, gauge: Gauge, labels: tuple[str, ...], value: float) -> None:
-        gauge.labels(*labels).set(value)
-        state.series.add((gauge, labels))
+    def _count(self, namespace: str, name: str, family: str, label: str) -> None:
+        with self._dms.lock:
+            counters = self._state(namespace, name).counters
+            counters[(family, label)] = counters.get((family, label), 0.0) + 1
 
-    def _ensure_counters(self, state: _DMState, namespace: str, name: str) -> None:
-        # Counters start at 0 for every result, so the first real increment shows up in
-        # increase()/rate() instead of being the series' first sample.
-        for counter, results in (
-            (self.rollouts, ROLLOUT_RESULTS),
-            (self.probe_results, PROBE_RESULTS),
-        ):
-            for result in results:
-                labels = (namespace, name, result)
-                if (counter, labels) not in state.series:
-                    counter.labels(*labels)
-                    state.series.add((counter, labels))
 
-    def _record_evaluation(
-        self, state: _DMState, namespace: str, name: str, evaluation: object
-    ) -> None:
-        # Seed 004: "Only set once an evaluation has completed"; a running or cleared evaluation
-        # leaves the last completed values in place.
-        if not isinstance(evaluation, Mapping):
-            return
-        if evaluation.get("result") is None and evaluation.get("completedAt") is None:
-            return
-        accuracy = _number(evaluation.get("accuracy"))
-        ece = _number(evaluation.get("ece"))
-        if accuracy is not None:
-            self._set(state, self.evaluation_accuracy, (namespace, name), accuracy)
-        if ece is not None:
-            self._set(state, self.evaluation_ece, (namespace, name), ece)
+def _record_evaluation(state: DMSeries, evaluation: object) -> None:
+    # Seed 004: "Only set once an evaluation has completed"; a running or cleared evaluation
+    # leaves the last completed values in place.
+    if not isinstance(evaluation, Mapping):
+        return
+    if evaluation.get("result") is None and evaluation.get("completedAt") is None:
+        return
+    for family, key in ((ACCURACY, "accuracy"), (ECE, "ece")):
+        number = _number(evaluation.get(key))
+        if number is not None:
+            state.gauges[family] = number
 
-    def _record_rollout_result(
-        self,
-        state: _DMState,
-        namespace: str,
-        name: str,
-        old_status: Mapping[str, Any] | None,
-        new: Mapping[str, Any],
-    ) -> None:
-        self._ensure_counters(state, namespace, name)
-        promotion = _promotion_key(new)
-        failure = _failure_key(new)
-        new_phase = new.get("phase")
-        if old_status is None:
-            # Unknown past: remember what is already recorded, count nothing.
-            if promotion[0] is not None:
-                state.last_promotion = promotion
-            if new_phase in ENDED:
-                state.last_failure = failure
-            return
 
-        old_promotion = _promotion_key(old_status)
-        if (
-            promotion[0] is not None
-            and promotion[0] != old_promotion[0]
-            and promotion[1] != old_promotion[1]
-            and promotion != state.last_promotion
-        ):
+def _record_rollout_result(
+    state: DMSeries, old_status: Mapping[str, Any] | None, new: Mapping[str, Any]
+) -> None:
+    promotion = _promotion_key(new)
+    failure = _failure_key(new)
+    new_phase = new.get("phase")
+    if old_status is None:
+        # Unknown past: remember what is already recorded, count nothing.
+        if promotion[0] is not None:
             state.last_promotion = promotion
-            self.rollouts.labels(namespace, name, ROLLOUT_PROMOTED).inc()
-
-        old_phase = old_status.get("phase")
-        entered_terminal = new_phase in ENDED and new_phase != old_phase
-        if entered_terminal and failure != state.last_failure:
+        if new_phase in ENDED:
             state.last_failure = failure
-            result = ROLLOUT_ROLLED_BACK if new_phase == Phase.ROLLED_BACK else ROLLOUT_FAILED
-            self.rollouts.labels(namespace, name, result).inc()
+        return
+
+    old_promotion = _promotion_key(old_status)
+    if (
+        promotion[0] is not None
+        and promotion[0] != old_promotion[0]
+        and promotion[1] != old_promotion[1]
+        and promotion != state.last_promotion
+    ):
+        state.last_promotion = promotion
+        state.counters[(ROLLOUTS.name, ROLLOUT_PROMOTED)] += 1
+
+    old_phase = old_status.get("phase")
+    entered_terminal = new_phase in ENDED and new_phase != old_phase
+    if entered_terminal and failure != state.last_failure:
+        state.last_failure = failure
+        result = ROLLOUT_ROLLED_BACK if new_phase == Phase.ROLLED_BACK else ROLLOUT_FAILED
+        state.counters[(ROLLOUTS.name, result)] += 1
 
 
 class _WithoutCreated:
@@ -405,11 +338,11 @@ def _revision_hash(status: Mapping[str, Any], field_name: str) -> str | None:
     return None
 
 
-def _promotion_key(status: Mapping[str, Any]) -> _EventKey:
+def _promotion_key(status: Mapping[str, Any]) -> EventKey:
     return (_revision_hash(status, "stableRevision"), _text(status.get("lastPromotionTime")))
 
 
-def _failure_key(status: Mapping[str, Any]) -> _EventKey:
+def _failure_key(status: Mapping[str, Any]) -> EventKey:
     failed = status.get("failedRevision")
     failed_at = failed.get("failedAt") if isinstance(failed, Mapping) else None
     return (_revision_hash(status, "failedRevision"), _text(failed_at))
