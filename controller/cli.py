@@ -45,6 +45,9 @@ def _cmd_demo(args: argparse.Namespace) -> int:
 def _cmd_worker(args: argparse.Namespace) -> int:
     import asyncio
 
+    from controller.process_memory import limit_malloc_arenas
+
+    limit_malloc_arenas()  # before the SDK's threads start
     from controller.commands import rollout_settings
     from controller.logs import configure_logging, log_format
     from controller.temporal_client import TemporalSettings

@@ -60,6 +60,9 @@ def controller_settings(args: argparse.Namespace) -> ControllerSettings:
 
 
 def controller(args: argparse.Namespace) -> int:
+    from controller.process_memory import limit_malloc_arenas
+
+    limit_malloc_arenas()  # before the watch threads and the SDK's threads start
     from controller.logs import configure_logging, log_format
     from controller.manager import Manager
 
