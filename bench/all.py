@@ -82,10 +82,20 @@ ROWS: tuple[Row, ...] = (
     Row(
         "idle controller CPU %, 100 DMs", "idle_api", "idle_controller_cpu_pct_100", "%", "6.5", ""
     ),
+    Row("idle API req/s, 1000 DMs", "idle_api", "idle_api_rps_1000", "req/s", "133.9", "≤ at 20"),
+    Row(
+        "idle controller CPU %, 1000 DMs",
+        "idle_api",
+        "idle_controller_cpu_pct_1000",
+        "%",
+        "55.3",
+        "",
+    ),
     *(
         row
         for size, before in (("20", "—"), ("100", "61"), ("300", "170 (280)"), ("1000", "785"))
         for row in (
+            Row(f"fleet {size}: Ready", "fleet", f"fleet_{size}_ready", "", "", f"{size}"),
             Row(
                 f"fleet {size}: all Ready",
                 "fleet",
@@ -132,7 +142,15 @@ ROWS: tuple[Row, ...] = (
                 f"fleet_{size}_worker_rss_mib",
                 "MiB",
                 "165" if size == "1000" else "",
-                "sum < 400 MB",
+                "",
+            ),
+            Row(
+                f"fleet {size}: controller + worker RSS",
+                "fleet",
+                f"fleet_{size}_rss_sum_mb",
+                "MB",
+                "336" if size == "1000" else "",
+                "< 400 MB",
             ),
         )
     ),
@@ -140,6 +158,7 @@ ROWS: tuple[Row, ...] = (
 # Arguments beyond --json/--quick: the fleet's budget per wave (2 cores queue best near 50).
 EXTRA: dict[str, list[str]] = {
     "fleet": ["--sizes", "20,100,300,1000", "--budget", "0,100,50,50"],
+    "idle_api": ["--sizes", "20,100,1000"],
 }
 
 

@@ -248,6 +248,8 @@ def run_size(
         for name, u in usage.items():
             figures[f"{name}_cpu_s"] = u.cpu_since_begin()
             figures[f"{name}_rss_mib"] = u.peak_rss_mib()
+        # The target is in MB (10^6 bytes); the per-process figures stay in MiB as before.
+        figures["rss_sum_mb"] = sum(figures[f"{n}_rss_mib"] for n in usage) * 2**20 / 1e6
         _report(f"[{size}] first rollout of each DecisionModel (laya:en)", size, figures, budget)
         if supersede:
             _supersede(api, cluster, names, budget, timeout, figures)
@@ -257,6 +259,7 @@ def run_size(
                 f"  {name:<10} peak RSS {figures[f'{name}_rss_mib']:6.0f} MiB, "
                 f"CPU {figures[f'{name}_cpu_s']:6.1f} s"
             )
+        print(f"  controller + worker peak RSS {figures['rss_sum_mb']:.0f} MB (target < 400 MB)")
         print(
             f"  histories: {int(figures['rollouts'])} rollouts, "
             f"{int(figures['wft_timeouts'])} workflow-task timeouts "
