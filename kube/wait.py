@@ -25,6 +25,7 @@ The watch speaks to the same API server with the same credentials as the kuberne
 from __future__ import annotations
 
 import asyncio
+import functools
 import json
 import ssl
 import time
@@ -290,12 +291,29 @@ async def _http(kube: Kube) -> AsyncIterator[httpx.AsyncClient]:
 
 def _tls(cfg: Any) -> ssl.SSLContext:
     """The client's TLS settings (kubernetes.client.rest builds the same for urllib3)."""
-    ctx = ssl.create_default_context(cafile=cfg.ssl_ca_cert or None)
-    if not cfg.verify_ssl:
+    return _tls_context(
+        cfg.ssl_ca_cert or None,
+        bool(cfg.verify_ssl),
+        cfg.assert_hostname is False,
+        cfg.cert_file or None,
+        cfg.key_file or None,
+    )
+
+
+@functools.lru_cache(maxsize=8)
+def _tls_context(
+    cafile: str | None, verify: bool, no_hostname: bool, cert: str | None, key: str | None
+) -> ssl.SSLContext:
+    """One context per TLS setting, shared by every wait: building one loads the CA file
+    (~50 ms and ~0.8 MiB each; three waits per rollout, fifty rollouts at once in a fleet),
+    and a context is safe to share between connections. Like the kubernetes client's own
+    urllib3 pool, it is kept for the life of the process."""
+    ctx = ssl.create_default_context(cafile=cafile)
+    if not verify:
         ctx.check_hostname = False
         ctx.verify_mode = ssl.CERT_NONE
-    elif cfg.assert_hostname is False:
+    elif no_hostname:
         ctx.check_hostname = False
-    if cfg.cert_file:
-        ctx.load_cert_chain(cfg.cert_file, cfg.key_file)
+    if cert:
+        ctx.load_cert_chain(cert, key)
     return ctx
