@@ -273,6 +273,24 @@ def _record_rollout_result(
         state.counters[(ROLLOUTS.name, result)] += 1
 
 
+# What a later transition reads of the status before it (phase left and since when, the
+# promotion and the failure already counted): all the controller keeps per DecisionModel.
+_TRANSITION_FIELDS: Final = ("phase", "phaseTransitionTime", "lastPromotionTime")
+
+
+def transition_memory(status: Mapping[str, Any]) -> dict[str, Any]:
+    """The part of an accepted status that ``record_accepted_status`` needs as ``old_status``
+    next time (the whole status, conditions and all, is several KiB per DecisionModel)."""
+    kept: dict[str, Any] = {k: status[k] for k in _TRANSITION_FIELDS if k in status}
+    stable = _revision_hash(status, "stableRevision")
+    if stable is not None:
+        kept["stableRevision"] = {"hash": stable}
+    failed = status.get("failedRevision")
+    if isinstance(failed, Mapping):
+        kept["failedRevision"] = {k: failed[k] for k in ("hash", "failedAt") if k in failed}
+    return kept
+
+
 class _WithoutCreated:
     """A collector view of a registry without the `_created` samples."""
 

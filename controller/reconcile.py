@@ -40,6 +40,7 @@ from controller.dispatch import (
 )
 from controller.fleet_budget import FleetBudget
 from controller.logs import current_dm
+from controller.metrics import transition_memory
 from controller.placement_guard import (
     already_shown,
     clear_refusal,
@@ -587,7 +588,7 @@ class Reconciler:
         # write that was refused never reaches them.
         key = f"{ref.namespace}/{ref.name}"
         self.metrics.record_accepted_status(ref.namespace, ref.name, self.seen.get(key), current)
-        self.seen[key] = current
+        self.seen[key] = transition_memory(current)
 
 
 def _rejected(

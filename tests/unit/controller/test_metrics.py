@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 from prometheus_client import CollectorRegistry
 
-from controller.metrics import PHASES, ControllerMetrics
+from controller.metrics import PHASES, ControllerMetrics, transition_memory
 from decisionmodel.api_status import Phase
 
 NS, NAME = "team-a", "fraud"
@@ -407,3 +407,41 @@ def test_default_registry_is_private() -> None:
         )
         is None
     )
+
+
+def test_what_is_remembered_of_a_status_counts_as_the_whole_status(clock: FakeClock) -> None:
+    """The controller keeps ``transition_memory(status)`` per DecisionModel, not the status:
+    fed back as the old status it gives the same series as the whole status would."""
+    failed = {"hash": "cccccccccccccccc", "failedAt": ts(T0), "reason": "EvaluationFailed",
+              "message": "accuracy 0.5 < 0.9"}  # fmt: skip
+    conditions = [{"type": "Ready", "status": "True", "reason": "Promoted", "message": "x" * 500}]
+    steps = [
+        status("Pending", conditions=conditions),
+        status("Evaluating", since=T0 + timedelta(seconds=7), conditions=conditions),
+        status("RolledBack", since=T0 + timedelta(seconds=50), failedRevision=failed),
+        status(
+            "Promoting",
+            since=T0 + timedelta(minutes=2),
+            stableRevision=STABLE_A,
+            lastPromotionTime=ts(T0 + timedelta(minutes=3)),
+        ),
+        status(
+            "Ready",
+            since=T0 + timedelta(minutes=3),
+            stableRevision=STABLE_A,
+            lastPromotionTime=ts(T0 + timedelta(minutes=3)),
+            failedRevision=failed,
+        ),
+    ]
+    whole = ControllerMetrics(CollectorRegistry(), clock=clock)
+    kept = ControllerMetrics(CollectorRegistry(), clock=clock)
+    old_whole: dict[str, Any] | None = {}
+    old_kept: dict[str, Any] | None = {}
+    for i, new in enumerate(steps):
+        clock.now = T0 + timedelta(seconds=30 * (i + 1))
+        whole.record_accepted_status(NS, NAME, old_whole, new)
+        kept.record_accepted_status(NS, NAME, old_kept, new)
+        old_whole, old_kept = new, transition_memory(new)
+    assert "conditions" not in transition_memory(steps[0])
+    assert whole.render() == kept.render()
+    assert rollouts(kept, "promoted") == 1.0 and rollouts(kept, "rolled_back") == 1.0
