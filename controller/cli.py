@@ -231,6 +231,9 @@ def main(argv: Sequence[str] | None = None, prog: str = "dmrollout") -> int:
     whatever happened: seen here, the Temporal SDK's native runtime crashed while the
     interpreter tore it down (SIGABRT in ``PyGILState_Release``, SIGSEGV) after a command had
     finished, returned or raised. Every command has done its own cleanup when it gets here."""
+    from controller.process_memory import skip_httpx_cli
+
+    skip_httpx_cli()  # before the parser's imports reach httpx
     code = _run(argv, prog)
     if argv is None:
         logging.shutdown()

@@ -1,4 +1,5 @@
-"""Fewer malloc arenas in the long-running processes (worker, controller).
+"""Memory of the long-running processes (worker, controller): fewer malloc arenas, and no
+import of what they never run.
 
 glibc gives each thread that allocates its own arena, up to 8 per core: the worker runs the
 Temporal SDK's native threads and one thread per concurrent activity, and freed memory in one
@@ -14,6 +15,7 @@ import ctypes
 import ctypes.util
 import logging
 import os
+import sys
 
 log = logging.getLogger("dmrollout.process")
 
@@ -40,4 +42,12 @@ def limit_malloc_arenas(arenas: int = ARENAS) -> bool:
     return applied
 
 
-__all__ = ["limit_malloc_arenas"]
+def skip_httpx_cli() -> None:
+    """httpx imports its command-line client (and with it rich, click and pygments, ~5 MiB)
+    whenever those happen to be installed, as in a development environment; the worker and the
+    controller never run it. A None in sys.modules makes that import fail, and httpx then
+    leaves its CLI out (its own fallback). Call before anything imports httpx."""
+    sys.modules.setdefault("httpx._main", None)  # type: ignore[arg-type]
+
+
+__all__ = ["limit_malloc_arenas", "skip_httpx_cli"]

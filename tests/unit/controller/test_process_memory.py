@@ -23,3 +23,14 @@ def test_glibc_takes_the_cap() -> None:
         [sys.executable, "-c", code], capture_output=True, text=True, check=True, env=env
     )
     assert out.stdout.strip() == "True"
+
+
+def test_the_command_never_loads_the_httpx_cli() -> None:
+    """httpx would import its CLI (rich, click, pygments: ~5 MiB per process) because the
+    development environment has them installed; ``dmrollout`` leaves it out."""
+    code = (
+        "import sys\nfrom controller.cli import main\nmain(['--version'])\n"
+        "print('httpx' in sys.modules, 'rich' in sys.modules, 'click' in sys.modules)"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.splitlines()[-1] == "True False False"
