@@ -4,8 +4,8 @@ Seed 004: per-DecisionModel series are "updated only after a status write the AP
 accepted" and "when a DecisionModel is deleted, every series for it is removed". So nothing here
 reads the cluster: the controller calls `record_accepted_status` with the status before and after
 a write (or two consecutive watch observations, which are persisted by definition), and `forget`
-on deletion. Every labelled child created for a DecisionModel is tracked so `forget` can remove
-exactly those.
+on deletion, which drops every series of that DecisionModel (they are kept per DecisionModel,
+``controller/dm_series.py``).
 """
 
 from __future__ import annotations
@@ -82,10 +82,6 @@ PROBES: Final = CounterSpec(
 _CREATED_SUFFIX: Final = "_created"
 
 Clock = Callable[[], datetime]
-# A promotion is identified by (stable hash, lastPromotionTime), a failure by (failed hash,
-# failedAt): the same record seen again (a re-entered RolledBack after a Degraded spell, a replayed
-# watch event) is never counted twice, while a genuinely new promotion of an earlier hash
-# (A → B → A) or a retried revision failing again still is.
 
 
 def _utcnow() -> datetime:
@@ -241,6 +237,10 @@ def _record_evaluation(state: DMSeries, evaluation: object) -> None:
             state.gauges[family] = number
 
 
+# A promotion is identified by (stable hash, lastPromotionTime), a failure by (failed hash,
+# failedAt): the same record seen again (a re-entered RolledBack after a Degraded spell, a replayed
+# watch event) is never counted twice, while a genuinely new promotion of an earlier hash
+# (A → B → A) or a retried revision failing again still is.
 def _record_rollout_result(
     state: DMSeries, old_status: Mapping[str, Any] | None, new: Mapping[str, Any]
 ) -> None:
