@@ -75,6 +75,8 @@ from kube.rollout_status import write_status
 from kube.status import emit_event
 
 log = logging.getLogger("dmrollout.controller.reconcile")
+# After a run this process started closes: how soon to look again if no watch event does first.
+JUST_CLOSED_RECHECK_SECONDS = 2.0
 
 
 def get_dm_raw(kube: Kube, namespace: str, name: str) -> dict[str, Any] | None:
@@ -306,7 +308,12 @@ class Reconciler:
             if await self.rollouts.is_running(known):
                 running.append(RunningRollout(known, None, None))
             else:
+                # The run this process started has just closed, and its last status write may
+                # not be in the cache yet (its watch event is on the way). Deciding on this
+                # snapshot started the same revision again (1 DecisionModel in a 300-wave);
+                # that event, or this requeue, reconciles with the outcome.
                 self.started.pop(key, None)
+                return JUST_CLOSED_RECHECK_SECONDS
         stable = dm.status.stable_revision if dm.status else None
         self.budget.observe(key, running, stable.hash if stable else None)
         decision = decide(dm, desired, running)

@@ -20,7 +20,7 @@ from temporalio.client import (
 )
 from temporalio.common import SearchAttributePair, TypedSearchAttributes, WorkflowIDReusePolicy
 from temporalio.exceptions import WorkflowAlreadyStartedError
-from temporalio.service import RPCError
+from temporalio.service import RPCError, RPCStatusCode
 
 from controller.restarts import ClosedRun
 from decisionmodel.contracts import Phase, RolloutInput, RolloutProgress, workflow_id
@@ -169,10 +169,17 @@ class Rollouts:
         return runs
 
     async def is_running(self, wid: str) -> bool:
+        """Whether a run this controller started is still open. Only an answer says it is not:
+        a describe that fails (a timeout, a busy or throttling frontend) leaves it running, as
+        believed. Taking it as closed let a 300-wave start a second rollout of the same revision
+        beside the first (visibility did not list the first yet)."""
         try:
             desc = await self.client.get_workflow_handle(wid).describe(rpc_timeout=RPC_TIMEOUT)
-        except RPCError:
-            return False
+        except RPCError as e:
+            if e.status == RPCStatusCode.NOT_FOUND:
+                return False
+            log.info("describe %s: %s; taking it as still running", wid, e.message)
+            return True
         return desc.status == WorkflowExecutionStatus.RUNNING
 
     async def cancel(self, wid: str) -> None:

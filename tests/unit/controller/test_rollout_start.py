@@ -3,7 +3,12 @@
 from __future__ import annotations
 
 from datetime import timedelta
+from types import SimpleNamespace
 from typing import Any
+
+import pytest
+from temporalio.client import WorkflowExecutionStatus
+from temporalio.service import RPCError, RPCStatusCode
 
 from controller.rollouts import Rollouts
 from decisionmodel.contracts import DMRef, RevisionSpec, RolloutInput
@@ -31,3 +36,38 @@ async def test_a_rollout_gets_a_workflow_task_timeout_that_survives_a_busy_worke
     # The server's default, 10 s, timed out tasks that waited for a saturated worker.
     assert options["task_timeout"] == timedelta(seconds=30)
     assert options["id"] == "rollout/ns/dm/u000000000000001"
+
+
+class DescribingClient:
+    """A client whose describe fails with ``status`` (or answers ``running`` when None)."""
+
+    def __init__(self, status: RPCStatusCode | None) -> None:
+        self.status = status
+
+    def get_workflow_handle(self, wid: str) -> DescribingClient:
+        return self
+
+    async def describe(self, **kwargs: Any) -> Any:
+        if self.status is not None:
+            raise RPCError("describe failed", self.status, b"")
+        return SimpleNamespace(status=WorkflowExecutionStatus.COMPLETED)
+
+
+@pytest.mark.parametrize(
+    ("status", "running"),
+    [
+        (RPCStatusCode.DEADLINE_EXCEEDED, True),
+        (RPCStatusCode.RESOURCE_EXHAUSTED, True),
+        (RPCStatusCode.UNAVAILABLE, True),
+        (RPCStatusCode.NOT_FOUND, False),
+        (None, False),  # answered: completed
+    ],
+    ids=["timeout", "throttled", "unavailable", "not-found", "closed"],
+)
+async def test_a_run_is_closed_only_when_temporal_says_so(
+    status: RPCStatusCode | None, running: bool
+) -> None:
+    """A failed describe is no evidence that the run ended: taking it as ended started a second
+    rollout of the same revision beside the first."""
+    rollouts = Rollouts(DescribingClient(status), "q")  # type: ignore[arg-type]
+    assert await rollouts.is_running("rollout/ns/dm/u000000000000001") is running
