@@ -72,7 +72,7 @@ demo: venv testenv ## local cluster, Temporal (UI on host 127.0.0.1:8233), simul
 dev-up: venv testenv ## only the local environment: cluster, Temporal (UI), simulators
 	hack/in-netns.sh $(BIN)/dmrollout dev up
 
-bench: venv testenv ## every benchmark in one run, one table beside the figures before (~1 h; BENCH_ARGS=--quick ~15 min); also build/bench/
+bench: venv testenv ## every benchmark in one run, one table beside the figures before (~45 min; BENCH_ARGS=--quick ~15 min); also build/bench/
 	hack/in-netns.sh $(BIN)/python bench/all.py $(BENCH_ARGS)
 
 bench-startup: venv testenv ## print start-up timings of the local environment

@@ -5,7 +5,7 @@ Runs each bench script (each starts its own local environment, measures, stops) 
 it is judged against. Prints numbers, asserts nothing; each script is bounded and stops by
 itself. Run inside the test namespace (``make bench`` does):
 
-    hack/in-netns.sh .venv/bin/python bench/all.py            # the whole run (~40 min)
+    hack/in-netns.sh .venv/bin/python bench/all.py            # the whole run (~45 min)
     hack/in-netns.sh .venv/bin/python bench/all.py --quick    # a smoke run of each (~10 min)
 
 The JSON of each script and the table go to ``build/bench/``.
