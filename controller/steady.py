@@ -249,8 +249,7 @@ class SteadyState:
         name = desired["metadata"]["name"]
         current = await Kube.run(self.reader.get, "Deployment", inp.dm.namespace, name)
         if current is None:
-            log.info("restoring deleted stable Deployment %s/%s", inp.dm.namespace, name)
-            await Kube.run(create_or_wait, self.kube, desired)
+            await self._restore(desired, "stable Deployment")
             return
         if Kube.controller_uid(current) != inp.dm.uid:
             conflicts.append(f"Deployment {name} is not owned by this DecisionModel")
@@ -298,8 +297,7 @@ class SteadyState:
         current = await Kube.run(self.reader.get, "Service", dm.namespace, name)
         desired = render_service(params.service_params(dm, stable))
         if current is None:
-            log.info("restoring deleted Service %s/%s", dm.namespace, name)
-            await Kube.run(create_or_wait, self.kube, desired)
+            await self._restore(desired, "Service")
             return
         if Kube.controller_uid(current) != dm.uid:
             conflicts.append(f"Service {name} is not owned by this DecisionModel")
@@ -377,6 +375,13 @@ class SteadyState:
             )
 
     # -- probing ---------------------------------------------------------------------------
+    async def _restore(self, desired: dict[str, Any], what: str) -> None:
+        """Create an object the cache does not hold. A 409 means it exists and the cache has not
+        seen it yet (just created by a rollout, its watch event on the way): nothing to say."""
+        meta = desired["metadata"]
+        if await Kube.run(create_or_wait, self.kube, desired) is not None:
+            log.info("restored deleted %s %s/%s", what, meta["namespace"], meta["name"])
+
     async def _probe(
         self, dm: DMRef, pod: dict[str, Any], stable: RevisionRecord, api_key: str | None
     ) -> str | None:
