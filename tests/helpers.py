@@ -1,11 +1,12 @@
-"""Test helpers: wait for a condition instead of sleeping."""
+"""Test helpers: wait for a condition instead of sleeping; a scratch namespace."""
 
 from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Awaitable, Callable
-from typing import Any, TypeVar
+import uuid
+from collections.abc import Awaitable, Callable, Iterator
+from typing import Any, Protocol, TypeVar
 
 T = TypeVar("T")
 
@@ -81,3 +82,16 @@ async def eventually(
             waiting.last = e
         waiting.give_up_if_late()
         await asyncio.sleep(interval)
+
+
+class _Kubectl(Protocol):
+    def kubectl(self, *args: str, check: bool = True) -> Any: ...
+
+
+def scratch_namespace(cluster: _Kubectl, prefix: str) -> Iterator[str]:
+    """A fresh namespace ``<prefix>-<8 hex>`` for one test (``yield from`` it in a fixture),
+    deleted afterwards without waiting for its objects to go."""
+    name = f"{prefix}-{uuid.uuid4().hex[:8]}"
+    cluster.kubectl("create", "namespace", name)
+    yield name
+    cluster.kubectl("delete", "namespace", name, "--wait=false", check=False)

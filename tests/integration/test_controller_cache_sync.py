@@ -7,12 +7,11 @@ even after an etcd compaction, so it cannot be made to answer 410 here)."""
 from __future__ import annotations
 
 import asyncio
-import uuid
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from helpers import eventually
+from helpers import eventually, scratch_namespace
 from rollout_harness import install_crd
 
 from controller.cache import CacheNotSynced, ObjectCache
@@ -32,10 +31,7 @@ def kube(local_cluster: LocalCluster) -> Kube:
 
 @pytest.fixture
 def namespace(local_cluster: LocalCluster) -> Iterator[str]:
-    ns = f"cache-{uuid.uuid4().hex[:8]}"
-    local_cluster.kubectl("create", "namespace", ns)
-    yield ns
-    local_cluster.kubectl("delete", "namespace", ns, "--wait=false", check=False)
+    yield from scratch_namespace(local_cluster, "cache")
 
 
 def service(namespace: str, name: str, dm: str | None) -> dict[str, Any]:

@@ -10,7 +10,6 @@ pydantic models to, so the two enforcement points cannot drift apart.
 from __future__ import annotations
 
 import json
-import uuid
 from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
@@ -18,7 +17,7 @@ from typing import Any, Protocol
 
 import pytest
 import yaml
-from helpers import assert_eventually
+from helpers import assert_eventually, scratch_namespace
 
 from decisionmodel.api import (
     Condition,
@@ -101,10 +100,7 @@ def cluster(local_cluster: Cluster) -> Cluster:
 
 @pytest.fixture
 def namespace(cluster: Cluster) -> Iterator[str]:
-    name = f"crdv-{uuid.uuid4().hex[:8]}"
-    cluster.kubectl("create", "namespace", name)
-    yield name
-    cluster.kubectl("delete", "namespace", name, "--wait=false", check=False)
+    yield from scratch_namespace(cluster, "crdv")
 
 
 def test_crd_is_accepted_and_established(cluster: Cluster) -> None:
