@@ -23,11 +23,9 @@ Behaviour, each point because of a failure seen or a guard the reference has:
 from __future__ import annotations
 
 import asyncio
-import functools
 import hashlib
 import json
 import random
-import ssl
 import time
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
@@ -39,6 +37,7 @@ import httpx
 from pydantic import BaseModel, ConfigDict
 
 from decisionmodel.errors import ModelNotFound, RegistryError, RegistryUnavailable
+from decisionmodel.http_tls import shared_tls_context
 from decisionmodel.names import ModelRef, check_registry_allowed
 
 MANIFEST_MEDIA_TYPE = "application/vnd.docker.distribution.manifest.v2+json"
@@ -137,15 +136,6 @@ class _Retryable(Exception):
         self.retry_after = retry_after
 
 
-@functools.cache
-def _registry_tls() -> ssl.SSLContext:
-    """The registry's TLS context, built once per process: httpx builds one for every client
-    (loading the CA bundle: ~60 ms and ~0.9 MiB on a loaded 2-core machine), and there is a
-    resolver per resolve. The same settings as httpx's own (certifi, or SSL_CERT_FILE /
-    SSL_CERT_DIR from the environment, read at start-up)."""
-    return httpx.create_ssl_context(trust_env=True)
-
-
 class RegistryResolver:
     """Resolves ``ModelRef`` tags to digests. One instance per process; close with ``aclose()``
     (or use ``async with``). Clock, sleep, jitter and transport are injectable for tests."""
@@ -184,7 +174,7 @@ class RegistryResolver:
             follow_redirects=False,
             timeout=timeout or httpx.Timeout(10.0, connect=5.0),
             headers={"Accept": MANIFEST_MEDIA_TYPE, "User-Agent": "dmrollout-resolver"},
-            verify=_registry_tls(),
+            verify=shared_tls_context(),
         )
 
     async def __aenter__(self) -> RegistryResolver:

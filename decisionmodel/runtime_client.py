@@ -16,11 +16,9 @@ name every round, so waiting for the starting deadline would only hide it.
 from __future__ import annotations
 
 import asyncio
-import functools
 import json
 import math
 import re
-import ssl
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
@@ -40,6 +38,7 @@ from decisionmodel.errors import (
     RuntimeAnswerInvalid,
     RuntimeRequestRejected,
 )
+from decisionmodel.http_tls import shared_tls_context
 from decisionmodel.names import DEFAULT_REGISTRY, parse_model_name
 from decisionmodel.vocabulary import Reason
 
@@ -203,14 +202,6 @@ def verdict(
     )
 
 
-@functools.cache
-def _tls_context() -> ssl.SSLContext:
-    # Runtime calls are plain http://<podIP>:11435, so TLS is never used, yet httpx builds a
-    # context and loads the CA bundle for every client it creates (60 ms on a loaded 2-core
-    # machine, once per Pod per evaluation phase and per warm-up round): build it once.
-    return httpx.create_ssl_context()
-
-
 def runtime_base_url(pod_ip: str, port: int = RUNTIME_PORT) -> str:
     """``http://<podIP>:11435``; an IPv6 Pod IP is bracketed."""
     address = ip_address(pod_ip)
@@ -289,7 +280,7 @@ class RuntimeClient:
             trust_env=False,
             follow_redirects=False,
             headers=headers,
-            verify=_tls_context(),
+            verify=shared_tls_context(),
         )
 
     @classmethod
