@@ -2,8 +2,8 @@
 
 Why not prometheus_client's labelled children: each child carries locks and value objects, and
 ``decisionmodel_phase_duration_seconds`` alone is 11 phases x 12 samples per DecisionModel. At
-1,000 DecisionModels the children were ~35 MiB of the controller and a scrape took 2.3 s
-(issue 14: controller + worker < 400 MB). Here one DecisionModel is a few small dicts of floats,
+1,000 DecisionModels the children were ~35 MiB of the controller (issue 14: controller + worker
+< 400 MB). Here one DecisionModel is a few small dicts of floats,
 and a collector builds the families when the registry is collected. The text is the same: the
 same names, labels, bucket bounds and no ``_created`` samples.
 """

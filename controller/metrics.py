@@ -71,6 +71,7 @@ DESIRED: Final = "decisionmodel_desired_replicas"
 ACCURACY: Final = "decisionmodel_evaluation_accuracy"
 ECE: Final = "decisionmodel_evaluation_ece"
 RESTARTS: Final = "dmrollout_rollout_restarts"
+REAPED: Final = "dmrollout_reaped_objects"
 ROLLOUTS: Final = CounterSpec(
     "decisionmodel_rollouts", "Rollout outcomes: promoted, rolled_back or failed.", "result"
 )
@@ -109,7 +110,7 @@ class ControllerMetrics:
                 PROBES,
                 # dmrollout's own fault series (beyond seed 004).
                 CounterSpec(
-                    "dmrollout_reaped_objects",
+                    REAPED,
                     "Objects of a revision no rollout owned, deleted by the reaper.",
                     "kind",
                 ),
@@ -154,6 +155,7 @@ class ControllerMetrics:
         old_phase = _known_phase(old.get("phase"))
         with self._dms.lock:
             state = self._state(namespace, name)
+            _zero_counters(state)
             if new_phase is not None:
                 state.phase = new_phase
             replicas = new_status.get("replicas")
@@ -178,10 +180,10 @@ class ControllerMetrics:
         """Count one model-readiness gate transition of a Pod (not a steady-state re-check)."""
         if result not in PROBE_RESULTS:
             raise ValueError(f"unknown probe result {result!r}; expected one of {PROBE_RESULTS}")
-        self._count(namespace, name, PROBES.name, result)
+        self._count(namespace, name, PROBES.name, result, zero_first=True)
 
     def record_reaped(self, namespace: str, name: str, kind: str) -> None:
-        self._count(namespace, name, "dmrollout_reaped_objects", kind)
+        self._count(namespace, name, REAPED, kind)
 
     def record_restart(self, namespace: str, name: str, result: str) -> None:
         """``result``: "restarted" or "exhausted"."""
@@ -208,20 +210,28 @@ class ControllerMetrics:
     # --- helpers ----------------------------------------------------------------------------
 
     def _state(self, namespace: str, name: str) -> DMSeries:
-        """The DecisionModel's series (under the collector's lock), counters from 0: the first
-        real increment then shows in increase()/rate() instead of being a series' first sample."""
+        """The DecisionModel's series (call under the collector's lock)."""
         state = self._dms.series.get((namespace, name))
         if state is None:
             state = self._dms.series[(namespace, name)] = DMSeries()
-            for counter, results in ((ROLLOUTS, ROLLOUT_RESULTS), (PROBES, PROBE_RESULTS)):
-                for result in results:
-                    state.counters[(counter.name, result)] = 0.0
         return state
 
-    def _count(self, namespace: str, name: str, family: str, label: str) -> None:
+    def _count(
+        self, namespace: str, name: str, family: str, label: str, zero_first: bool = False
+    ) -> None:
         with self._dms.lock:
-            counters = self._state(namespace, name).counters
-            counters[(family, label)] = counters.get((family, label), 0.0) + 1
+            state = self._state(namespace, name)
+            if zero_first:
+                _zero_counters(state)
+            state.counters[(family, label)] = state.counters.get((family, label), 0.0) + 1
+
+
+def _zero_counters(state: DMSeries) -> None:
+    # The rollout and probe counters start at 0 for every result, so the first real increment
+    # shows up in increase()/rate() instead of being the series' first sample.
+    for counter, results in ((ROLLOUTS, ROLLOUT_RESULTS), (PROBES, PROBE_RESULTS)):
+        for result in results:
+            state.counters.setdefault((counter.name, result), 0.0)
 
 
 def _record_evaluation(state: DMSeries, evaluation: object) -> None:

@@ -445,3 +445,16 @@ def test_what_is_remembered_of_a_status_counts_as_the_whole_status(clock: FakeCl
     assert "conditions" not in transition_memory(steps[0])
     assert whole.render() == kept.render()
     assert rollouts(kept, "promoted") == 1.0 and rollouts(kept, "rolled_back") == 1.0
+
+
+def test_a_reaped_object_alone_adds_only_its_own_series(metrics: ControllerMetrics) -> None:
+    """The rollout and probe counters start at 0 with the first status or gate transition, not
+    with a reaper's or a restart's count for a DecisionModel seen no other way."""
+    metrics.record_reaped(NS, NAME, "Job")
+    metrics.record_restart(NS, NAME, "restarted")
+    assert sorted(s.name for s in dm_samples(metrics)) == [
+        "dmrollout_reaped_objects_total",
+        "dmrollout_rollout_restarts_total",
+    ]
+    metrics.record_probe_transition(NS, NAME, "ready")
+    assert rollouts(metrics, "promoted") == 0.0
