@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from bench_env import Product, fleet_nodes, start_product
+from bench_env import Product, apply_fleet, fleet_nodes, start_product
 from kubernetes import client as k8s
 from kubernetes import config as k8s_config
 from kubernetes import watch as k8s_watch
@@ -189,15 +189,6 @@ async def _task_timeouts(address: str) -> dict[str, int]:
     return counts
 
 
-def _dm(name: str, model: str) -> dict[str, Any]:
-    return {
-        "apiVersion": f"{GROUP}/{VERSION}",
-        "kind": "DecisionModel",
-        "metadata": {"name": name, "namespace": NAMESPACE},
-        "spec": {"model": model, "replicas": 1, "device": "cpu"},
-    }
-
-
 def _report(title: str, size: int, f: dict[str, float], budget: int) -> None:
     print(f"{title}: {int(f['ready'])}/{size} Ready")
     if "all_ready_s" in f:
@@ -238,11 +229,7 @@ def run_size(
             target=_watch, args=(api, wave, wave.began + timeout), daemon=True
         )
         watcher.start()
-        for i in range(0, size, 100):  # one kubectl apply per 100: "at once", bounded calls
-            cluster.kubectl(
-                "apply", "-f", "-", timeout=300,
-                input="\n---\n".join(json.dumps(_dm(n, "laya:en")) for n in names[i : i + 100]),
-            )  # fmt: skip
+        apply_fleet(env, NAMESPACE, names)
         watcher.join(timeout + 60)
         figures |= wave.figures()
         for name, u in usage.items():

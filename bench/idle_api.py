@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-from bench_env import Product, fleet_nodes, start_env, start_processes
+from bench_env import Product, apply_fleet, fleet_nodes, start_env, start_processes
 
 from localenv import audit
 from localenv.env import LocalEnv
@@ -97,23 +97,6 @@ def start(env: LocalEnv, state: Path, reinspect: float, budget: int) -> ManagedP
         },
     )
     return start_processes(env, state, NAMESPACE, product)["controller"]
-
-
-def apply_models(env: LocalEnv, first: int, last: int) -> None:
-    """DecisionModels ``first`` to ``last - 1``, one ``kubectl apply`` per 100."""
-    for batch in range(first, last, 100):
-        docs = [
-            {
-                "apiVersion": "decisionmodel.io/v1alpha1",
-                "kind": "DecisionModel",
-                "metadata": {"name": f"model-{i:04d}", "namespace": NAMESPACE},
-                "spec": {"model": "laya:en", "replicas": 1, "device": "cpu"},
-            }
-            for i in range(batch, min(batch + 100, last))
-        ]
-        env.cluster.kubectl(
-            "apply", "-f", "-", timeout=300, input="\n---\n".join(json.dumps(d) for d in docs)
-        )
 
 
 def ready_count(env: LocalEnv) -> int:
@@ -194,7 +177,7 @@ def run(
         print(f"environment, worker and controller up in {time.monotonic() - t0:.1f} s")
         have = 0
         for n in sizes:
-            apply_models(env, have, n)
+            apply_fleet(env, NAMESPACE, [f"model-{i:04d}" for i in range(have, n)])
             have = n
             ready = wait_ready(env, n, timeout)
             print(f"{n} DecisionModels: all Ready {ready:.1f} s after applying; settling")
