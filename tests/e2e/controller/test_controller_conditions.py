@@ -109,9 +109,17 @@ async def test_an_autoscaler_scales_the_decision_model_through_its_scale_subreso
     await eventually(lambda: ctl.status("scaled").get("phase") == "Ready", 90, what="Ready")
     stable = ctl.status("scaled")["stableRevision"]["hash"]
     path = f"/apis/decisionmodel.io/v1alpha1/namespaces/{ctl.namespace}/decisionmodels/scaled/scale"
-    scale = json.loads(ctl.kubectl("get", "--raw", path))
-    assert scale["spec"]["replicas"] == 1 and scale["status"]["replicas"] == 1
-    assert f"decisionmodel.io/revision={stable}" in scale["status"]["selector"]
+
+    def scale() -> Any:
+        return json.loads(ctl.kubectl("get", "--raw", path))
+
+    # Phase Ready is the rollout's write; replicas and selector are the controller's, written
+    # by the reconcile that write triggers, so the two land a moment apart.
+    await eventually(
+        lambda: scale()["status"].get("replicas") == 1, 30, what="scale status.replicas 1"
+    )
+    assert scale()["spec"]["replicas"] == 1
+    assert f"decisionmodel.io/revision={stable}" in scale()["status"]["selector"]
     ctl.kubectl("scale", "dm", "scaled", "--replicas=2")
 
     def two_ready() -> bool:
