@@ -33,7 +33,6 @@ holds the rollout changes, not every round. A runtime that refuses the model nam
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import math
 import time
 from collections import Counter
@@ -119,8 +118,12 @@ class HeartbeatTicker:
         details: Any = None,
         stall_after: float | None = None,
         clock: Callable[[], float] = time.monotonic,
+        beat: Callable[[Any], None] | None = None,
     ) -> None:
         self._interval = max(interval, 0.05)
+        # The activity's heartbeat unless given one (a test's own, not a patched global that
+        # every other activity in the process would beat into too).
+        self._beat = beat
         self._details = details
         self._stall_after = stall_after
         self._clock = clock
@@ -130,7 +133,7 @@ class HeartbeatTicker:
     def update(self, details: Any) -> None:
         self._details = details
         self._updated = self._clock()
-        activity.heartbeat(details)
+        self._send(details)
 
     def stalled(self) -> bool:
         limit = self._stall_after
@@ -142,11 +145,14 @@ class HeartbeatTicker:
             if self.stalled():
                 continue  # no progress: let the heartbeat timeout say so
             if self._details is not None:
-                activity.heartbeat(self._details)
+                self._send(self._details)
+
+    def _send(self, details: Any) -> None:
+        (self._beat or activity.heartbeat)(details)
 
     async def __aenter__(self) -> HeartbeatTicker:
         if self._details is not None:
-            activity.heartbeat(self._details)
+            self._send(self._details)
         self._task = asyncio.create_task(self._tick())
         return self
 
@@ -158,8 +164,9 @@ class HeartbeatTicker:
     ) -> None:
         if self._task is not None:
             self._task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._task
+            # gather, not suppress(CancelledError): a cancel of the activity itself that
+            # arrives meanwhile must still end it.
+            await asyncio.gather(self._task, return_exceptions=True)
 
 
 class HoldDisplay:

@@ -151,7 +151,10 @@ async def _follow(
         if remaining <= 0:
             return None, None
         try:
-            item = await asyncio.wait_for(queue.get(), timeout=min(idle, remaining))
+            # Not asyncio.wait_for: on 3.11 it drops a cancel that lands with an event
+            # (bpo-42130), and the cancelled activity would go on waiting.
+            async with asyncio.timeout(min(idle, remaining)):
+                item = await queue.get()
         except TimeoutError:
             found = await check(list(objects.values()))  # idle: heartbeat, probe again
             if found is not None:
