@@ -93,8 +93,8 @@ async def test_pod_events_reach_the_steady_state_and_a_reconcile_reads_nothing(
         return victim not in names and len(pods) == 2 and all(gated(p) for p in pods)
 
     await eventually(replaced_and_gated, 90, what="the replacement Pod gated via its events")
-    # Settled: the phase the replacement may have moved is written back (that write reads the
-    # DecisionModel first, kube/rollout_status.py) before the window opens.
+    # Settled: the phase the replacement may have moved is written back before the window
+    # opens.
     await eventually(lambda: model_ready(h) == 2 and h.status(DM).get("phase") == "Ready", 60,
                      what="counted model-ready again, Ready")  # fmt: skip
 
@@ -104,12 +104,16 @@ async def test_pod_events_reach_the_steady_state_and_a_reconcile_reads_nothing(
     h.kubectl("annotate", "dm", DM, "example.com/touched=yes")
     await eventually(lambda: reconciles(cache_controller) >= before + 1, 30,
                      what="a reconcile after the annotation")  # fmt: skip
-    after = audit.read(crd.audit_log)[mark:]
-    reads = [
-        str(r.use)
-        for r in after
-        if r.user == username(CONTROLLER)
-        and r.namespace == NAMESPACE
-        and r.use.verb in ("get", "list")
+    mine = [
+        r
+        for r in audit.read(crd.audit_log)[mark:]
+        if r.user == username(CONTROLLER) and r.namespace == NAMESPACE
     ]
-    assert reads == [], f"the steady state read from the API: {reads}"
+    reads = [str(r.use) for r in mine if r.use.verb in ("get", "list")]
+    # The one read allowed: a status apply built from the cache that the API server refused as
+    # stale (409, the DecisionModel changed meanwhile) is re-read (kube/status.py) and retried.
+    refused = [r for r in mine if r.code == 409 and r.use.resource == "decisionmodels/status"]
+    dm_get = "get     decisionmodel.io/decisionmodels (namespaced)"
+    assert all(r == dm_get for r in reads) and len(reads) <= len(refused), (
+        f"the steady state read from the API: {reads}; stale status applies: {len(refused)}"
+    )
