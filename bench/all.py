@@ -191,6 +191,21 @@ def render(figures: dict[str, dict[str, object]]) -> str:
     return "\n".join(lines) + "\n"
 
 
+def _earlier(name: str) -> dict[str, object]:
+    """The figures an earlier run left in ``build/bench/`` for a script not run this time
+    (``--only``), so the table stays whole; empty when there are none."""
+    out = OUT / f"{name}.json"
+    if not out.exists():
+        return {}
+    print(f"== bench/{name}.py not run: its figures of {_when(out)} from {out}")
+    figures: dict[str, object] = json.loads(out.read_text())
+    return figures
+
+
+def _when(path: Path) -> str:
+    return time.strftime("%Y-%m-%d %H:%M", time.localtime(path.stat().st_mtime))
+
+
 def _shown(value: object) -> str:
     return f"{value:.4g}" if isinstance(value, float) else str(value)
 
@@ -198,13 +213,21 @@ def _shown(value: object) -> str:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="a smoke run of each benchmark")
-    parser.add_argument("--only", default="", help="comma-separated scripts to run (default: all)")
+    parser.add_argument(
+        "--only",
+        default="",
+        help="comma-separated scripts to run (default: all); the table shows the others' "
+        "figures from their last run in build/bench/",
+    )
     args = parser.parse_args()
     OUT.mkdir(parents=True, exist_ok=True)
     scripts = list(dict.fromkeys(row.script for row in ROWS))
     if args.only:
         scripts = [s for s in scripts if s in args.only.split(",")]
-    figures = {name: run_script(name, args.quick) for name in scripts}
+    figures = {
+        name: run_script(name, args.quick) if name in scripts else _earlier(name)
+        for name in dict.fromkeys(row.script for row in ROWS)
+    }
     table = render(figures)
     (OUT / "table.txt").write_text(table)
     print(table)

@@ -18,7 +18,7 @@ from typing import Any
 import httpx
 
 from localenv.cluster import DEFAULT_NODES, FakeNode
-from localenv.demo import CRD, product_env
+from localenv.demo import CRD, CRD_NAME, product_env
 from localenv.env import REGISTRY_URL, LocalEnv
 from localenv.processes import ManagedProcess
 
@@ -49,10 +49,7 @@ def fleet_nodes(size: int) -> tuple[FakeNode, ...]:
 def start_env(env: LocalEnv) -> None:
     """The local environment with the DecisionModel CRD established."""
     env.start()
-    env.cluster.kubectl("apply", "--server-side", "-f", str(CRD))
-    env.cluster.kubectl(
-        "wait", "--for", "condition=established", "crd/decisionmodels.decisionmodel.io"
-    )
+    env.cluster.establish_crd(CRD, CRD_NAME)
 
 
 def start_product(

@@ -192,6 +192,21 @@ class LocalCluster:
             body = r.read()
         return json.loads(body) if body.startswith(b"{") else body.decode()
 
+    def establish_crd(self, path: Path, name: str, timeout: float = 90) -> None:
+        """Apply the CRD at ``path`` and wait until ``name`` is Established and its group is
+        discovered. ``kubectl wait`` alone exits 1 when discovery is not ready for it yet,
+        which a busy host showed right after start-up (a 1,000-wave of ``make bench``)."""
+        self.kubectl("apply", "--server-side", "-f", str(path))
+        group = name.split(".", 1)[1]
+
+        def established() -> bool:
+            crd = self.api_get(f"/apis/apiextensions.k8s.io/v1/customresourcedefinitions/{name}")
+            conditions = (crd.get("status") or {}).get("conditions") or []
+            done = any(c["type"] == "Established" and c["status"] == "True" for c in conditions)
+            return done and bool(self.api_get(f"/apis/{group}").get("versions"))
+
+        wait_until(established, timeout, f"CRD {name} established", 0.25)
+
     def component_kubeconfig(self, account: str) -> Path:
         """A kubeconfig authenticating as dmrollout's ServiceAccount ``account`` (created on
         first use): the identity the controller or the workers have in a cluster."""

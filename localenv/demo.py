@@ -27,6 +27,7 @@ from simulators.answers import make_golden_set
 NAMESPACE = "demo"
 NAME = "support-router"
 CRD = REPO_ROOT / "deploy" / "crd" / "decisionmodels.decisionmodel.io.yaml"
+CRD_NAME = "decisionmodels.decisionmodel.io"
 HEALTH_PORT = 8080
 GOLDEN_REF = {"name": "support-router-golden", "key": "cases.jsonl"}
 
@@ -68,8 +69,7 @@ def run_demo(env: LocalEnv, stop: threading.Event, state: Path) -> float:
     """Run the two rollouts; returns the seconds they took."""
     began = time.monotonic()
     cluster = env.cluster
-    cluster.kubectl("apply", "--server-side", "-f", str(CRD))
-    cluster.kubectl("wait", "--for", "condition=established", "crd/decisionmodels.decisionmodel.io")
+    cluster.establish_crd(CRD, CRD_NAME)
     penv = product_env(env)
     logs = state / "logs"
     python = sys.executable
