@@ -219,11 +219,16 @@ def main() -> None:
         help="comma-separated scripts to run (default: all); the table shows the others' "
         "figures from their last run in build/bench/",
     )
+    parser.add_argument(
+        "--table", action="store_true", help="run nothing: the table of the last figures"
+    )
     args = parser.parse_args()
     OUT.mkdir(parents=True, exist_ok=True)
     scripts = list(dict.fromkeys(row.script for row in ROWS))
     if args.only:
         scripts = [s for s in scripts if s in args.only.split(",")]
+    if args.table:
+        scripts = []
     figures = {
         name: run_script(name, args.quick) if name in scripts else _earlier(name)
         for name in dict.fromkeys(row.script for row in ROWS)

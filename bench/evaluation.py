@@ -2,16 +2,19 @@
 
 Starts the local control plane, the fake kubelet and the simulators (no Temporal: the evaluate
 activity runs in ``temporalio.testing.ActivityEnvironment``, heartbeats included, as the worker
-runs it), serves revisions of a simulated model with 2 replicas each, makes them model-ready
-with the warmup activity, and times the ``evaluate`` activity on a golden dataset of N cases:
+runs it), serves revisions of a simulated model with 2 replicas each (``--replicas``), makes
+them model-ready with the warmup activity, and times the ``evaluate`` activity on a golden
+dataset of N cases:
 
-- at 50 ms per decision (the simulator's ``latency-ms`` Pod annotation): cases/s beside the
-  runtime's limit, replicas x forward passes per Pod / latency (RUNTIME_API.md: one forward pass
-  at a time per model, so 2 / 0.05 s = 40 cases/s), and the percentage (issue 14: >= 95 %);
+- at 50 ms per decision (``--latency-ms``; the simulator's ``latency-ms`` Pod annotation):
+  cases/s beside the runtime's limit, replicas x forward passes per Pod / latency
+  (RUNTIME_API.md: one forward pass at a time per model, so 2 / 0.05 s = 40 cases/s), and the
+  percentage (issue 14: >= 95 %);
 - at zero latency: cases/s and the fixed cost per case (everything but the model's own time),
   in wall time and in CPU milliseconds of the activity and of the runtime simulator (CPU does
   not depend on what else the shared machine runs; wall time does);
-- (full run) with a relative gate, the candidate then the stable as the baseline, both at 50 ms:
+- (full run) with a relative gate, the candidate then the stable as the baseline, both at 50 ms
+  (or ``--latency-ms``):
   twice the cases, against the same limit.
 
 "cases/s" is the whole activity (policy check, dataset read, Pod listing included), as a rollout
@@ -22,7 +25,8 @@ look itself up in the Kubernetes API).
 Prints numbers, asserts nothing; bounded by ``--timeout``, it stops by itself. Run inside the
 test namespace:
 
-    hack/in-netns.sh .venv/bin/python bench/evaluation.py [--cases 500] [--quick] [--json PATH]
+    hack/in-netns.sh .venv/bin/python bench/evaluation.py [--cases 500] [--replicas 2]
+        [--latency-ms 50] [--quick] [--json PATH]
 """
 
 from __future__ import annotations
@@ -77,8 +81,8 @@ SETTINGS = RolloutSettings(
 )
 
 
-def limit(latency_ms: float) -> float:
-    return REPLICAS * FORWARD_PASSES_PER_POD / (latency_ms / 1000)
+def limit(latency_ms: float, replicas: int) -> float:
+    return replicas * FORWARD_PASSES_PER_POD / (latency_ms / 1000)
 
 
 def policy(cases: int, baseline: bool) -> EvaluationPolicy:
@@ -100,9 +104,10 @@ def wire(p: EvaluationPolicy) -> dict[str, Any]:
 
 
 class Bench:
-    def __init__(self, env: LocalEnv, cases: int) -> None:
+    def __init__(self, env: LocalEnv, cases: int, replicas: int) -> None:
         self.env = env
         self.cases = cases
+        self.replicas = replicas
         self.kube = Kube.from_config(str(env.cluster.kubeconfig))
         self.dm = DMRef(namespace=NAMESPACE, name=DM_NAME, uid="")
         self.first_case_at = 0.0  # seconds from the activity's start to the first case counted
@@ -151,7 +156,7 @@ class Bench:
         )
 
     async def serve(self, tag: str, latency_ms: int) -> ResolveResult:
-        """A revision of ``laya:<tag>``: 2 Pods at ``latency_ms`` per decision, model-ready."""
+        """A revision of ``laya:<tag>``: its Pods at ``latency_ms`` per decision, model-ready."""
         with httpx.Client(trust_env=False) as http:
             http.put(
                 f"{REGISTRY_URL}/_sim/models/library/laya/{tag}",
@@ -176,7 +181,7 @@ class Bench:
             "store_claim_name": store_pvc_name(self.dm.name, record.hash),
             "registry_url": REGISTRY_URL,
         }
-        deployment = render_serving_deployment(ServingParams(**model, replicas=REPLICAS))
+        deployment = render_serving_deployment(ServingParams(**model, replicas=self.replicas))
         template = deployment["spec"]["template"]["metadata"]
         template.setdefault("annotations", {})[f"{SIM}latency-ms"] = str(latency_ms)
         prefetch = PrefetchParams(
@@ -193,7 +198,7 @@ class Bench:
             dm=self.dm,
             record=record,
             model=record.model,
-            replicas=REPLICAS,
+            replicas=self.replicas,
             warmup_timeout_seconds=60,
         )
         await asyncio.wait_for(
@@ -232,7 +237,7 @@ class Bench:
                 "items"
             ]
             up = [p for p in pods if p["status"].get("podIP") and p["status"].get("phase")]
-            if len(up) == REPLICAS and all(p["status"]["phase"] == "Running" for p in up):
+            if len(up) == self.replicas and all(p["status"]["phase"] == "Running" for p in up):
                 return
             await asyncio.sleep(0.2)
         raise TimeoutError(f"the Pods of revision {revision} are not running after 120 s")
@@ -280,24 +285,27 @@ class Bench:
         return took, outcome
 
 
-async def measure(env: LocalEnv, cases: int, quick: bool) -> dict[str, float | int]:
-    bench = Bench(env, cases)
+async def measure(
+    env: LocalEnv, cases: int, quick: bool, replicas: int, latency_ms: int
+) -> dict[str, float | int]:
+    bench = Bench(env, cases, replicas)
     bench.setup()
-    slow = await bench.serve("lat50", LATENCY_MS)
+    slow = await bench.serve(f"lat{latency_ms}", latency_ms)
     fast = await bench.serve("lat0", 0)
+    lim = limit(latency_ms, replicas)
     figures: dict[str, float | int] = {
         "eval_cases": cases,
-        "eval_replicas": REPLICAS,
-        "eval_latency_ms": LATENCY_MS,
-        "eval_limit_cases_per_s": round(limit(LATENCY_MS), 2),
+        "eval_replicas": replicas,
+        "eval_latency_ms": latency_ms,
+        "eval_limit_cases_per_s": round(lim, 2),
     }
     took, outcome = await bench.evaluate(slow)
     rate = outcome.cases / took
     figures["eval_cases_per_s"] = round(rate, 2)
-    figures["eval_percent_of_limit"] = round(100 * rate / limit(LATENCY_MS), 1)
+    figures["eval_percent_of_limit"] = round(100 * rate / lim, 1)
     figures["eval_first_case_after_s"] = round(bench.first_case_at, 3)
     figures["eval_steady_cases_per_s"] = round(bench.steady_rate, 2)
-    figures["eval_steady_percent_of_limit"] = round(100 * bench.steady_rate / limit(LATENCY_MS), 1)
+    figures["eval_steady_percent_of_limit"] = round(100 * bench.steady_rate / lim, 1)
     took, outcome = await bench.evaluate(fast)
     figures["eval_zero_latency_cases_per_s"] = round(outcome.cases / took, 1)
     figures["eval_fixed_cost_ms_per_case"] = round(1000 * took / outcome.cases, 3)
@@ -306,11 +314,11 @@ async def measure(env: LocalEnv, cases: int, quick: bool) -> dict[str, float | i
         1000 * bench.sim_cpu_seconds / outcome.cases, 3
     )
     if not quick:
-        stable = await bench.serve("stable50", LATENCY_MS)
+        stable = await bench.serve(f"stable{latency_ms}", latency_ms)
         took, outcome = await bench.evaluate(slow, stable)
         both = 2 * outcome.cases / took
         figures["eval_with_baseline_cases_per_s"] = round(both, 2)
-        figures["eval_with_baseline_percent_of_limit"] = round(100 * both / limit(LATENCY_MS), 1)
+        figures["eval_with_baseline_percent_of_limit"] = round(100 * both / lim, 1)
     return figures
 
 
@@ -352,8 +360,16 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true", help="100 cases, no baseline run")
     parser.add_argument("--json", type=Path, default=None, help="write the figures here")
     parser.add_argument("--timeout", type=float, default=900, help="seconds for the whole run")
+    parser.add_argument(
+        "--replicas", type=int, default=REPLICAS, help="Pods of each revision (1-10)"
+    )
+    parser.add_argument(
+        "--latency-ms", type=int, default=LATENCY_MS, help="the model's time per decision"
+    )
     args = parser.parse_args()
     cases = 100 if args.quick else max(1, min(args.cases, 5000))
+    replicas = max(1, min(args.replicas, 10))
+    latency_ms = max(1, args.latency_ms)
     state = Path(tempfile.mkdtemp(prefix="dmrollout-bench-eval-"))
     env = LocalEnv(state)
     t0 = time.monotonic()
@@ -361,7 +377,9 @@ def main() -> None:
         env.start_cluster()
         env.start_simulators()
         print(f"cluster and simulators up in {time.monotonic() - t0:.1f} s")
-        figures = asyncio.run(asyncio.wait_for(measure(env, cases, args.quick), args.timeout))
+        figures = asyncio.run(
+            asyncio.wait_for(measure(env, cases, args.quick, replicas, latency_ms), args.timeout)
+        )
     finally:
         env.stop()
     report(figures)
