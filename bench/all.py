@@ -129,6 +129,14 @@ ROWS: tuple[Row, ...] = (
                 "0",
             ),
             Row(
+                f"fleet {size}: longest workflow-task wait",
+                "fleet",
+                f"fleet_{size}_wft_wait_max_s",
+                "s",
+                "",
+                "",
+            ),
+            Row(
                 f"fleet {size}: controller RSS",
                 "fleet",
                 f"fleet_{size}_controller_rss_mib",

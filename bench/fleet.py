@@ -156,15 +156,17 @@ def _watch(api: k8s.CustomObjectsApi, wave: Wave, deadline: float) -> None:
             w.stop()
 
 
-async def _task_timeouts(address: str) -> dict[str, int]:
-    """Workflow-task timeouts (and failures) in every rollout's history."""
+async def _task_timeouts(address: str) -> dict[str, float]:
+    """Workflow-task timeouts (and failures) in every rollout's history, and the longest wait
+    of a workflow task from scheduled to started (how long the queue held it)."""
     client = await Client.connect(address)
     ids = [
         (wf.id, wf.run_id) async for wf in client.list_workflows("WorkflowType = 'RolloutWorkflow'")
     ]
     gate = asyncio.Semaphore(8)
-    counts = {
+    counts: dict[str, float] = {
         "rollouts": len(ids),
+        "wft_wait_max_s": 0.0,
         "wft_timeouts": 0,
         "wft_timeouts_sticky": 0,  # schedule-to-start on a busy worker's sticky queue
         "wft_failures": 0,
@@ -174,8 +176,17 @@ async def _task_timeouts(address: str) -> dict[str, int]:
     async def one(wid: str, run_id: str) -> None:
         async with gate:
             handle = client.get_workflow_handle(wid, run_id=run_id)
+            # From the first scheduling: a task re-scheduled after a timeout waited from there.
+            scheduled: float | None = None
             async for event in handle.fetch_history_events():
                 counts["events"] += 1
+                at = event.event_time.ToMicroseconds() / 1e6
+                if event.event_type == EventType.EVENT_TYPE_WORKFLOW_TASK_SCHEDULED:
+                    scheduled = at if scheduled is None else scheduled
+                elif event.event_type == EventType.EVENT_TYPE_WORKFLOW_TASK_STARTED:
+                    waited = at - (at if scheduled is None else scheduled)
+                    counts["wft_wait_max_s"] = max(counts["wft_wait_max_s"], waited)
+                    scheduled = None
                 if event.event_type == EventType.EVENT_TYPE_WORKFLOW_TASK_TIMED_OUT:
                     counts["wft_timeouts"] += 1
                     kind = event.workflow_task_timed_out_event_attributes.timeout_type
@@ -252,7 +263,8 @@ def run_size(
             f"{int(figures['wft_timeouts'])} workflow-task timeouts "
             f"({int(figures['wft_timeouts_sticky'])} of them schedule-to-start), "
             f"{int(figures['wft_failures'])} workflow-task failures, "
-            f"{figures['events'] / max(figures['rollouts'], 1):.0f} events per rollout"
+            f"{figures['events'] / max(figures['rollouts'], 1):.0f} events per rollout; "
+            f"a workflow task waited at most {figures['wft_wait_max_s']:.1f} s to start"
         )
         print(f"  before (issue 14): {PREVIOUS.get(size, '—')}")
         print(f"[{size}] whole run {time.monotonic() - t0:.1f} s (state and logs in {state})")
