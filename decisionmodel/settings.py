@@ -101,18 +101,16 @@ class RolloutSettings(BaseSettings):
     worker_activity_task_pollers: int = Field(
         default=4, ge=1, description="Concurrent polls of the activity task queue."
     )
-    # 120 s: 600 rollouts applied at once with no budget (2 cores, one worker) left 106 of
-    # 600 histories with this timeout at 60 s, each followed by a full replay elsewhere; none at
-    # 120 s, all Ready as fast. A worker that is gone is not waited for: the server sends its
-    # tasks to the normal queue once it has not polled for 10 s.
+    # 60 s, a trade-off (docs/operations.md "Scaling"): a large unbudgeted wave times some tasks
+    # out (600 at once on 2 cores: 106 of 600 histories; none at 120 s), and a longer one keeps a
+    # SIGKILLed worker's workflows waiting longer (at 120 s, past the durability tests' 2 min).
     worker_sticky_schedule_to_start_seconds: float = Field(
-        default=120.0,
+        default=60.0,
         gt=0,
         description="How long a task for a cached workflow waits for this worker before the "
         "server hands it to any worker (recorded as a workflow-task timeout). A stopped worker "
-        "hands its workflows back at shutdown, and the server stops sending tasks to one that "
-        "has not polled for 10 s, so this only bounds a busy one (or a task sent to it in the "
-        "instant it was killed).",
+        "hands its workflows back at shutdown; one killed outright keeps the tasks already "
+        "sent to it until this ends.",
     )
     worker_liveness_stall_seconds: float = Field(
         default=600.0,
