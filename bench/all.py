@@ -232,14 +232,11 @@ def main() -> None:
     )
     args = parser.parse_args()
     OUT.mkdir(parents=True, exist_ok=True)
-    scripts = list(dict.fromkeys(row.script for row in ROWS))
-    if args.only:
-        scripts = [s for s in scripts if s in args.only.split(",")]
-    if args.table:
-        scripts = []
+    every = list(dict.fromkeys(row.script for row in ROWS))
+    chosen = args.only.split(",") if args.only else every
+    run = [] if args.table else [name for name in every if name in chosen]
     figures = {
-        name: run_script(name, args.quick) if name in scripts else _earlier(name)
-        for name in dict.fromkeys(row.script for row in ROWS)
+        name: run_script(name, args.quick) if name in run else _earlier(name) for name in every
     }
     table = render(figures)
     (OUT / "table.txt").write_text(table)

@@ -17,8 +17,9 @@ from typing import Any
 
 import httpx
 
+from decisionmodel.crd import CRD_NAME
 from localenv.cluster import DEFAULT_NODES, FakeNode
-from localenv.demo import CRD, CRD_NAME, product_env
+from localenv.demo import CRD, product_env
 from localenv.env import REGISTRY_URL, LocalEnv
 from localenv.processes import ManagedProcess
 

@@ -57,13 +57,14 @@ from decisionmodel.contracts import (
     RevisionSpec,
     WarmupInput,
 )
-from decisionmodel.crd import CRD_NAME, render_crd_yaml
+from decisionmodel.crd import CRD_NAME
 from decisionmodel.engine_params import OwnerRef, PrefetchParams, ServingParams, StoreParams
 from decisionmodel.render import render_prefetch_job, render_serving_deployment, render_store_pvc
 from decisionmodel.render.labels import selector_labels, store_pvc_name
 from decisionmodel.runtime_client import RuntimeClient
 from decisionmodel.settings import RolloutSettings
 from kube.client import Kube
+from localenv.demo import CRD
 from localenv.env import REGISTRY_HOST, REGISTRY_URL, LocalEnv
 from simulators.answers import make_golden_set
 
@@ -120,15 +121,7 @@ class Bench:
 
     def setup(self) -> None:
         cluster = self.env.cluster
-        cluster.kubectl("apply", "--server-side", "-f", "-", input=render_crd_yaml())
-        deadline = time.monotonic() + 120
-        # Under load the wait may start before the CRD is visible: ask again, bounded.
-        while cluster.kubectl(
-            "wait", "--for=condition=Established", "--timeout=30s", f"crd/{CRD_NAME}", check=False
-        ).returncode:
-            if time.monotonic() > deadline:
-                raise TimeoutError(f"crd/{CRD_NAME} is not Established after 120 s")
-            time.sleep(1)
+        cluster.establish_crd(CRD, CRD_NAME, timeout=120)
         cluster.kubectl("create", "namespace", NAMESPACE)
         self._apply_dm(policy(self.cases, baseline=False))
         uid = cluster.kubectl_json("get", "dm", DM_NAME, "-n", NAMESPACE)["metadata"]["uid"]

@@ -184,8 +184,8 @@ async def _task_timeouts(address: str) -> dict[str, float]:
                 if event.event_type == EventType.EVENT_TYPE_WORKFLOW_TASK_SCHEDULED:
                     scheduled = at if scheduled is None else scheduled
                 elif event.event_type == EventType.EVENT_TYPE_WORKFLOW_TASK_STARTED:
-                    waited = at - (at if scheduled is None else scheduled)
-                    counts["wft_wait_max_s"] = max(counts["wft_wait_max_s"], waited)
+                    if scheduled is not None:
+                        counts["wft_wait_max_s"] = max(counts["wft_wait_max_s"], at - scheduled)
                     scheduled = None
                 if event.event_type == EventType.EVENT_TYPE_WORKFLOW_TASK_TIMED_OUT:
                     counts["wft_timeouts"] += 1

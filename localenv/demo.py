@@ -19,6 +19,7 @@ from typing import Any
 
 import httpx
 
+from decisionmodel.crd import CRD_NAME
 from localenv.env import REGISTRY_HOST, REGISTRY_URL, LocalEnv
 from localenv.paths import REPO_ROOT
 from localenv.processes import ManagedProcess
@@ -27,7 +28,6 @@ from simulators.answers import make_golden_set
 NAMESPACE = "demo"
 NAME = "support-router"
 CRD = REPO_ROOT / "deploy" / "crd" / "decisionmodels.decisionmodel.io.yaml"
-CRD_NAME = "decisionmodels.decisionmodel.io"
 HEALTH_PORT = 8080
 GOLDEN_REF = {"name": "support-router-golden", "key": "cases.jsonl"}
 
