@@ -64,7 +64,7 @@ format: venv ## apply ruff's formatting and fixes
 manifests: venv ## regenerate the CRD (deploy/ and the chart) and docs/api.md from the API types
 	$(BIN)/dmrollout crd > deploy/crd/decisionmodels.decisionmodel.io.yaml
 	cp deploy/crd/decisionmodels.decisionmodel.io.yaml charts/dmrollout/crds/
-	$(BIN)/python -m decisionmodel.crd --docs > docs/api.md
+	$(BIN)/python -m decisionmodel.api.crd --docs > docs/api.md
 
 demo: venv testenv ## local cluster, Temporal (UI on host 127.0.0.1:8233), simulators, worker, controller, two sample rollouts; Ctrl-C stops
 	hack/demo.sh $(DEMO_ARGS)

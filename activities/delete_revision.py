@@ -19,15 +19,19 @@ from temporalio import activity
 
 from activities.promote import selected_revision
 from activities.typed_errors import typed_errors
-from decisionmodel.contracts import DELETE_REVISION, DeleteRevisionInput, DeleteRevisionResult
-from decisionmodel.render.labels import (
+from decisionmodel.engine.render.labels import (
     deployment_name,
     pdb_name,
     prefetch_job_name,
     service_name,
     store_pvc_name,
 )
-from decisionmodel.settings import RolloutSettings
+from decisionmodel.rollout.contracts import (
+    DELETE_REVISION,
+    DeleteRevisionInput,
+    DeleteRevisionResult,
+)
+from decisionmodel.rollout.settings import RolloutSettings
 from kube.client import DecisionModelGone, Kube
 
 log = logging.getLogger(__name__)

@@ -3,7 +3,7 @@
 Steps (REFERENCE.md "Evaluation"):
 
 0. Policy: the rollout's gates, dataset reference and promotion mode must be the live
-   DecisionModel's (``decisionmodel.policy_check``), else PolicyMismatch, permanent.
+   DecisionModel's (``decisionmodel.rollout.policy_check``), else PolicyMismatch, permanent.
 1. Read the dataset (ConfigMap key, or a Secret key labelled ``decisionmodel.io/eval-dataset``).
    A missing object or key, or an unlabelled Secret, is *transient* (DatasetNotFound,
    SecretNotAllowed): the rollout holds in Evaluating until the user fixes it or the
@@ -43,13 +43,7 @@ from activities.policy import read_live_policy
 from activities.step_status import writes_step_status
 from activities.typed_errors import show_guards, typed_errors
 from activities.warmup_inspect import HeartbeatTicker, RuntimeClientFactory
-from decisionmodel.contracts import (
-    EVALUATE,
-    EvaluateInput,
-    EvaluationOutcome,
-    EvaluationPolicy,
-    RevisionRecord,
-)
+from decisionmodel.engine.runtime_client import RuntimeClient
 from decisionmodel.errors import DmrolloutError, InvalidEvaluationPolicy, ProbeError
 from decisionmodel.evaluation import (
     EvaluationFigures,
@@ -62,9 +56,15 @@ from decisionmodel.evaluation import (
     parse_dataset,
 )
 from decisionmodel.evaluation.spread import Lane, spread_cases
-from decisionmodel.policy_check import check_evaluation
-from decisionmodel.runtime_client import RuntimeClient
-from decisionmodel.settings import RolloutSettings
+from decisionmodel.rollout.contracts import (
+    EVALUATE,
+    EvaluateInput,
+    EvaluationOutcome,
+    EvaluationPolicy,
+    RevisionRecord,
+)
+from decisionmodel.rollout.policy_check import check_evaluation
+from decisionmodel.rollout.settings import RolloutSettings
 from decisionmodel.vocabulary import ConditionType
 from kube.client import Kube
 from kube.pod_gate import gate_true, pod_ip, probe_eligible

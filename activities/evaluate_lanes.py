@@ -14,10 +14,10 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any, Final
 
+from decisionmodel.engine.render.deployment import CONTAINER_NAME
+from decisionmodel.engine.runtime_client import RuntimeClient
 from decisionmodel.errors import RuntimeAnswerInvalid, RuntimeRequestRejected
 from decisionmodel.evaluation import GoldenCase
-from decisionmodel.render.deployment import CONTAINER_NAME
-from decisionmodel.runtime_client import RuntimeClient
 
 IN_FLIGHT_PER_POD = 2
 

@@ -9,9 +9,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from decisionmodel.contracts import RevisionRecord
+from decisionmodel.engine.runtime_client import GateVerdict, RuntimeClient, verdict
 from decisionmodel.errors import ProbeError
-from decisionmodel.runtime_client import GateVerdict, RuntimeClient, verdict
+from decisionmodel.rollout.contracts import RevisionRecord
 from kube.pod_gate import pod_ip
 
 

@@ -1,6 +1,6 @@
 """The live DecisionModel's policy, read by evaluate and promote right before they act.
 
-The comparison itself is pure (``decisionmodel.policy_check``); this module only reads the
+The comparison itself is pure (``decisionmodel.rollout.policy_check``); this module only reads the
 object (UID-checked: a re-created namesake is DecisionModelGone) and maps it to a policy.
 """
 
@@ -9,9 +9,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from decisionmodel.api import DecisionModel, DecisionModelInvalid
-from decisionmodel.contracts import DMRef, RolloutPolicy
 from decisionmodel.errors import PolicyMismatch
-from decisionmodel.spec_mapping import rollout_policy
+from decisionmodel.rollout.contracts import DMRef, RolloutPolicy
+from decisionmodel.rollout.spec_mapping import rollout_policy
 from kube.client import Kube
 
 

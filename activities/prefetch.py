@@ -13,7 +13,7 @@ the Job at once through its podFailurePolicy and end the activity with a non-ret
 | exit 5 (the tag moved) | Failed, PodFailurePolicy | DigestMismatch, "tag moved: …" |
 | anything else | Failed, BackoffLimitExceeded / DeadlineExceeded | PrefetchFailed |
 
-The termination message quoted in the error is scrubbed first (``decisionmodel.scrub``): the
+The termination message quoted in the error is scrubbed first (``decisionmodel.engine.scrub``): the
 last line of ``ollaya pull``'s log is not ours, and may echo a URL with credentials or a token.
 
 A failed Job is kept: a retried activity adopts it and reports the same classification
@@ -31,20 +31,20 @@ from temporalio import activity
 from activities import step_status
 from activities.step_status import writes_step_status
 from activities.typed_errors import show_guards, typed_errors
-from decisionmodel.contracts import PREFETCH, PrefetchResult, RevisionObjectsInput
-from decisionmodel.errors import DigestMismatch, DmrolloutError, ModelNotFound, PrefetchFailed
-from decisionmodel.render import render_prefetch_job, render_store_pvc
-from decisionmodel.render.prefetch_job import (
+from decisionmodel.engine.render import render_prefetch_job, render_store_pvc
+from decisionmodel.engine.render.prefetch_job import (
     CONTAINER_NAME,
     EXIT_DIGEST_MISMATCH,
     EXIT_MODEL_NOT_FOUND,
     EXIT_TAG_MOVED,
     PERMANENT_EXIT_CODES,
 )
-from decisionmodel.scrub import scrub_line
-from decisionmodel.settings import RolloutSettings
+from decisionmodel.engine.scrub import scrub_line
+from decisionmodel.errors import DigestMismatch, DmrolloutError, ModelNotFound, PrefetchFailed
+from decisionmodel.rollout import render_params
+from decisionmodel.rollout.contracts import PREFETCH, PrefetchResult, RevisionObjectsInput
+from decisionmodel.rollout.settings import RolloutSettings
 from decisionmodel.vocabulary import JOB_FAILED, JOB_FAILURE_TARGET, ConditionType
-from kube import params
 from kube.client import Kube
 from kube.secrets import SecretCapability, SecretReader
 from kube.wait import source, wait_until
@@ -154,8 +154,8 @@ class PrefetchActivities:
                 await self.secrets.read(
                     ns, inp.cache.download_token, SecretCapability.DOWNLOAD_TOKEN
                 )
-            pvc = render_store_pvc(params.store_params(inp))
-            job = render_prefetch_job(params.prefetch_params(inp, self.settings))
+            pvc = render_store_pvc(render_params.store_params(inp))
+            job = render_prefetch_job(render_params.prefetch_params(inp, self.settings))
             poll = self.settings.poll_interval_seconds
             await self.kube.ensure_owned(pvc, uid, poll, activity.heartbeat)
             created = await self.kube.ensure_owned(job, uid, poll, activity.heartbeat)

@@ -3,7 +3,7 @@
 The order is the reference's (REFERENCE "Failure, retry, promotion") and is what makes a crash
 at any point safe, since the activity is simply run again:
 
-0. Re-check the policy against the live DecisionModel (``decisionmodel.policy_check``): the
+0. Re-check the policy against the live DecisionModel (``decisionmodel.rollout.policy_check``): the
    rollout's evaluation, gates and promotion mode, and the approval Manual requires; a
    mismatch is PolicyMismatch, permanent. Then re-inspect the candidate's Pods.
 1. Refuse a foreign Service ``<dm>`` (ResourceConflict): nothing has changed yet.
@@ -31,7 +31,11 @@ from activities.pod_inspect import inspect_pod
 from activities.policy import read_live_policy
 from activities.step_status import enter_step, writes_step_status
 from activities.typed_errors import show_guards, typed_errors
-from decisionmodel.contracts import (
+from decisionmodel.engine.render import render_pdb, render_service
+from decisionmodel.engine.render.labels import LABEL_REVISION, selector_labels, service_name
+from decisionmodel.errors import PolicyMismatch, ProbeError, ResourceConflict
+from decisionmodel.rollout import render_params
+from decisionmodel.rollout.contracts import (
     PROMOTE,
     ConditionUpdate,
     Phase,
@@ -39,13 +43,9 @@ from decisionmodel.contracts import (
     PromoteResult,
     StatusUpdate,
 )
-from decisionmodel.errors import PolicyMismatch, ProbeError, ResourceConflict
-from decisionmodel.policy_check import check_promotion
-from decisionmodel.render import render_pdb, render_service
-from decisionmodel.render.labels import LABEL_REVISION, selector_labels, service_name
-from decisionmodel.settings import RolloutSettings
+from decisionmodel.rollout.policy_check import check_promotion
+from decisionmodel.rollout.settings import RolloutSettings
 from decisionmodel.vocabulary import ConditionType, Reason
-from kube import params
 from kube.client import Kube
 from kube.pod_gate import (
     gate_event,
@@ -124,7 +124,7 @@ class PromoteActivities:
             activity.heartbeat("status recorded")
 
             if inp.replicas > 1:
-                pdb = render_pdb(params.revision_params(dm, candidate))
+                pdb = render_pdb(render_params.revision_params(dm, candidate))
                 await self.kube.ensure_owned(
                     pdb, dm.uid, self.settings.poll_interval_seconds, activity.heartbeat
                 )
@@ -187,7 +187,7 @@ class PromoteActivities:
     async def _switch_service(self, inp: PromoteInput, service: dict[str, Any] | None) -> None:
         dm, candidate = inp.dm, inp.candidate.hash
         if service is None:
-            rendered = render_service(params.service_params(dm, candidate))
+            rendered = render_service(render_params.service_params(dm, candidate))
             # Adopts one created in between (a concurrent retry); a foreign one is refused.
             service = await self.kube.ensure_owned(
                 rendered, dm.uid, self.settings.poll_interval_seconds, activity.heartbeat

@@ -14,16 +14,20 @@ from typing import Any
 from temporalio import activity
 
 from activities.typed_errors import show_guards, typed_errors
-from decisionmodel.contracts import RECOVER_STORE_BEGIN, RECOVER_STORE_END, RevisionObjectsInput
-from decisionmodel.render import render_store_pvc
-from decisionmodel.render.labels import (
+from decisionmodel.engine.render import render_store_pvc
+from decisionmodel.engine.render.labels import (
     ANNOTATION_STORE_RECOVERING,
     prefetch_job_name,
     store_pvc_name,
 )
-from decisionmodel.settings import RolloutSettings
+from decisionmodel.rollout import render_params
+from decisionmodel.rollout.contracts import (
+    RECOVER_STORE_BEGIN,
+    RECOVER_STORE_END,
+    RevisionObjectsInput,
+)
+from decisionmodel.rollout.settings import RolloutSettings
 from decisionmodel.vocabulary import ConditionType
-from kube import params
 from kube.client import Kube
 
 
@@ -40,7 +44,7 @@ class StoreRecoveryActivities:
             dm, revision = inp.dm, inp.record.hash
             job = prefetch_job_name(dm.name, revision)
             await Kube.run(self.kube.delete_owned, "Job", dm.namespace, job, dm.uid)
-            pvc = render_store_pvc(params.store_params(inp))
+            pvc = render_store_pvc(render_params.store_params(inp))
             annotations: dict[str, Any] = pvc["metadata"].setdefault("annotations", {})
             annotations[ANNOTATION_STORE_RECOVERING] = "true"
             poll = self.settings.poll_interval_seconds

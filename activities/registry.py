@@ -15,7 +15,7 @@ from activities.start import StartActivities
 from activities.status import StatusActivities
 from activities.warmup_inspect import WarmupActivities
 from activities.watch_promoted import WatchActivities
-from decisionmodel.settings import RolloutSettings
+from decisionmodel.rollout.settings import RolloutSettings
 from kube.client import Kube
 
 

@@ -3,14 +3,14 @@
 Order, each step before anything leaves the process: parse ``spec.model`` (explicit tag
 required, InvalidModelName), the allowed-registries and insecure-registry guard
 (RegistryNotAllowed), the image-override guard (ImageOverrideNotAllowed), the placement guard
-(PlacementRefused, decisionmodel.placement) — all permanent — then
+(PlacementRefused, decisionmodel.engine.placement) — all permanent — then
 the digest: the input's digest when given (``spec.digest``, or the one the controller reused
 from status for the same model), else the registry's (ModelNotFound permanent; RegistryUnavailable
 and RegistryError transient: Temporal retries them, and each failed attempt shows
 Resolved=False with the reason and the fix at once, so a rollout held by its registry says why
 instead of sitting in Resolving).
 
-The record is built by ``decisionmodel.spec_mapping.record_for``, the one construction of a
+The record is built by ``decisionmodel.rollout.spec_mapping.record_for``, the one construction of a
 revision's identity, which the controller's dispatch uses too: both always agree.
 """
 
@@ -24,18 +24,18 @@ from temporalio import activity
 from activities import step_status
 from activities.step_status import writes_step_status
 from activities.typed_errors import OnGuard, show_guards, typed_errors
-from decisionmodel.contracts import (
+from decisionmodel.engine.names import ModelRef, check_registry_allowed, parse_model_name
+from decisionmodel.engine.placement import guard_placement
+from decisionmodel.engine.resolver import RegistryResolver
+from decisionmodel.errors import ImageOverrideNotAllowed, InvalidDigest
+from decisionmodel.rollout.contracts import (
     RESOLVE,
     ResolveInput,
     ResolveResult,
     RevisionSpec,
 )
-from decisionmodel.errors import ImageOverrideNotAllowed, InvalidDigest
-from decisionmodel.names import ModelRef, check_registry_allowed, parse_model_name
-from decisionmodel.placement import guard_placement
-from decisionmodel.resolver import RegistryResolver
-from decisionmodel.settings import RolloutSettings
-from decisionmodel.spec_mapping import digest_hex, record_for
+from decisionmodel.rollout.settings import RolloutSettings
+from decisionmodel.rollout.spec_mapping import digest_hex, record_for
 from decisionmodel.vocabulary import ConditionType
 from kube.client import Kube
 

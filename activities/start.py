@@ -15,12 +15,12 @@ from temporalio import activity
 
 from activities.step_status import enters_step
 from activities.typed_errors import show_guards, typed_errors
-from decisionmodel.contracts import START, RevisionObjectsInput, StartResult
-from decisionmodel.render import render_serving_deployment
-from decisionmodel.render.labels import selector_labels
-from decisionmodel.settings import RolloutSettings
+from decisionmodel.engine.render import render_serving_deployment
+from decisionmodel.engine.render.labels import selector_labels
+from decisionmodel.rollout import render_params
+from decisionmodel.rollout.contracts import START, RevisionObjectsInput, StartResult
+from decisionmodel.rollout.settings import RolloutSettings
 from decisionmodel.vocabulary import ConditionType, Reason
-from kube import params
 from kube.client import Kube
 from kube.pod_gate import condition_true
 from kube.rollout_status import show_guard
@@ -63,7 +63,7 @@ class StartActivities:
         # Refused here, before any Pod is created with a key no request can carry.
         parse_api_key(found.value, inp.dm.namespace, inp.api_key)
         # Only the checksum leaves this function: it rolls the Pods when the key changes.
-        return params.apikey_checksum(found.value, found.uid)
+        return render_params.apikey_checksum(found.value, found.uid)
 
     @activity.defn(name=START)
     @enters_step  # phase Starting; warmup_inspect reports the Pods model-ready
@@ -73,7 +73,7 @@ class StartActivities:
         async with typed_errors(show_guards(self.kube, inp.dm, ConditionType.PROMOTED)):
             checksum = await self._apikey_checksum(inp)
             deployment = render_serving_deployment(
-                params.serving_params(inp, self.settings, checksum)
+                render_params.serving_params(inp, self.settings, checksum)
             )
             name = deployment["metadata"]["name"]
             await self.kube.ensure_owned(

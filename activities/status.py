@@ -9,8 +9,8 @@ from __future__ import annotations
 from temporalio import activity
 
 from activities.typed_errors import typed_errors
-from decisionmodel.contracts import RECORD_STATUS, StatusUpdate
-from decisionmodel.settings import RolloutSettings
+from decisionmodel.rollout.contracts import RECORD_STATUS, StatusUpdate
+from decisionmodel.rollout.settings import RolloutSettings
 from kube.client import Kube
 from kube.rollout_status import emit_update_event, write_status
 

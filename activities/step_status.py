@@ -18,8 +18,8 @@ from collections.abc import Awaitable, Callable
 from typing import Protocol, TypeVar
 
 from activities.typed_errors import typed_errors
-from decisionmodel import step_status
-from decisionmodel.contracts import (
+from decisionmodel.rollout import step_status
+from decisionmodel.rollout.contracts import (
     EvaluateInput,
     EvaluationOutcome,
     PrefetchResult,
@@ -68,7 +68,7 @@ async def enter_step(kube: Kube | None, status: StepStatus | None) -> None:
 
 
 async def report_step(kube: Kube | None, status: StepStatus | None, update: StatusUpdate) -> None:
-    """The step's outcome (``decisionmodel.step_status``), when the rollout asked for it."""
+    """The step's outcome (``decisionmodel.rollout.step_status``), when the rollout asked for it."""
     if status is not None and status.report:
         await _write(kube, update)
 

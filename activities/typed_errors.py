@@ -14,8 +14,8 @@ from typing import Final
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
-from decisionmodel.contracts import DMRef
 from decisionmodel.errors import DmrolloutError
+from decisionmodel.rollout.contracts import DMRef
 from decisionmodel.vocabulary import ConditionType, Reason
 from kube.client import APIServerUnavailable, DecisionModelGone, Kube
 from kube.rollout_status import show_guard

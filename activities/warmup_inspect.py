@@ -46,11 +46,11 @@ from temporalio import activity
 from activities import step_status
 from activities.step_status import writes_step_status
 from activities.typed_errors import typed_errors
-from decisionmodel.contracts import WARMUP_INSPECT, DMRef, WarmupInput, WarmupResult
+from decisionmodel.engine.render.labels import selector_labels
+from decisionmodel.engine.runtime_client import GateVerdict, RuntimeClient, RuntimeTimeouts, verdict
 from decisionmodel.errors import ProbeError
-from decisionmodel.render.labels import selector_labels
-from decisionmodel.runtime_client import GateVerdict, RuntimeClient, RuntimeTimeouts, verdict
-from decisionmodel.settings import RolloutSettings
+from decisionmodel.rollout.contracts import WARMUP_INSPECT, DMRef, WarmupInput, WarmupResult
+from decisionmodel.rollout.settings import RolloutSettings
 from decisionmodel.vocabulary import ConditionType, Phase, Reason
 from kube.client import Kube, serving_pods
 from kube.pod_gate import (

@@ -21,8 +21,8 @@ from temporalio import activity
 
 from activities.pod_inspect import inspect_pod
 from activities.typed_errors import typed_errors
-from decisionmodel.contracts import WATCH_PROMOTED, WatchPromotedInput, WatchPromotedResult
-from decisionmodel.settings import RolloutSettings
+from decisionmodel.rollout.contracts import WATCH_PROMOTED, WatchPromotedInput, WatchPromotedResult
+from decisionmodel.rollout.settings import RolloutSettings
 from kube.client import Kube
 from kube.pod_gate import gate_event, probe_eligible, set_gate, state_from_verdict
 from kube.secrets import SecretReader

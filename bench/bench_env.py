@@ -17,7 +17,7 @@ from typing import Any
 
 import httpx
 
-from decisionmodel.crd import CRD_NAME
+from decisionmodel.api.crd import CRD_NAME
 from localenv.cluster import DEFAULT_NODES, FakeNode
 from localenv.demo import CRD, product_env
 from localenv.env import REGISTRY_URL, LocalEnv
@@ -26,7 +26,7 @@ from localenv.processes import ManagedProcess
 
 @dataclass
 class Product:
-    """How the worker and the controller are started: arguments after ``controller.cli
+    """How the worker and the controller are started: arguments after ``python -m controller.cli
     controller`` and environment beyond the product's own (``localenv.demo.product_env``)."""
 
     controller_args: list[str] = field(default_factory=list)

@@ -46,7 +46,16 @@ from temporalio.testing import ActivityEnvironment
 from activities.evaluate import EvaluateActivities
 from activities.resolve import ResolveActivities
 from activities.warmup_inspect import WarmupActivities
-from decisionmodel.contracts import (
+from decisionmodel.api.crd import CRD_NAME
+from decisionmodel.engine.params import OwnerRef, PrefetchParams, ServingParams, StoreParams
+from decisionmodel.engine.render import (
+    render_prefetch_job,
+    render_serving_deployment,
+    render_store_pvc,
+)
+from decisionmodel.engine.render.labels import selector_labels, store_pvc_name
+from decisionmodel.engine.runtime_client import RuntimeClient
+from decisionmodel.rollout.contracts import (
     DMRef,
     EvaluateInput,
     EvaluationOutcome,
@@ -57,12 +66,7 @@ from decisionmodel.contracts import (
     RevisionSpec,
     WarmupInput,
 )
-from decisionmodel.crd import CRD_NAME
-from decisionmodel.engine_params import OwnerRef, PrefetchParams, ServingParams, StoreParams
-from decisionmodel.render import render_prefetch_job, render_serving_deployment, render_store_pvc
-from decisionmodel.render.labels import selector_labels, store_pvc_name
-from decisionmodel.runtime_client import RuntimeClient
-from decisionmodel.settings import RolloutSettings
+from decisionmodel.rollout.settings import RolloutSettings
 from kube.client import Kube
 from localenv.demo import CRD
 from localenv.env import REGISTRY_HOST, REGISTRY_URL, LocalEnv

@@ -8,7 +8,8 @@ controller's requests. For each size (``--sizes 20,100``: cumulative, the same f
 applies DecisionModels until there are N, waits until all are Ready, lets them settle, then counts
 the controller's requests over ``--window`` seconds and samples its CPU (and the API server's)
 from /proc. Prints them beside the issue's figures from before the watch-fed cache
-(controller/cache.py); ``--json PATH`` writes them as one flat JSON object. Asserts nothing;
+(controller/reconciler/cache.py); ``--json PATH`` writes them as one flat JSON object. Asserts
+nothing;
 bounded by ``--timeout`` per size. Leader election is off: a Lease renewal is a constant cost,
 not a per-DecisionModel one. Run inside the test namespace:
 

@@ -30,7 +30,7 @@ from bench_env import Product, start_product
 from kubernetes import watch
 
 from decisionmodel.api import GROUP, PLURAL, VERSION
-from decisionmodel.render.labels import deployment_name, prefetch_job_name, store_pvc_name
+from decisionmodel.engine.render.labels import deployment_name, prefetch_job_name, store_pvc_name
 from kube.client import Kube
 from localenv.env import LocalEnv
 

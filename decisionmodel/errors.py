@@ -198,7 +198,7 @@ class ImageOverrideNotAllowed(DmrolloutError):
 class PlacementRefused(DmrolloutError):
     """The spec asks for a placement (toleration, node selector or affinity key, runtime or
     priority class) or a replica count outside the operator's placement policy
-    (``decisionmodel.placement``). Permanent for the rollout that carries it; the controller
+    (``decisionmodel.engine.placement``). Permanent for the rollout that carries it; the controller
     starts none while the spec or the policy refuses it."""
 
     reason = Reason.PLACEMENT_REFUSED

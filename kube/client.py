@@ -23,10 +23,10 @@ from kubernetes import client, config
 from kubernetes.client.rest import ApiException
 
 from decisionmodel.api import GROUP, PLURAL, VERSION
-from decisionmodel.contracts import DMRef
+from decisionmodel.engine.render.labels import LABEL_NAME, deployment_name, selector_labels
 from decisionmodel.errors import ResourceConflict
-from decisionmodel.render.labels import LABEL_NAME, deployment_name, selector_labels
-from decisionmodel.settings import RolloutSettings
+from decisionmodel.rollout.contracts import DMRef
+from decisionmodel.rollout.settings import RolloutSettings
 from kube.timeouts import KubeTimeouts, bound_requests, configure
 
 T = TypeVar("T")
@@ -181,7 +181,7 @@ class Kube:
                 connect=settings.kube_connect_timeout_seconds,
                 read=settings.kube_read_timeout_seconds,
             ),
-            # The worker calls from one thread per activity (controller/worker.py).
+            # The worker calls from one thread per activity (controller/worker/run.py).
             pool_size=settings.worker_max_concurrent_activities,
         )
 

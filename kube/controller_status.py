@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Final, Literal
 
-from decisionmodel.contracts import ConditionUpdate, DMRef
+from decisionmodel.rollout.contracts import ConditionUpdate, DMRef
 from decisionmodel.vocabulary import CONTROLLER_CONDITION_TYPES, ConditionType, Reason
 from kube.client import CONTROLLER_FIELD_MANAGER, Kube
 from kube.status import apply_owned_status, merge_conditions

@@ -20,9 +20,9 @@ from typing import Any, Final, Literal
 
 from kubernetes.client.rest import ApiException
 
-from decisionmodel.contracts import DMRef
-from decisionmodel.render.labels import READINESS_GATE
-from decisionmodel.runtime_client import GateVerdict
+from decisionmodel.engine.render.labels import READINESS_GATE
+from decisionmodel.engine.runtime_client import GateVerdict
+from decisionmodel.rollout.contracts import DMRef
 from decisionmodel.vocabulary import POD_CONTAINERS_READY, POD_READY, Reason
 from kube.client import Kube
 from kube.status import emit_event

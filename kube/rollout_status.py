@@ -18,15 +18,15 @@ from typing import Any, Final
 
 from kubernetes.client.rest import ApiException
 
-from decisionmodel.api_status import EvaluationGates
-from decisionmodel.contracts import (
+from decisionmodel.api.status import EvaluationGates
+from decisionmodel.rollout.contracts import (
     ConditionUpdate,
     DMRef,
     EvaluationOutcome,
     RevisionRecord,
     StatusUpdate,
 )
-from decisionmodel.evaluation_status import evaluation_status
+from decisionmodel.rollout.evaluation_status import evaluation_status
 from decisionmodel.vocabulary import ROLLOUT_CONDITION_TYPES, ConditionType
 from kube.client import ROLLOUT_FIELD_MANAGER, APIServerUnavailable, Kube
 from kube.status import apply_owned_status, emit_event, merge_conditions, wire_time

@@ -31,8 +31,7 @@ from typing import Any, Final
 
 from kubernetes.client.rest import ApiException
 
-from decisionmodel.api_key import KEY_RULE, header_safe
-from decisionmodel.contracts import DMRef, KeyRef
+from decisionmodel.engine.api_key import KEY_RULE, header_safe
 from decisionmodel.errors import (
     APIKeyInvalid,
     DatasetNotFound,
@@ -41,6 +40,7 @@ from decisionmodel.errors import (
     SecretNotFound,
     SecretReadFailed,
 )
+from decisionmodel.rollout.contracts import DMRef, KeyRef
 from decisionmodel.vocabulary import EventReason
 from kube.client import Kube
 

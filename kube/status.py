@@ -14,7 +14,7 @@ apply. The read and the apply are tied by ``metadata.resourceVersion``: a write 
 the apply fail with 409 and it is rebuilt from a fresh read, never written back stale.
 
 Conditions of both owners go through :func:`merge_conditions`, on top of
-``decisionmodel.conditions.set_condition`` (lastTransitionTime moves only when status does).
+``decisionmodel.api.conditions.set_condition`` (lastTransitionTime moves only when status does).
 """
 
 from __future__ import annotations
@@ -26,9 +26,9 @@ from typing import Any, Final
 
 from kubernetes.client.rest import ApiException
 
-from decisionmodel.api_status import Condition
-from decisionmodel.conditions import condition, set_condition
-from decisionmodel.contracts import ConditionUpdate, DMRef
+from decisionmodel.api.conditions import condition, set_condition
+from decisionmodel.api.status import Condition
+from decisionmodel.rollout.contracts import ConditionUpdate, DMRef
 from kube.client import STATUS_APPLY_ATTEMPTS, Kube, conflict_backoff
 
 log = logging.getLogger("dmrollout.status")

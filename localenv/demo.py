@@ -19,7 +19,7 @@ from typing import Any
 
 import httpx
 
-from decisionmodel.crd import CRD_NAME
+from decisionmodel.api.crd import CRD_NAME
 from localenv.env import REGISTRY_HOST, REGISTRY_URL, LocalEnv
 from localenv.paths import REPO_ROOT
 from localenv.processes import ManagedProcess

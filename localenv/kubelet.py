@@ -286,7 +286,8 @@ class FakeKubelet:
     def run_prefetch(self, pod: dict[str, Any]) -> JobOutcome:
         """What the prefetch container's script does, against the registry simulator.
 
-        Messages are the script's termination-log lines (``decisionmodel.render.prefetch_job``):
+        Messages are the script's termination-log lines
+        (``decisionmodel.engine.render.prefetch_job``):
         every failure of ``ollaya pull`` other than "not found in registry" is ``PullFailed``
         with ollaya's last output line, exit 1, so the Job controller retries it.
         """

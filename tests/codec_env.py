@@ -8,7 +8,7 @@ import socket
 from dataclasses import dataclass
 from pathlib import Path
 
-from controller import temporal_client
+from controller.temporal import client as temporal_client
 from localenv.processes import ManagedProcess
 from localenv.temporal import TemporalDevServer
 

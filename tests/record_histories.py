@@ -45,7 +45,7 @@ from rollout_harness import (
 )
 from temporalio.client import WorkflowHandle
 
-from decisionmodel.contracts import Phase, RolloutOutcome, RolloutProgress, RolloutResult
+from decisionmodel.rollout.contracts import Phase, RolloutOutcome, RolloutProgress, RolloutResult
 from localenv.cluster import in_private_netns
 from localenv.env import LocalEnv
 from simulators.answers import make_golden_set, true_answer

@@ -25,11 +25,11 @@ from temporalio.client import Client, WorkflowHandle
 from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.worker import Worker
 
-from controller.dispatch import DispatchSettings, rollout_input
-from controller.worker import build_worker
+from controller.reconciler.dispatch import DispatchSettings, rollout_input
+from controller.worker.run import build_worker
 from decisionmodel.api import DecisionModel
-from decisionmodel.contracts import RolloutInput, RolloutOutcome, RolloutTuning, workflow_id
-from decisionmodel.settings import RolloutSettings
+from decisionmodel.rollout.contracts import RolloutInput, RolloutOutcome, RolloutTuning, workflow_id
+from decisionmodel.rollout.settings import RolloutSettings
 from kube.client import Kube
 from localenv.cluster import LocalCluster
 from localenv.env import REGISTRY_HOST, REGISTRY_URL

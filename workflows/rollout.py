@@ -1,7 +1,7 @@
 """RolloutWorkflow: one durable workflow per DecisionModel revision.
 
 Deterministic orchestration only: every side effect is an activity scheduled by name (see
-``decisionmodel.contracts``), every wait is a Temporal timer or condition. The history this
+``decisionmodel.rollout.contracts``), every wait is a Temporal timer or condition. The history this
 workflow leaves is the rollout's audit trail: each activity carries a summary, each phase change
 upserts the ``DmPhase`` search attribute. Each step activity writes its own status (its phase
 when it starts, its outcome when it ends: ``StepStatus`` in its input), so that a rollout's
@@ -39,8 +39,9 @@ from temporalio.exceptions import (
 )
 
 with workflow.unsafe.imports_passed_through():
-    from decisionmodel import step_status
-    from decisionmodel.contracts import (
+    from decisionmodel.engine.render.labels import store_pvc_name
+    from decisionmodel.rollout import step_status
+    from decisionmodel.rollout.contracts import (
         DELETE_REVISION,
         EVALUATE,
         PREFETCH,
@@ -79,8 +80,7 @@ with workflow.unsafe.imports_passed_through():
         WatchPromotedResult,
         approval_token,
     )
-    from decisionmodel.evaluation_status import evaluation_details
-    from decisionmodel.render.labels import store_pvc_name
+    from decisionmodel.rollout.evaluation_status import evaluation_details
     from decisionmodel.vocabulary import (
         PERMANENT_REASONS,
         ConditionType,

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from decisionmodel.contracts import (
+from decisionmodel.rollout.contracts import (
     CleanupProgress,
     EvaluationOutcome,
     Phase,

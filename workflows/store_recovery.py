@@ -17,7 +17,8 @@ from temporalio import workflow
 from temporalio.exceptions import ActivityError, ApplicationError
 
 with workflow.unsafe.imports_passed_through():
-    from decisionmodel.contracts import (
+    from decisionmodel.engine.render.labels import store_pvc_name
+    from decisionmodel.rollout.contracts import (
         PREFETCH,
         RECOVER_STORE_BEGIN,
         RECOVER_STORE_END,
@@ -25,7 +26,6 @@ with workflow.unsafe.imports_passed_through():
         StoreRecoveryInput,
         StoreRecoveryOutcome,
     )
-    from decisionmodel.render.labels import store_pvc_name
     from decisionmodel.vocabulary import Reason
     from workflows.rollout import RETRY
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from html import escape
 
-from decisionmodel.api_status import ConfusionCellStatus
+from decisionmodel.api.status import ConfusionCellStatus
 from decisionmodel.evaluation.confusion import KINDS, NONE, kind_labels
 
 _TITLES = {"noul": "yes/no (noul)", "score": "score levels", "choice": "choice options"}

@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
 
-from decisionmodel.api_status import EvaluationStatus
+from decisionmodel.api.status import EvaluationStatus
 
 
 @dataclass(frozen=True)

@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from html import escape
 
-from decisionmodel.api_status import EvaluationResult, EvaluationStatus
+from decisionmodel.api.status import EvaluationResult, EvaluationStatus
 from decisionmodel.report.confusion_html import confusion_tables
 from decisionmodel.report.figures import gate_rows
 from decisionmodel.report.reliability_svg import reliability_svg

@@ -10,7 +10,7 @@ from __future__ import annotations
 from decimal import Decimal
 from typing import Final
 
-from decisionmodel.api_status import ReliabilityBinStatus
+from decisionmodel.api.status import ReliabilityBinStatus
 
 SIZE: Final = 360  # plot square, in SVG units
 LEFT: Final = 48

@@ -31,7 +31,7 @@ from temporalio.api.history.v1 import HistoryEvent
 from temporalio.client import WorkflowFailureError, WorkflowHandle
 from temporalio.service import RPCError
 
-from decisionmodel.contracts import RolloutOutcome, RolloutResult
+from decisionmodel.rollout.contracts import RolloutOutcome, RolloutResult
 from localenv.chaos import FaultWindow, fault_window
 
 # After the fault clears: time for the rollout to finish (a status write retried at the

@@ -36,8 +36,8 @@ from helpers import async_assert_eventually
 from temporalio.api.enums.v1 import PendingActivityState
 from temporalio.client import WorkflowHandle
 
-from decisionmodel.contracts import Phase
-from decisionmodel.render.labels import ANNOTATION_PROMOTE, prefetch_job_name
+from decisionmodel.engine.render.labels import ANNOTATION_PROMOTE, prefetch_job_name
+from decisionmodel.rollout.contracts import Phase
 from localenv.env import REGISTRY_URL
 from localenv.kwok_stages import JOB_POD_LABEL
 from simulators.pod_faults import PREFIX as SIM_PREFIX

@@ -19,8 +19,8 @@ import httpx
 from temporalio.client import WorkflowHandle
 
 from decisionmodel.api import GROUP, PLURAL, VERSION
-from decisionmodel.contracts import RolloutProgress
-from decisionmodel.render.labels import LABEL_NAME, LABEL_REVISION
+from decisionmodel.engine.render.labels import LABEL_NAME, LABEL_REVISION
+from decisionmodel.rollout.contracts import RolloutProgress
 from kube.client import Kube
 from kube.timeouts import KubeTimeouts
 from simulators.answers import make_golden_set

@@ -33,8 +33,8 @@ from rollout_harness import (
 )
 from temporalio.client import Client, WorkflowHandle
 
-from controller.rollouts import dm_query
-from decisionmodel.contracts import RolloutOutcome
+from controller.temporal.rollouts import dm_query
+from decisionmodel.rollout.contracts import RolloutOutcome
 from kube.client import Kube
 from localenv.chaos import (
     ApiServerStopped,

@@ -22,7 +22,7 @@ from codec_env import (
 from rollout_harness import RolloutHarness, WorkerProcess, connect, in_process_worker, install_crd
 from temporalio.client import Client
 
-from controller.temporal_client import connect as connect_as_controller
+from controller.temporal.client import connect as connect_as_controller
 from localenv.cluster import LocalCluster
 from localenv.env import LocalEnv, Simulators
 from localenv.processes import ManagedProcess, wait_until
@@ -142,7 +142,7 @@ def codec_env(local_env: LocalEnv, tmp_path_factory: pytest.TempPathFactory) -> 
 
 @pytest.fixture(scope="session")
 async def codec_client(codec_env: CodecEnv) -> Client:
-    """A client as the controller makes it (controller.temporal_client.connect)."""
+    """A client as the controller makes it (controller.temporal.client.connect)."""
     return await connect_as_controller(codec_env.settings)
 
 

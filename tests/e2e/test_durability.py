@@ -48,8 +48,8 @@ from temporalio.api.workflow.v1 import PendingActivityInfo
 from temporalio.client import Client, WorkflowHandle
 from temporalio.service import RPCError
 
-from decisionmodel.contracts import RolloutOutcome, RolloutResult
-from decisionmodel.render.labels import deployment_name, prefetch_job_name, store_pvc_name
+from decisionmodel.engine.render.labels import deployment_name, prefetch_job_name, store_pvc_name
+from decisionmodel.rollout.contracts import RolloutOutcome, RolloutResult
 from localenv.cluster import LocalCluster
 from localenv.env import REGISTRY_URL, LocalEnv, Simulators
 from localenv.kwok_stages import JOB_POD_LABEL

@@ -25,7 +25,7 @@ import record_histories as rec
 from rollout_harness import RolloutHarness
 from temporalio.client import WorkflowHistory
 
-from decisionmodel.contracts import RolloutResult
+from decisionmodel.rollout.contracts import RolloutResult
 
 pytestmark = [pytest.mark.e2e, pytest.mark.cluster, pytest.mark.temporal]
 

@@ -19,7 +19,7 @@ from helpers import async_assert_eventually, eventually
 from rollout_harness import RolloutHarness, golden_jsonl, put_model
 from temporalio.client import WorkflowHandle, WorkflowUpdateFailedError
 
-from decisionmodel.contracts import (
+from decisionmodel.rollout.contracts import (
     Phase,
     RolloutOutcome,
     RolloutProgress,

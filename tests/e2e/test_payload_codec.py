@@ -30,9 +30,9 @@ from temporalio.client import Client
 from temporalio.contrib.pydantic import pydantic_data_converter
 from test_history_secrets import searchable
 
-from controller.payload_codec import ENCODING, KEY_ID_METADATA
-from controller.rollouts import Rollouts
-from decisionmodel.contracts import RolloutInput, RolloutResult
+from controller.temporal.payload_codec import ENCODING, KEY_ID_METADATA
+from controller.temporal.rollouts import Rollouts
+from decisionmodel.rollout.contracts import RolloutInput, RolloutResult
 from localenv.cluster import LocalCluster
 
 pytestmark = [pytest.mark.e2e, pytest.mark.cluster, pytest.mark.temporal]

@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 from rollout_harness import RolloutHarness
 
-from decisionmodel.contracts import RolloutResult
+from decisionmodel.rollout.contracts import RolloutResult
 
 pytestmark = [pytest.mark.e2e, pytest.mark.cluster, pytest.mark.temporal]
 

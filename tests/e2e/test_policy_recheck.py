@@ -16,7 +16,7 @@ from helpers import async_assert_eventually
 from rollout_harness import RolloutHarness, golden_jsonl, put_model
 from temporalio.client import WorkflowHandle
 
-from decisionmodel.contracts import Phase, RolloutOutcome, RolloutProgress, RolloutResult
+from decisionmodel.rollout.contracts import Phase, RolloutOutcome, RolloutProgress, RolloutResult
 from workflows.rollout import RolloutWorkflow
 
 pytestmark = [pytest.mark.e2e, pytest.mark.cluster, pytest.mark.temporal]

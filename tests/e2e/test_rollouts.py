@@ -8,7 +8,7 @@ import pytest
 from helpers import eventually
 from rollout_harness import SIM_PREFIX, RolloutHarness, golden_jsonl, put_model, registry_digest
 
-from decisionmodel.contracts import PhaseTimeouts, RolloutResult
+from decisionmodel.rollout.contracts import PhaseTimeouts, RolloutResult
 from simulators.answers import expected_accuracy, make_golden_set
 
 pytestmark = [pytest.mark.e2e, pytest.mark.cluster, pytest.mark.temporal]

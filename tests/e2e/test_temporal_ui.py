@@ -26,7 +26,7 @@ from playwright.async_api import Browser, Page, async_playwright, expect
 from rollout_harness import RolloutHarness
 from temporalio.client import Client
 
-from decisionmodel.contracts import RolloutResult, workflow_id
+from decisionmodel.rollout.contracts import RolloutResult, workflow_id
 from localenv.temporal import TemporalDevServer
 
 pytestmark = [pytest.mark.e2e, pytest.mark.cluster, pytest.mark.temporal, pytest.mark.browser]

@@ -24,9 +24,9 @@ from fuzz_strategies import FUZZ_CASE, RuntimeAnswer, SpecExample
 from fuzz_tally import Tally
 
 from decisionmodel.api import DecisionModel, DecisionModelInvalid
+from decisionmodel.engine.runtime_client import RuntimeClient, verdict
 from decisionmodel.errors import DmrolloutError
 from decisionmodel.evaluation import EvaluationProgress, finalize, parse_dataset
-from decisionmodel.runtime_client import RuntimeClient, verdict
 
 # --- DecisionModels ---------------------------------------------------------------------------
 

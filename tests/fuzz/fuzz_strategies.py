@@ -4,7 +4,7 @@ Each strategy starts from a valid object and applies zero or more mutations, so 
 are *near* valid (one wrong type, one number out of range, one bad pattern, one unknown or
 missing field, one huge value) and exercise the validators rather than the first type check.
 
-- `decision_models()` mutates along the CRD's own schema (`decisionmodel.crd.root_schema`): a
+- `decision_models()` mutates along the CRD's own schema (`decisionmodel.api.crd.root_schema`): a
   new field of the API is fuzzed without touching this module. Each example carries the wire
   paths it broke, so a refusal can be checked to name one of them.
 - `datasets()` writes JSONL bytes: valid cases, structural mutations of a case, and byte-level
@@ -30,7 +30,7 @@ from typing import Any
 from hypothesis import strategies as st
 
 from decisionmodel.api import number_beyond_double
-from decisionmodel.crd import root_schema
+from decisionmodel.api.crd import root_schema
 
 # --- shared pieces ----------------------------------------------------------------------------
 

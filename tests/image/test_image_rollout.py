@@ -20,7 +20,7 @@ from image_process import ImageProcess, image_ref, image_size_bytes, mountable_k
 from rollout_harness import ControllerProcess, RolloutHarness, connect, install_crd, worker_env
 from temporalio.client import WorkflowExecutionStatus
 
-from controller.rollouts import dm_query
+from controller.temporal.rollouts import dm_query
 from localenv.cluster import LocalCluster
 from localenv.env import Simulators
 from localenv.temporal import TemporalDevServer

@@ -2,7 +2,8 @@
 local control plane, the fake kubelet and the registry simulator, called directly through
 Temporal's ActivityEnvironment (which also records heartbeats).
 
-The pure parts (classify_failure, build_rollout_status, kube.params) are unit tests:
+The pure parts (classify_failure, build_rollout_status, decisionmodel.rollout.render_params) are
+unit tests:
 tests/unit/activities/test_prefetch_classify.py and tests/unit/kube/.
 """
 
@@ -30,7 +31,8 @@ from activities.resolve import ResolveActivities
 from activities.start import StartActivities
 from activities.status import StatusActivities
 from decisionmodel.api import DecisionModel
-from decisionmodel.contracts import (
+from decisionmodel.engine.render.labels import ANNOTATION_APIKEY_CHECKSUM
+from decisionmodel.rollout.contracts import (
     CachePolicy,
     ConditionUpdate,
     DeleteRevisionInput,
@@ -46,11 +48,10 @@ from decisionmodel.contracts import (
     StatusUpdate,
     StepStatus,
 )
-from decisionmodel.render.labels import ANNOTATION_APIKEY_CHECKSUM
-from decisionmodel.settings import RolloutSettings
-from decisionmodel.spec_mapping import rollout_policy
+from decisionmodel.rollout.render_params import apikey_checksum
+from decisionmodel.rollout.settings import RolloutSettings
+from decisionmodel.rollout.spec_mapping import rollout_policy
 from kube.client import CONTROLLER_FIELD_MANAGER, ROLLOUT_FIELD_MANAGER, Kube
-from kube.params import apikey_checksum
 from localenv.cluster import POD_NETWORK, LocalCluster
 from localenv.env import Simulators
 

@@ -4,7 +4,7 @@ resolve (digest = sha256 of the manifest bytes, the registry's refusals), warmup
 True and Pods Ready; DeviceMismatch and NotPinned keep the gate False and the activity
 waiting), the labelled-Secret guard, and evaluate (exact accuracy against the simulated model,
 gates, baseline, resume from heartbeat details, QUEUE_FULL, malformed and missing datasets).
-Serving objects are rendered with ``decisionmodel.render`` and applied with kubectl; the fake
+Serving objects are rendered with ``decisionmodel.engine.render`` and applied with kubectl; the fake
 kubelet runs the prefetch Job (writing the store the runtime simulator reads) and turns Pods
 Ready once their gate is True.
 
@@ -34,7 +34,24 @@ from temporalio.testing import ActivityEnvironment
 from activities.evaluate import EvaluateActivities, EvaluationHeartbeat
 from activities.resolve import ResolveActivities
 from activities.warmup_inspect import WarmupActivities
-from decisionmodel.contracts import (
+from decisionmodel.api.crd import CRD_NAME, render_crd_yaml
+from decisionmodel.engine.params import (
+    OwnerRef,
+    PrefetchParams,
+    SecretKeyRef,
+    ServingParams,
+    StoreParams,
+)
+from decisionmodel.engine.render import (
+    render_prefetch_job,
+    render_serving_deployment,
+    render_store_pvc,
+)
+from decisionmodel.engine.render.labels import selector_labels, store_pvc_name
+from decisionmodel.engine.runtime_client import RuntimeClient
+from decisionmodel.errors import ProbeError, QueueFull
+from decisionmodel.evaluation import EvaluationProgress, parse_dataset, render4
+from decisionmodel.rollout.contracts import (
     DMRef,
     EvaluateInput,
     EvaluationPolicy,
@@ -44,24 +61,7 @@ from decisionmodel.contracts import (
     RevisionSpec,
     WarmupInput,
 )
-from decisionmodel.crd import CRD_NAME, render_crd_yaml
-from decisionmodel.engine_params import (
-    OwnerRef,
-    PrefetchParams,
-    SecretKeyRef,
-    ServingParams,
-    StoreParams,
-)
-from decisionmodel.errors import ProbeError, QueueFull
-from decisionmodel.evaluation import EvaluationProgress, parse_dataset, render4
-from decisionmodel.render import (
-    render_prefetch_job,
-    render_serving_deployment,
-    render_store_pvc,
-)
-from decisionmodel.render.labels import selector_labels, store_pvc_name
-from decisionmodel.runtime_client import RuntimeClient
-from decisionmodel.settings import RolloutSettings
+from decisionmodel.rollout.settings import RolloutSettings
 from kube.client import Kube
 from kube.pod_gate import condition_true, gate_condition
 from localenv.cluster import LocalCluster

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from controller.cli_errors import ExitCode
+from controller.cli.errors import ExitCode
 from localenv.cluster import in_private_netns
 
 REPEATS = 20

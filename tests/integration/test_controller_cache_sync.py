@@ -1,5 +1,6 @@
-"""The controller's watch-fed cache against the real kube-apiserver (controller/cache.py,
-controller/watch.py): nothing is read before the first list, the list holds exactly the labelled
+"""The controller's watch-fed cache against the real kube-apiserver (controller/reconciler/cache.py,
+controller/reconciler/watch.py): nothing is read before the first list, the list holds exactly the
+labelled
 objects of the namespace, and watch events keep it current and enqueue the DecisionModel. The
 410 Gone relist is tests/unit/controller/test_cache.py (this API server replays a resume point
 even after an etcd compaction, so it cannot be made to answer 410 here)."""
@@ -14,9 +15,9 @@ import pytest
 from helpers import eventually, scratch_namespace
 from rollout_harness import install_crd
 
-from controller.cache import CacheNotSynced, ObjectCache
-from controller.watch import Watcher
-from decisionmodel.render.labels import LABEL_NAME
+from controller.reconciler.cache import CacheNotSynced, ObjectCache
+from controller.reconciler.watch import Watcher
+from decisionmodel.engine.render.labels import LABEL_NAME
 from kube.client import Kube
 from localenv.cluster import LocalCluster
 

@@ -32,7 +32,7 @@ from decisionmodel.api import (
     ReplicasStatus,
     RevisionStatus,
 )
-from decisionmodel.crd import CRD_NAME, render_crd_yaml
+from decisionmodel.api.crd import CRD_NAME, render_crd_yaml
 
 pytestmark = pytest.mark.cluster
 

@@ -21,7 +21,7 @@ from helpers import async_assert_eventually, eventually
 from kubernetes import client, config
 from kubernetes.client.rest import ApiException
 
-from controller.leader import LeaderElector, format_micro_time
+from controller.reconciler.leader import LeaderElector, format_micro_time
 from localenv.cluster import LocalCluster
 
 pytestmark = [pytest.mark.cluster]

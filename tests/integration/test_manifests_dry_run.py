@@ -26,8 +26,8 @@ import pytest
 import yaml
 
 from decisionmodel.api import DecisionModel
+from decisionmodel.engine.render import labels as L
 from decisionmodel.evaluation.dataset import parse_dataset
-from decisionmodel.render import labels as L
 from localenv.cluster import LocalCluster
 from localenv.paths import bin_dir
 

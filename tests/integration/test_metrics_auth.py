@@ -17,10 +17,10 @@ import pytest
 from kubernetes import client, config
 from metrics_identities import Tokens, metrics_tokens
 
-from controller.metrics import ControllerMetrics
-from controller.metrics_server import SecureMetricsServer, build_secure_metrics_server
-from controller.metrics_settings import MetricsSettings
-from controller.metrics_tls import self_signed_pem
+from controller.serve.metrics import ControllerMetrics
+from controller.serve.metrics_server import SecureMetricsServer, build_secure_metrics_server
+from controller.serve.metrics_settings import MetricsSettings
+from controller.serve.metrics_tls import self_signed_pem
 from localenv.cluster import LocalCluster
 
 pytestmark = pytest.mark.cluster

@@ -25,11 +25,11 @@ import httpx
 import pytest
 from helpers import assert_eventually
 
-from decisionmodel.engine_params import OwnerRef, PrefetchParams, StoreParams, default_image
-from decisionmodel.names import parse_model_name
-from decisionmodel.render import render_prefetch_job, render_store_pvc
-from decisionmodel.render.labels import prefetch_job_name, store_pvc_name
-from decisionmodel.render.prefetch_job import (
+from decisionmodel.engine.names import parse_model_name
+from decisionmodel.engine.params import OwnerRef, PrefetchParams, StoreParams, default_image
+from decisionmodel.engine.render import render_prefetch_job, render_store_pvc
+from decisionmodel.engine.render.labels import prefetch_job_name, store_pvc_name
+from decisionmodel.engine.render.prefetch_job import (
     BACKOFF_LIMIT,
     CONTAINER_NAME,
     EXIT_DIGEST_MISMATCH,

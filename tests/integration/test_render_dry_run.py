@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 import yaml
 
-from decisionmodel.engine_params import (
+from decisionmodel.engine.params import (
     AccessMode,
     Device,
     OwnerRef,
@@ -22,14 +22,14 @@ from decisionmodel.engine_params import (
     StoreParams,
     default_image,
 )
-from decisionmodel.render import (
+from decisionmodel.engine.render import (
     render_pdb,
     render_prefetch_job,
     render_service,
     render_serving_deployment,
     render_store_pvc,
 )
-from decisionmodel.render.labels import store_pvc_name
+from decisionmodel.engine.render.labels import store_pvc_name
 from localenv.cluster import LocalCluster
 
 pytestmark = pytest.mark.cluster

@@ -23,8 +23,8 @@ from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.exceptions import ApplicationError
 from temporalio.worker import Worker
 
-from decisionmodel import contracts as c
-from decisionmodel import step_status
+from decisionmodel.rollout import contracts as c
+from decisionmodel.rollout import step_status
 from localenv.temporal import TemporalDevServer
 from workflows.rollout import RolloutWorkflow
 

@@ -27,7 +27,8 @@ import httpx
 import pytest
 from helpers import assert_eventually
 
-from decisionmodel.engine_params import (
+from decisionmodel.engine.names import parse_model_name
+from decisionmodel.engine.params import (
     Device,
     OwnerRef,
     PrefetchParams,
@@ -36,13 +37,12 @@ from decisionmodel.engine_params import (
     StoreParams,
     default_image,
 )
-from decisionmodel.names import parse_model_name
-from decisionmodel.render import (
+from decisionmodel.engine.render import (
     render_prefetch_job,
     render_serving_deployment,
     render_store_pvc,
 )
-from decisionmodel.render.labels import (
+from decisionmodel.engine.render.labels import (
     HTTP_PORT,
     prefetch_job_name,
     selector_labels,

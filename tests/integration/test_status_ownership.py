@@ -13,7 +13,13 @@ import uuid
 import pytest
 from rollout_harness import install_crd
 
-from decisionmodel.contracts import ConditionUpdate, DMRef, Phase, RevisionRecord, StatusUpdate
+from decisionmodel.rollout.contracts import (
+    ConditionUpdate,
+    DMRef,
+    Phase,
+    RevisionRecord,
+    StatusUpdate,
+)
 from decisionmodel.vocabulary import ConditionType
 from kube.client import Kube
 from kube.controller_status import Cond, ControllerStatus, apply_controller_status

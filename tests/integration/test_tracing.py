@@ -15,9 +15,9 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTrace
 from temporalio.worker import Worker
 from test_rollout_workflow_logic import FakeCluster, make_input
 
-from controller import tracing
-from controller.rollouts import Rollouts
-from controller.temporal_client import TemporalSettings, connect
+from controller.serve import tracing
+from controller.temporal.client import TemporalSettings, connect
+from controller.temporal.rollouts import Rollouts
 from localenv.temporal import TemporalDevServer
 from workflows.rollout import RolloutWorkflow
 

@@ -1,4 +1,4 @@
-"""The worker's liveness follows its activities' progress (controller.worker_progress): a worker
+"""The worker's liveness follows its activities' progress (controller.worker.progress): a worker
 whose activity stops reporting is unhealthy, one whose activities heartbeat is not."""
 
 from __future__ import annotations
@@ -12,8 +12,8 @@ from temporalio import activity, workflow
 from temporalio.client import Client
 from temporalio.worker import Worker
 
-from controller.liveness import LoopProgress
-from controller.worker_progress import ProgressInterceptor
+from controller.serve.liveness import LoopProgress
+from controller.worker.progress import ProgressInterceptor
 from localenv.temporal import TemporalDevServer
 
 pytestmark = pytest.mark.temporal

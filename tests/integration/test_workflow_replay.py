@@ -35,7 +35,7 @@ from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.worker import Replayer
 from temporalio.workflow import NondeterminismError
 
-from decisionmodel.contracts import RolloutOutcome, RolloutResult
+from decisionmodel.rollout.contracts import RolloutOutcome, RolloutResult
 from workflows.rollout import RolloutWorkflow
 
 HISTORIES = Path(__file__).resolve().parent / "histories"

@@ -48,7 +48,7 @@ app.kubernetes.io/component: {{ .component }}
 
 {{/* Settings as environment ---------------------------------------------------------------- */}}
 
-{{/* DMROLLOUT_TEMPORAL_*: controller/temporal_client.py TemporalSettings. */}}
+{{/* DMROLLOUT_TEMPORAL_*: controller/temporal/client.py TemporalSettings. */}}
 {{- define "dmrollout.temporalEnv" -}}
 {{- $t := .Values.temporal -}}
 - name: DMROLLOUT_TEMPORAL_ADDRESS
@@ -107,7 +107,7 @@ app.kubernetes.io/component: {{ .component }}
 {{- end }}
 {{- end -}}
 
-{{/* DMROLLOUT_*: decisionmodel/settings.py RolloutSettings (lists as JSON), and the proxy. */}}
+{{/* DMROLLOUT_*: decisionmodel/rollout/settings.py RolloutSettings (lists as JSON), and the proxy. */}}
 {{- define "dmrollout.rolloutEnv" -}}
 - name: DMROLLOUT_ALLOWED_REGISTRIES
   value: {{ .Values.allowedRegistries | toJson | quote }}

@@ -20,7 +20,7 @@ from playwright.async_api import async_playwright
 from rollout_harness import RolloutHarness, golden_jsonl, put_model
 from temporalio.api.sdk.v1 import WorkflowMetadata
 
-from controller.rollouts import revision_query
+from controller.temporal.rollouts import revision_query
 
 pytestmark = [pytest.mark.e2e, pytest.mark.cluster, pytest.mark.temporal, pytest.mark.browser]
 

@@ -13,7 +13,7 @@ import yaml
 from helpers import eventually
 from rollout_harness import RolloutHarness, put_model
 
-from controller.cli_errors import ExitCode
+from controller.cli.errors import ExitCode
 from localenv.paths import python_tool
 
 pytestmark = [pytest.mark.e2e, pytest.mark.cluster, pytest.mark.temporal]

@@ -6,7 +6,7 @@ import pytest
 from helpers import eventually
 from rollout_harness import SIM_PREFIX, ControllerProcess, RolloutHarness, put_model
 
-from controller.rollouts import dm_query
+from controller.temporal.rollouts import dm_query
 
 pytestmark = [pytest.mark.e2e, pytest.mark.cluster, pytest.mark.temporal]
 

@@ -18,7 +18,7 @@ from helpers import eventually
 from rollout_harness import SIM_PREFIX, ControllerProcess, RolloutHarness, WorkerProcess
 from temporalio.client import Client, WorkflowExecution
 
-from controller.rollouts import dm_query
+from controller.temporal.rollouts import dm_query
 from localenv.cluster import LocalCluster
 from localenv.env import LocalEnv
 

@@ -80,7 +80,7 @@ async def test_a_foreign_object_is_a_resource_conflict_until_it_is_removed(
 ) -> None:
     from rollout_harness import registry_digest
 
-    from controller.dispatch import DispatchSettings, desired_revision
+    from controller.reconciler.dispatch import DispatchSettings, desired_revision
     from decisionmodel.api import DecisionModel
 
     digest = registry_digest("laya", "en")

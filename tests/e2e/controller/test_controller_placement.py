@@ -3,7 +3,8 @@ operator's policy starts nothing, shows at once as Degraded=True PlacementRefuse
 field, the value and the setting that allows it, leaves the stable serving, and goes on by
 itself once the spec is fixed; every emptyDir dmrollout renders has a sizeLimit.
 
-The controller and worker of these tests run with the default policy (decisionmodel/settings.py):
+The controller and worker of these tests run with the default policy
+(decisionmodel/rollout/settings.py):
 any taint key but the protected ones, at most 10 replicas, emptyDirs of 1Gi.
 """
 
@@ -18,10 +19,10 @@ from rollout_harness import RolloutHarness
 from temporalio.service import RPCError
 from test_controller import phase
 
-from controller.dispatch import DispatchSettings, desired_revision
+from controller.reconciler.dispatch import DispatchSettings, desired_revision
 from decisionmodel.api import DecisionModel
-from decisionmodel.contracts import workflow_id
-from decisionmodel.spec_mapping import dm_ref
+from decisionmodel.rollout.contracts import workflow_id
+from decisionmodel.rollout.spec_mapping import dm_ref
 
 pytestmark = [pytest.mark.e2e, pytest.mark.cluster, pytest.mark.temporal]
 

@@ -12,10 +12,10 @@ import pytest
 from helpers import async_assert_eventually, eventually
 from rollout_harness import ControllerProcess, RolloutHarness, golden_jsonl, put_model
 
-from controller.dispatch import DispatchSettings, rollout_input
-from controller.rollouts import dm_query
+from controller.reconciler.dispatch import DispatchSettings, rollout_input
+from controller.temporal.rollouts import dm_query
 from decisionmodel.api import DecisionModel
-from decisionmodel.contracts import RolloutResult
+from decisionmodel.rollout.contracts import RolloutResult
 from workflows.rollout import RolloutWorkflow
 
 pytestmark = [pytest.mark.e2e, pytest.mark.cluster, pytest.mark.temporal]

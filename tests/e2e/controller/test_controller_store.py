@@ -10,7 +10,7 @@ import pytest
 from helpers import eventually
 from rollout_harness import RolloutHarness
 
-from decisionmodel.contracts import DMRef, store_workflow_id
+from decisionmodel.rollout.contracts import DMRef, store_workflow_id
 
 pytestmark = [pytest.mark.e2e, pytest.mark.cluster, pytest.mark.temporal]
 

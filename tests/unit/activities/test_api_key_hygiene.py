@@ -14,9 +14,9 @@ import pytest
 from temporalio.exceptions import ApplicationError
 
 from activities.typed_errors import typed_errors
-from decisionmodel.contracts import KeyRef
+from decisionmodel.engine.runtime_client import RuntimeClient
 from decisionmodel.errors import APIKeyInvalid, RuntimeRequestRejected
-from decisionmodel.runtime_client import RuntimeClient
+from decisionmodel.rollout.contracts import KeyRef
 from kube.secrets import parse_api_key
 
 REF = KeyRef(name="engine-key", key="token")

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from decisionmodel.contracts import KeyRef
 from decisionmodel.errors import APIKeyInvalid
+from decisionmodel.rollout.contracts import KeyRef
 from kube.secrets import parse_api_key
 
 REF = KeyRef(name="engine-key", key="token")

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from activities.prefetch import classify_failure
-from decisionmodel.scrub import LINE_LIMIT, scrub_line
+from decisionmodel.engine.scrub import LINE_LIMIT, scrub_line
 
 JOB = {"metadata": {"name": "router-pf-x"}, "status": {"failed": 5}}
 BACKOFF = {"reason": "BackoffLimitExceeded", "message": "Job has reached the backoff limit"}

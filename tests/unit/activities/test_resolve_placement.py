@@ -8,13 +8,13 @@ from temporalio.exceptions import ApplicationError
 from temporalio.testing import ActivityEnvironment
 
 from activities.resolve import ResolveActivities
-from decisionmodel.contracts import DMRef, ResolveInput, RevisionSpec
+from decisionmodel.rollout.contracts import DMRef, ResolveInput, RevisionSpec
 
 DIGEST = "ab" * 32
 
 
 async def test_a_control_plane_toleration_in_the_input_is_refused_for_good() -> None:
-    from decisionmodel.settings import RolloutSettings
+    from decisionmodel.rollout.settings import RolloutSettings
 
     def no_registry(_: RolloutSettings) -> object:
         raise AssertionError("the registry must not be asked")

@@ -18,9 +18,9 @@ from temporalio.testing import ActivityEnvironment
 
 from activities.resolve import ResolveActivities, record_for
 from decisionmodel.api import DecisionModelSpec
-from decisionmodel.contracts import DMRef, ResolveInput, ResolveResult, RevisionSpec
-from decisionmodel.revision import RevisionInputs, revision_hash
-from decisionmodel.settings import RolloutSettings
+from decisionmodel.rollout.contracts import DMRef, ResolveInput, ResolveResult, RevisionSpec
+from decisionmodel.rollout.identity import RevisionInputs, revision_hash
+from decisionmodel.rollout.settings import RolloutSettings
 
 REGISTRY = "http://127.0.0.1:5000"
 RUN = uuid.uuid4().hex[:6]

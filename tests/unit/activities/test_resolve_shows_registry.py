@@ -14,9 +14,9 @@ from temporalio.testing import ActivityEnvironment
 
 from activities import typed_errors
 from activities.resolve import ResolveActivities
-from decisionmodel.contracts import DMRef, ResolveInput, RevisionSpec
-from decisionmodel.resolver import RegistryResolver, RetryPolicy
-from decisionmodel.settings import RolloutSettings
+from decisionmodel.engine.resolver import RegistryResolver, RetryPolicy
+from decisionmodel.rollout.contracts import DMRef, ResolveInput, RevisionSpec
+from decisionmodel.rollout.settings import RolloutSettings
 from decisionmodel.vocabulary import ConditionType, Reason
 from kube.client import Kube
 

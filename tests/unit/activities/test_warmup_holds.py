@@ -19,11 +19,11 @@ from temporalio.testing import ActivityEnvironment
 
 from activities import warmup_inspect
 from activities.warmup_inspect import HOLD_REWRITE_SECONDS, HoldDisplay, WarmupActivities
-from decisionmodel.contracts import DMRef, RevisionSpec, WarmupInput
+from decisionmodel.engine.runtime_client import PsModel, RuntimeClient, WarmupResult, verdict
 from decisionmodel.errors import ProbeError, RuntimeRequestRejected
-from decisionmodel.runtime_client import PsModel, RuntimeClient, WarmupResult, verdict
-from decisionmodel.settings import RolloutSettings
-from decisionmodel.spec_mapping import record_for
+from decisionmodel.rollout.contracts import DMRef, RevisionSpec, WarmupInput
+from decisionmodel.rollout.settings import RolloutSettings
+from decisionmodel.rollout.spec_mapping import record_for
 from decisionmodel.vocabulary import ConditionType, Reason
 from kube.client import Kube
 from kube.pod_gate import CONTAINERS_READY_TYPE, GATE_TYPE, READY_TYPE

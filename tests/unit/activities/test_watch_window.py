@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 
 from activities.watch_promoted import window_end
-from decisionmodel.contracts import DMRef, RevisionRecord, WatchPromotedInput
+from decisionmodel.rollout.contracts import DMRef, RevisionRecord, WatchPromotedInput
 
 NOW = datetime(2026, 11, 30, 12, 0, tzinfo=UTC)
 INP = WatchPromotedInput(

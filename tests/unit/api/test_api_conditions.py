@@ -8,7 +8,7 @@ import pytest
 from pydantic import ValidationError
 
 from decisionmodel.api import Condition, ConditionStatus
-from decisionmodel.conditions import (
+from decisionmodel.api.conditions import (
     condition,
     get_condition,
     is_condition_true,

@@ -45,7 +45,7 @@ from decisionmodel.api import (
     RevisionStatus,
     SchedulingSpec,
 )
-from decisionmodel.crd import (
+from decisionmodel.api.crd import (
     API_DOCS_FILE,
     CRD_FILE,
     render_api_markdown,
@@ -55,8 +55,8 @@ from decisionmodel.crd import (
 
 REPO = Path(__file__).resolve().parents[3]
 REGENERATE = (
-    f"regenerate with `python -m decisionmodel.crd > {CRD_FILE}` and "
-    f"`python -m decisionmodel.crd --docs > {API_DOCS_FILE}` (or pytest --update-golden)"
+    f"regenerate with `python -m decisionmodel.api.crd > {CRD_FILE}` and "
+    f"`python -m decisionmodel.api.crd --docs > {API_DOCS_FILE}` (or pytest --update-golden)"
 )
 
 
@@ -89,7 +89,7 @@ def test_committed_api_docs_are_up_to_date(update_golden: bool) -> None:
 
 def test_module_entry_point_prints_the_crd() -> None:
     out = subprocess.run(
-        [sys.executable, "-m", "decisionmodel.crd"],
+        [sys.executable, "-m", "decisionmodel.api.crd"],
         capture_output=True,
         text=True,
         check=True,

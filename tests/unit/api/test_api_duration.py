@@ -12,7 +12,7 @@ from decisionmodel.api import (
     format_duration,
     parse_duration,
 )
-from decisionmodel.api_spec import go_duration_nanoseconds
+from decisionmodel.api.spec import go_duration_nanoseconds
 
 
 @pytest.mark.parametrize(

@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from decisionmodel.api import DecisionModelSpec, SchedulingSpec
-from decisionmodel.revision import (
+from decisionmodel.rollout.identity import (
     HASH_FIELDS,
     RevisionInputs,
     canonical_json,

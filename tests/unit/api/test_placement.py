@@ -1,4 +1,5 @@
-"""The placement guard's pure check (decisionmodel.placement): what the default policy refuses,
+"""The placement guard's pure check (decisionmodel.engine.placement): what the default policy
+refuses,
 what an operator's allow-list changes, and what a refusal says."""
 
 from __future__ import annotations
@@ -8,15 +9,15 @@ from typing import Any
 
 import pytest
 
-from decisionmodel.errors import PlacementRefused
-from decisionmodel.placement import (
+from decisionmodel.engine.placement import (
     PlacementPolicy,
     check_placement,
     guard_placement,
     key_allowed,
     refusal_message,
 )
-from decisionmodel.settings import RolloutSettings
+from decisionmodel.errors import PlacementRefused
+from decisionmodel.rollout.settings import RolloutSettings
 
 DEFAULT = PlacementPolicy()
 

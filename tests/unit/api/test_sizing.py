@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import pytest
 
-from decisionmodel.contracts import RevisionSpec
-from decisionmodel.engine_params import default_image
-from decisionmodel.revision import RevisionInputs, revision_hash
-from decisionmodel.sizing import DEFAULT_REQUESTS, default_requests, effective_resources
-from decisionmodel.spec_mapping import record_for
+from decisionmodel.engine.params import default_image
+from decisionmodel.engine.sizing import DEFAULT_REQUESTS, default_requests, effective_resources
+from decisionmodel.rollout.contracts import RevisionSpec
+from decisionmodel.rollout.identity import RevisionInputs, revision_hash
+from decisionmodel.rollout.spec_mapping import record_for
 
 DIGEST = "d" * 64
 

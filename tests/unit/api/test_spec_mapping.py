@@ -8,10 +8,10 @@ from typing import Any
 import pytest
 
 from decisionmodel.api import DecisionModel
-from decisionmodel.contracts import CachePolicy, DMRef, KeyRef, RevisionRecord, RevisionSpec
-from decisionmodel.engine_params import default_image
-from decisionmodel.revision import RevisionInputs, placement_hash, revision_hash
-from decisionmodel.spec_mapping import (
+from decisionmodel.engine.params import default_image
+from decisionmodel.rollout.contracts import CachePolicy, DMRef, KeyRef, RevisionRecord, RevisionSpec
+from decisionmodel.rollout.identity import RevisionInputs, placement_hash, revision_hash
+from decisionmodel.rollout.spec_mapping import (
     record_for,
     revision_spec,
     stable_objects_input,

@@ -45,7 +45,7 @@ def _docstrings(tree: ast.AST) -> set[int]:
 # Words of the vocabulary used for something else, each with why.
 NOT_OURS = {
     # kubectl get dm's READY printer column (model-ready replicas), not the condition.
-    ("decisionmodel/crd.py", "Ready"),
+    ("decisionmodel/api/crd.py", "Ready"),
 }
 
 

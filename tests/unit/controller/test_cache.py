@@ -1,5 +1,6 @@
-"""The controller's cache (controller/cache.py) and the watch loop that feeds it
-(controller/watch.py), against a scripted API: never read before the first list, a relist after
+"""The controller's cache (controller/reconciler/cache.py) and the watch loop that feeds it
+(controller/reconciler/watch.py), against a scripted API: never read before the first list, a
+relist after
 410 Gone replaces the scope and reports what vanished, a dropped connection resumes from the
 last resourceVersion without a relist, and readers get copies. The real API server:
 tests/integration/test_controller_cache.py."""
@@ -15,9 +16,9 @@ from typing import Any
 import pytest
 import urllib3
 
-from controller.cache import CacheNotSynced, ObjectCache
-from controller.watch import Watcher, WatchSpec, _labelled_key
-from decisionmodel.render.labels import LABEL_NAME
+from controller.reconciler.cache import CacheNotSynced, ObjectCache
+from controller.reconciler.watch import Watcher, WatchSpec, _labelled_key
+from decisionmodel.engine.render.labels import LABEL_NAME
 
 
 def obj(name: str, dm: str, rv: str = "1", ns: str = "ns") -> dict[str, Any]:

@@ -8,11 +8,11 @@ import pytest
 from kubernetes.client.rest import ApiException
 from temporalio.service import RPCError, RPCStatusCode
 
-from controller.cli import build_parser
-from controller.cli_completion import completion_script
-from controller.cli_errors import CliError, ExitCode, Where, explain
-from controller.settings import ControllerSettings
-from controller.temporal_client import TemporalSettings
+from controller.cli.completion import completion_script
+from controller.cli.errors import CliError, ExitCode, Where, explain
+from controller.cli.main import build_parser
+from controller.reconciler.settings import ControllerSettings
+from controller.temporal.client import TemporalSettings
 from kube.client import APIServerUnavailable
 
 WHERE = Where(temporal_address="t:7233", temporal_namespace="ns", kube_server="https://k:6443")

@@ -7,7 +7,7 @@ import sys
 
 import pytest
 
-from controller.cli import main
+from controller.cli.main import main
 
 
 @pytest.mark.parametrize("argv", [["dev", "up"], ["demo", "--once"]])

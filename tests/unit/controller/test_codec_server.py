@@ -15,8 +15,8 @@ import pytest
 from google.protobuf import json_format
 from temporalio.api.common.v1 import Payload, Payloads
 
-from controller.codec_server import CodecServer, CodecServerConfig, origin_of
-from controller.payload_codec import KEY_ID_METADATA, AesGcmCodec
+from controller.temporal.codec_server import CodecServer, CodecServerConfig, origin_of
+from controller.temporal.payload_codec import KEY_ID_METADATA, AesGcmCodec
 
 UI = "http://127.0.0.1:8233"
 TOKEN = "t0ken-for-the-cli"

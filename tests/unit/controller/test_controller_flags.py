@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from controller.cli import build_parser
-from controller.commands import controller_settings, rollout_settings
+from controller.cli.commands import controller_settings, rollout_settings
+from controller.cli.main import build_parser
 
 
 def test_controller_flags_override_the_settings() -> None:

@@ -4,12 +4,16 @@ from __future__ import annotations
 
 from typing import Any
 
-from controller.dispatch import DispatchSettings, desired_revision, runtime_update_available
-from controller.reconcile import decide
-from controller.rollouts import RunningRollout
+from controller.reconciler.decide import decide
+from controller.reconciler.dispatch import (
+    DispatchSettings,
+    desired_revision,
+    runtime_update_available,
+)
+from controller.temporal.rollouts import RunningRollout
 from decisionmodel.api import DecisionModel
-from decisionmodel.contracts import DMRef, retry_key, workflow_id
-from decisionmodel.spec_mapping import rollout_policy
+from decisionmodel.rollout.contracts import DMRef, retry_key, workflow_id
+from decisionmodel.rollout.spec_mapping import rollout_policy
 
 DIGEST_A = "a" * 64
 DIGEST_B = "b" * 64
@@ -114,8 +118,8 @@ def test_a_retry_after_a_moved_tag_resolves_again_instead_of_reusing_the_failed_
     """The failed revision recorded the digest the tag had; the tag moved since. Without a new
     token the revision is recognised (no restart); with one, the retry's input carries no
     digest, so resolve asks the registry again (the documented fix works)."""
-    from controller.dispatch import rollout_input
-    from decisionmodel.revision import RevisionInputs, revision_hash
+    from controller.reconciler.dispatch import rollout_input
+    from decisionmodel.rollout.identity import RevisionInputs, revision_hash
 
     spec = {"model": "laya:en"}
     image = desired_revision(dm(spec), DispatchSettings()).image

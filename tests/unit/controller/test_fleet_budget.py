@@ -9,10 +9,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from controller.fleet_budget import RECHECKS_PER_SECOND, FleetBudget, key_of
-from controller.reconcile import Reconciler
-from controller.rollouts import RunningRollout
-from controller.settings import ControllerSettings
+from controller.reconciler.fleet_budget import RECHECKS_PER_SECOND, FleetBudget, key_of
+from controller.reconciler.reconcile import Reconciler
+from controller.reconciler.settings import ControllerSettings
+from controller.temporal.rollouts import RunningRollout
 
 
 class FakeRollouts:

@@ -8,8 +8,8 @@ import httpx
 import pytest
 from prometheus_client import CollectorRegistry
 
-from controller.health import HealthServer
-from controller.metrics import ControllerMetrics
+from controller.serve.health import HealthServer
+from controller.serve.metrics import ControllerMetrics
 
 
 class Flags:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from controller.liveness import LoopProgress
+from controller.serve.liveness import LoopProgress
 
 
 class Clock:

@@ -11,7 +11,7 @@ import pytest
 from temporalio import activity
 from temporalio.testing import ActivityEnvironment
 
-from controller.logs import ContextFilter, JsonFormatter, current_dm, ids_from_workflow_id
+from controller.serve.logs import ContextFilter, JsonFormatter, current_dm, ids_from_workflow_id
 
 
 @pytest.fixture

@@ -8,8 +8,8 @@ from typing import Any
 import pytest
 from prometheus_client import CollectorRegistry
 
-from controller.metrics import PHASES, ControllerMetrics, transition_memory
-from decisionmodel.api_status import Phase
+from controller.serve.metrics import PHASES, ControllerMetrics, transition_memory
+from decisionmodel.api.status import Phase
 
 NS, NAME = "team-a", "fraud"
 T0 = datetime(2025, 3, 1, 12, 0, 0, tzinfo=UTC)

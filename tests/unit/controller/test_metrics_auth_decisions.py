@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from controller.metrics_auth import MetricsAuth, bearer_token
+from controller.serve.metrics_auth import MetricsAuth, bearer_token
 from kube.access_review import ReviewedUser, ReviewUnavailable
 
 READER = ReviewedUser(

@@ -17,17 +17,17 @@ import pytest
 from kubernetes import client
 from prometheus_client import generate_latest
 
-from controller.manager import Manager
-from controller.metrics_auth import MetricsAuth
-from controller.metrics_server import SecureMetricsServer, build_secure_metrics_server
-from controller.metrics_settings import MetricsSettings
-from controller.metrics_tls import ServingCertificate, self_signed_pem
-from controller.sdk_metrics import loopback_url as _loopback_url
-from controller.sdk_metrics import with_sdk_series
-from controller.settings import ControllerSettings
-from controller.temporal_client import TemporalSettings
-from controller.worker import WorkerMetrics
-from decisionmodel.settings import RolloutSettings
+from controller.reconciler.manager import Manager
+from controller.reconciler.settings import ControllerSettings
+from controller.serve.metrics_auth import MetricsAuth
+from controller.serve.metrics_server import SecureMetricsServer, build_secure_metrics_server
+from controller.serve.metrics_settings import MetricsSettings
+from controller.serve.metrics_tls import ServingCertificate, self_signed_pem
+from controller.serve.sdk_metrics import loopback_url as _loopback_url
+from controller.serve.sdk_metrics import with_sdk_series
+from controller.temporal.client import TemporalSettings
+from controller.worker.run import WorkerMetrics
+from decisionmodel.rollout.settings import RolloutSettings
 from kube.access_review import AccessReviews, ReviewedUser, ReviewUnavailable
 
 

@@ -12,8 +12,9 @@ from temporalio.api.failure.v1 import Failure
 from temporalio.converter import DefaultFailureConverterWithEncodedAttributes
 from temporalio.exceptions import ApplicationError
 
-from controller import cli
-from controller.payload_codec import (
+from controller.cli import main as cli
+from controller.temporal.client import TemporalSettings
+from controller.temporal.payload_codec import (
     ENCODING,
     KEY_ID_METADATA,
     AesGcmCodec,
@@ -23,8 +24,7 @@ from controller.payload_codec import (
     data_converter,
     load_keys,
 )
-from controller.temporal_client import TemporalSettings
-from decisionmodel.contracts import DMRef
+from decisionmodel.rollout.contracts import DMRef
 
 KEY_A = os.urandom(32)
 KEY_B = os.urandom(32)

@@ -1,4 +1,5 @@
-"""The controller's side of the placement guard (controller.placement_guard): a refused spec
+"""The controller's side of the placement guard (controller.reconciler.placement_guard): a refused
+spec
 starts nothing and cancels a rollout running for it, and the refusal shows on Degraded (and on
 Ready without a stable) until it is fixed."""
 
@@ -6,17 +7,17 @@ from __future__ import annotations
 
 from typing import Any
 
-from controller.dispatch import DispatchSettings, desired_revision
-from controller.placement_guard import (
+from controller.reconciler.decide import Decision, decide
+from controller.reconciler.dispatch import DispatchSettings, desired_revision
+from controller.reconciler.placement_guard import (
     clear_refusal,
     placement_refusal,
     refused_decision,
     show_refusal,
 )
-from controller.reconcile import Decision, decide
-from controller.rollouts import RunningRollout
+from controller.temporal.rollouts import RunningRollout
 from decisionmodel.api import DecisionModel
-from decisionmodel.placement import PlacementPolicy
+from decisionmodel.engine.placement import PlacementPolicy
 from decisionmodel.vocabulary import ConditionType, Reason
 from kube.controller_status import Cond
 

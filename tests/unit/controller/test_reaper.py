@@ -6,8 +6,8 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from controller.reaper import Orphan, orphans
-from decisionmodel.render.labels import LABEL_NAME, LABEL_REVISION
+from controller.reconciler.reaper import Orphan, orphans
+from decisionmodel.engine.render.labels import LABEL_NAME, LABEL_REVISION
 
 NOW = datetime(2026, 11, 30, 12, 0, tzinfo=UTC)
 GRACE = timedelta(minutes=5)

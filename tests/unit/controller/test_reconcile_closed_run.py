@@ -6,12 +6,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from controller.dispatch import DispatchSettings
-from controller.reconcile import JUST_CLOSED_RECHECK_SECONDS, Reconciler
-from controller.rollouts import RunningRollout
-from controller.settings import ControllerSettings
+from controller.reconciler.dispatch import DispatchSettings
+from controller.reconciler.reconcile import JUST_CLOSED_RECHECK_SECONDS, Reconciler
+from controller.reconciler.settings import ControllerSettings
+from controller.temporal.rollouts import RunningRollout
 from decisionmodel.api import DecisionModel
-from decisionmodel.contracts import DMRef
+from decisionmodel.rollout.contracts import DMRef
 
 DIGEST = "a" * 64
 FIRST_RUN = "rollout/ns/m/u123"

@@ -6,11 +6,11 @@ import asyncio
 
 from prometheus_client import CollectorRegistry
 
-from controller.manager import Manager
-from controller.reconcile_metrics import CONTROLLER, ReconcileMetrics
-from controller.settings import ControllerSettings
-from controller.temporal_client import TemporalSettings
-from decisionmodel.settings import RolloutSettings
+from controller.reconciler.manager import Manager
+from controller.reconciler.settings import ControllerSettings
+from controller.serve.reconcile_metrics import CONTROLLER, ReconcileMetrics
+from controller.temporal.client import TemporalSettings
+from decisionmodel.rollout.settings import RolloutSettings
 
 
 def sample(registry: CollectorRegistry, series: str, **labels: str) -> float | None:

@@ -6,13 +6,13 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from controller.restarts import (
-    ClosedRun,
+from controller.reconciler.restarts import (
     RestartPolicy,
     exhausted_message,
     plan_restart,
     verdictless_in_a_row,
 )
+from controller.temporal.rollouts import ClosedRun
 
 T0 = datetime(2026, 11, 30, 12, 0, tzinfo=UTC)
 POLICY = RestartPolicy(max_restarts=3, backoff=timedelta(seconds=30))

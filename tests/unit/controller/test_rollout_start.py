@@ -1,4 +1,4 @@
-"""How the controller starts a rollout workflow (controller/rollouts.py)."""
+"""How the controller starts a rollout workflow (controller/temporal/rollouts.py)."""
 
 from __future__ import annotations
 
@@ -10,8 +10,8 @@ import pytest
 from temporalio.client import WorkflowExecutionStatus
 from temporalio.service import RPCError, RPCStatusCode
 
-from controller.rollouts import Rollouts
-from decisionmodel.contracts import DMRef, RevisionSpec, RolloutInput
+from controller.temporal.rollouts import Rollouts
+from decisionmodel.rollout.contracts import DMRef, RevisionSpec, RolloutInput
 
 
 class RecordingClient:

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from controller.store_recovery import store_health
-from decisionmodel.contracts import (
+from controller.reconciler.store_recovery import store_health
+from decisionmodel.rollout.contracts import (
     DMRef,
     RevisionObjectsInput,
     RevisionRecord,

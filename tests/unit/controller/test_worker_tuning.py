@@ -8,8 +8,8 @@ from datetime import timedelta
 import pytest
 from temporalio.worker import PollerBehaviorSimpleMaximum
 
-from controller.worker import tuning_options
-from decisionmodel.settings import RolloutSettings
+from controller.worker.run import tuning_options
+from decisionmodel.rollout.settings import RolloutSettings
 
 
 def test_defaults_bound_every_concurrency() -> None:

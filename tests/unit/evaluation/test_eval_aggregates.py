@@ -19,10 +19,10 @@ from test_eval_progress import (
     random_run,
 )
 
-from decisionmodel.contracts import EvaluationOutcome
 from decisionmodel.evaluation import EvaluationProgress, finalize
 from decisionmodel.evaluation.confusion import KINDS, NONE, kind_labels
-from decisionmodel.evaluation_status import evaluation_details, evaluation_status
+from decisionmodel.rollout.contracts import EvaluationOutcome
+from decisionmodel.rollout.evaluation_status import evaluation_details, evaluation_status
 from decisionmodel.vocabulary import EvaluationResult
 
 LABEL_WORDS = ("billing", "tech", "bugs", "low", "mid", "high", "route", "urgent", "severity")

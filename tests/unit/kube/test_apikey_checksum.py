@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import hashlib
 
-from kube.params import apikey_checksum
+from decisionmodel.rollout.render_params import apikey_checksum
 
 KEY = b"password"  # a guessable key: a bare sha256 of it is in every rainbow table
 UID = "0b6c5f4e-5d7a-4c8e-9d51-2f1b0c3a9e77"

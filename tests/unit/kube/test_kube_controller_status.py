@@ -7,7 +7,7 @@ import copy
 from datetime import UTC, datetime, timedelta, timezone
 from typing import Any, cast
 
-from decisionmodel.contracts import DMRef
+from decisionmodel.rollout.contracts import DMRef
 from decisionmodel.vocabulary import ConditionType, Reason
 from kube.client import CONTROLLER_FIELD_MANAGER, Kube
 from kube.controller_status import (

@@ -1,4 +1,5 @@
-"""Activity inputs → renderer params (kube.params): images, registry choice, proxies. Pure.
+"""Activity inputs → renderer params (decisionmodel.rollout.render_params): images, registry
+choice, proxies. Pure.
 
 Moved from tests/integration/test_activities_objects.py, where the cluster marker kept it out
 of ``make unit``; what it asserts is unchanged. The settings are those of the integration
@@ -11,7 +12,9 @@ import uuid
 
 import pytest
 
-from decisionmodel.contracts import (
+from decisionmodel.engine.render import render_prefetch_job
+from decisionmodel.errors import ImageOverrideNotAllowed
+from decisionmodel.rollout.contracts import (
     CachePolicy,
     DMRef,
     KeyRef,
@@ -19,16 +22,14 @@ from decisionmodel.contracts import (
     RevisionRecord,
     RevisionSpec,
 )
-from decisionmodel.errors import ImageOverrideNotAllowed
-from decisionmodel.render import render_prefetch_job
-from decisionmodel.settings import RolloutSettings
-from kube.params import (
+from decisionmodel.rollout.render_params import (
     prefetch_image,
     prefetch_params,
     registry_url,
     serving_image,
     serving_params,
 )
+from decisionmodel.rollout.settings import RolloutSettings
 
 REGISTRY = "http://127.0.0.1:5000"
 

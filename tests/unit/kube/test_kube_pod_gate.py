@@ -9,7 +9,7 @@ from typing import Any, cast
 import pytest
 from kubernetes.client.rest import ApiException
 
-from decisionmodel.runtime_client import GateVerdict
+from decisionmodel.engine.runtime_client import GateVerdict
 from decisionmodel.vocabulary import Reason
 from kube.client import Kube
 from kube.pod_gate import (

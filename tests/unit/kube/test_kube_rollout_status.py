@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
-from decisionmodel.contracts import (
+from decisionmodel.rollout.contracts import (
     ConditionUpdate,
     DMRef,
     EvaluationOutcome,

@@ -13,7 +13,7 @@ import pytest
 import urllib3
 import yaml
 
-from decisionmodel.settings import RolloutSettings
+from decisionmodel.rollout.settings import RolloutSettings
 from kube.client import APIServerUnavailable, Kube
 from kube.timeouts import DEFAULT_WATCH_SECONDS, KubeTimeouts, bound_requests
 from localenv.cluster import in_private_netns

@@ -9,8 +9,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from pydantic import ValidationError
 
-from decisionmodel.errors import InvalidModelName, RegistryNotAllowed
-from decisionmodel.names import (
+from decisionmodel.engine.names import (
     EXPLICIT_TAG_MESSAGE,
     PART_PATTERN,
     ModelRef,
@@ -18,6 +17,7 @@ from decisionmodel.names import (
     parse_model_name,
     parse_registry_base,
 )
+from decisionmodel.errors import InvalidModelName, RegistryNotAllowed
 
 HEX = "0123456789abcdef" * 4
 

@@ -14,10 +14,10 @@ from pathlib import Path
 
 import pytest
 
+from decisionmodel.engine.names import parse_model_name
 from decisionmodel.errors import InvalidModelName
-from decisionmodel.names import parse_model_name
-from decisionmodel.settings import RolloutSettings
-from kube.params import model_has_host, registry_url
+from decisionmodel.rollout.render_params import model_has_host, registry_url
+from decisionmodel.rollout.settings import RolloutSettings
 from simulators import model_names as runtime_names
 from simulators.volumes import store_manifest_path
 

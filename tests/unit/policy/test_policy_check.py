@@ -7,18 +7,18 @@ from typing import Any
 
 import pytest
 
-from controller.dispatch import DispatchSettings, rollout_input
+from controller.reconciler.dispatch import DispatchSettings, rollout_input
 from decisionmodel.api import DecisionModel
-from decisionmodel.contracts import (
+from decisionmodel.errors import PolicyMismatch
+from decisionmodel.rollout.contracts import (
     EvaluateInput,
     PromoteInput,
     RevisionRecord,
     RolloutPolicy,
     approval_token,
 )
-from decisionmodel.errors import PolicyMismatch
-from decisionmodel.policy_check import check_evaluation, check_promotion, policy_problem
-from decisionmodel.spec_mapping import rollout_policy
+from decisionmodel.rollout.policy_check import check_evaluation, check_promotion, policy_problem
+from decisionmodel.rollout.spec_mapping import rollout_policy
 from decisionmodel.vocabulary import PERMANENT_REASONS, Reason
 
 EVALUATION = {

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 import yaml
 
-from decisionmodel.engine_params import (
+from decisionmodel.engine.params import (
     OwnerRef,
     PrefetchParams,
     ProxyEnv,
@@ -23,7 +23,7 @@ from decisionmodel.engine_params import (
     StoreParams,
     default_image,
 )
-from decisionmodel.render.labels import store_pvc_name
+from decisionmodel.engine.render.labels import store_pvc_name
 
 GOLDEN_DIR = Path(__file__).parent / "golden"
 

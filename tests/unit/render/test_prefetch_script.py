@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from decisionmodel.engine_params import PrefetchParams
-from decisionmodel.render import render_prefetch_job
-from decisionmodel.render.prefetch_job import PREFETCH_SCRIPT
+from decisionmodel.engine.params import PrefetchParams
+from decisionmodel.engine.render import render_prefetch_job
+from decisionmodel.engine.render.prefetch_job import PREFETCH_SCRIPT
 
 MANIFEST = b'{"schemaVersion":2,"config":{},"layers":[]}'
 MANIFEST_DIGEST = hashlib.sha256(MANIFEST).hexdigest()

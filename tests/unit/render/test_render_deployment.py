@@ -6,9 +6,9 @@ from typing import Any
 
 import pytest
 
-from decisionmodel.engine_params import AccessMode, Device, Scheduling, ServingParams
-from decisionmodel.render import render_serving_deployment
-from decisionmodel.render.deployment import deployment_strategy
+from decisionmodel.engine.params import AccessMode, Device, Scheduling, ServingParams
+from decisionmodel.engine.render import render_serving_deployment
+from decisionmodel.engine.render.deployment import deployment_strategy
 
 
 def _pod(d: dict[str, Any]) -> dict[str, Any]:

@@ -9,13 +9,13 @@ import json
 from collections.abc import Callable
 from typing import Any
 
-from decisionmodel.engine_params import (
+from decisionmodel.engine.params import (
     PrefetchParams,
     ServiceParams,
     ServingParams,
     StoreParams,
 )
-from decisionmodel.render import (
+from decisionmodel.engine.render import (
     render_pdb,
     render_prefetch_job,
     render_service,

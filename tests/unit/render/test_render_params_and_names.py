@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 from pydantic import ValidationError
 
-from decisionmodel.engine_params import (
+from decisionmodel.engine.params import (
     OwnerRef,
     PrefetchParams,
     Scheduling,
@@ -16,7 +16,7 @@ from decisionmodel.engine_params import (
     StoreParams,
     default_image,
 )
-from decisionmodel.render import labels as L
+from decisionmodel.engine.render import labels as L
 
 DIGEST = "ab" * 32
 

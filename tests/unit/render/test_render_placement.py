@@ -8,12 +8,17 @@ from typing import Any
 
 import pytest
 
-from decisionmodel.contracts import DMRef, RevisionObjectsInput, RevisionRecord, RevisionSpec
-from decisionmodel.engine_params import PrefetchParams, Scheduling, ServingParams
+from decisionmodel.engine.params import PrefetchParams, Scheduling, ServingParams
+from decisionmodel.engine.render import render_prefetch_job, render_serving_deployment
 from decisionmodel.errors import PlacementRefused
-from decisionmodel.render import render_prefetch_job, render_serving_deployment
-from decisionmodel.settings import RolloutSettings
-from kube import params
+from decisionmodel.rollout import render_params
+from decisionmodel.rollout.contracts import (
+    DMRef,
+    RevisionObjectsInput,
+    RevisionRecord,
+    RevisionSpec,
+)
+from decisionmodel.rollout.settings import RolloutSettings
 
 DIGEST = "ab" * 32
 CONTROL_PLANE = {"key": "node-role.kubernetes.io/control-plane", "operator": "Exists"}
@@ -73,22 +78,22 @@ def test_serving_params_refuse_what_the_policy_refuses(
     scheduling: dict[str, Any], replicas: int, field: str
 ) -> None:
     with pytest.raises(PlacementRefused, match=field.replace("[", r"\[").replace("]", r"\]")):
-        params.serving_params(objects_input(scheduling, replicas), SETTINGS)
+        render_params.serving_params(objects_input(scheduling, replicas), SETTINGS)
 
 
 def test_prefetch_params_refuse_the_placement_and_render_the_size_limit() -> None:
     with pytest.raises(PlacementRefused):
-        params.prefetch_params(objects_input({"tolerations": [CONTROL_PLANE]}), SETTINGS)
+        render_params.prefetch_params(objects_input({"tolerations": [CONTROL_PLANE]}), SETTINGS)
     custom = RolloutSettings(scratch_size_limit="2Gi")
-    job = render_prefetch_job(params.prefetch_params(objects_input({}), custom))
+    job = render_prefetch_job(render_params.prefetch_params(objects_input({}), custom))
     assert empty_dirs(job) == [{"sizeLimit": "2Gi"}] * 2
 
 
 def test_an_allowed_placement_renders_and_a_recorded_stable_is_restored_as_recorded() -> None:
     allowed = RolloutSettings(allowed_runtime_classes=["nvidia"])
     inp = objects_input({"runtimeClassName": "nvidia"}, 3)
-    assert params.serving_params(inp, allowed).scheduling.runtime_class_name == "nvidia"
+    assert render_params.serving_params(inp, allowed).scheduling.runtime_class_name == "nvidia"
     # The stable restored from status passed the policy when it rolled out; a policy tightened
     # since does not stop the controller from restoring it.
-    restored = params.serving_params(inp, SETTINGS, recorded=True)
+    restored = render_params.serving_params(inp, SETTINGS, recorded=True)
     assert restored.scheduling.runtime_class_name == "nvidia"

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from decisionmodel.engine_params import PrefetchParams, ProxyEnv, Scheduling
-from decisionmodel.render import render_prefetch_job
-from decisionmodel.render.labels import LABEL_REVISION
+from decisionmodel.engine.params import PrefetchParams, ProxyEnv, Scheduling
+from decisionmodel.engine.render import render_prefetch_job
+from decisionmodel.engine.render.labels import LABEL_REVISION
 
 
 def _pod(j: dict[str, Any]) -> dict[str, Any]:

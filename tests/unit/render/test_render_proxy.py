@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from decisionmodel.engine_params import ProxyEnv
-from decisionmodel.render.proxy import (
+from decisionmodel.engine.params import ProxyEnv
+from decisionmodel.engine.render.proxy import (
     is_credential_free_proxy,
     prefetch_proxy_env,
     skipped_proxy_variables,

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from decisionmodel.engine_params import ServiceParams, ServingParams, StoreParams
-from decisionmodel.render import render_pdb, render_service, render_store_pvc
+from decisionmodel.engine.params import ServiceParams, ServingParams, StoreParams
+from decisionmodel.engine.render import render_pdb, render_service, render_store_pvc
 
 
 def test_service_selects_the_stable_revision(service: ServiceParams) -> None:

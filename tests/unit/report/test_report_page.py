@@ -6,7 +6,7 @@ import re
 from typing import Any
 from xml.etree import ElementTree
 
-from decisionmodel.api_status import EvaluationStatus
+from decisionmodel.api.status import EvaluationStatus
 from decisionmodel.report import ReportSubject, render_report
 
 SUBJECT = ReportSubject("team-a", "fraud<x>", "status of team-a/fraud")

@@ -16,9 +16,8 @@ from datetime import UTC, datetime
 import httpx
 import pytest
 
-from decisionmodel.errors import ModelNotFound, RegistryError, RegistryNotAllowed
-from decisionmodel.names import ModelRef, parse_model_name
-from decisionmodel.resolver import (
+from decisionmodel.engine.names import ModelRef, parse_model_name
+from decisionmodel.engine.resolver import (
     MANIFEST_MEDIA_TYPE,
     RegistryResolver,
     ResolvedModel,
@@ -26,6 +25,7 @@ from decisionmodel.resolver import (
     resolve_sync,
     retry_after_seconds,
 )
+from decisionmodel.errors import ModelNotFound, RegistryError, RegistryNotAllowed
 
 MANIFEST = b'{"schemaVersion":2}'
 # printf '{"schemaVersion":2}' | sha256sum

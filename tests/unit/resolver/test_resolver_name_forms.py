@@ -7,9 +7,9 @@ from __future__ import annotations
 import pytest
 from registry_harness import RegistrySim
 
+from decisionmodel.engine.names import parse_model_name
+from decisionmodel.engine.resolver import RegistryResolver, RetryPolicy
 from decisionmodel.errors import RegistryError, RegistryUnavailable
-from decisionmodel.names import parse_model_name
-from decisionmodel.resolver import RegistryResolver, RetryPolicy
 from decisionmodel.vocabulary import Reason
 
 

@@ -9,9 +9,9 @@ import pytest
 from aiohttp import web
 from registry_harness import RegistrySim, serve
 
+from decisionmodel.engine.names import parse_model_name
+from decisionmodel.engine.resolver import MANIFEST_MEDIA_TYPE, RegistryResolver, RetryPolicy
 from decisionmodel.errors import ModelNotFound, RegistryError
-from decisionmodel.names import parse_model_name
-from decisionmodel.resolver import MANIFEST_MEDIA_TYPE, RegistryResolver, RetryPolicy
 
 
 class FakeTime:

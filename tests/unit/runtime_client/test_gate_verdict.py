@@ -7,8 +7,8 @@ from typing import Any
 
 import pytest
 
+from decisionmodel.engine.runtime_client import GateVerdict, PsModel, device_class, verdict
 from decisionmodel.errors import ProbeError
-from decisionmodel.runtime_client import GateVerdict, PsModel, device_class, verdict
 from decisionmodel.vocabulary import Reason
 
 DIGEST = "a" * 64

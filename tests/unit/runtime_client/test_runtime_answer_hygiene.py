@@ -16,9 +16,9 @@ from typing import Any
 import httpx
 import pytest
 
+from decisionmodel.engine.runtime_client import RuntimeClient
 from decisionmodel.errors import RuntimeAnswerInvalid
 from decisionmodel.evaluation import MISSING, Expectation, score_answer
-from decisionmodel.runtime_client import RuntimeClient
 from decisionmodel.vocabulary import PERMANENT_REASONS, Reason
 
 QUESTIONS = {"q": {"type": "noul"}}

@@ -7,8 +7,8 @@ from __future__ import annotations
 import httpx
 import pytest
 
+from decisionmodel.engine.runtime_client import RuntimeClient
 from decisionmodel.errors import ProbeError, QueueFull, RuntimeAnswerInvalid
-from decisionmodel.runtime_client import RuntimeClient
 
 HOSTILE = [
     b'{"version": ' + b"9" * 5000 + b"}",  # int() refuses 4300+ digits: ValueError

@@ -10,13 +10,13 @@ from typing import Any
 import httpx
 import pytest
 
-from decisionmodel.errors import ProbeError, QueueFull, RuntimeRequestRejected
-from decisionmodel.runtime_client import (
+from decisionmodel.engine.runtime_client import (
     RuntimeClient,
     RuntimeTimeouts,
     WarmupResult,
     runtime_base_url,
 )
+from decisionmodel.errors import ProbeError, QueueFull, RuntimeRequestRejected
 
 KEY = "s3cr3t-api-key-value"
 DIGEST = "c" * 64

@@ -10,8 +10,8 @@ import httpx
 import pytest
 from runtime_harness import API_KEY, LAYA, RuntimeSim
 
+from decisionmodel.engine.runtime_client import GateVerdict, RuntimeClient, verdict
 from decisionmodel.errors import ProbeError, QueueFull
-from decisionmodel.runtime_client import GateVerdict, RuntimeClient, verdict
 from decisionmodel.vocabulary import Reason
 
 QUESTIONS = {"dept": {"type": "choice", "criteria": ["billing", "technical", "other"]}}

@@ -36,12 +36,12 @@ from shipped import (
     render_chart,
 )
 
-from controller.metrics import ControllerMetrics
-from controller.metrics_settings import MetricsSettings
-from controller.reconcile_metrics import ReconcileMetrics
-from controller.settings import ControllerSettings
-from controller.temporal_client import TemporalSettings
-from decisionmodel.settings import RolloutSettings
+from controller.reconciler.settings import ControllerSettings
+from controller.serve.metrics import ControllerMetrics
+from controller.serve.metrics_settings import MetricsSettings
+from controller.serve.reconcile_metrics import ReconcileMetrics
+from controller.temporal.client import TemporalSettings
+from decisionmodel.rollout.settings import RolloutSettings
 
 VALUES = yaml.safe_load((CHART / "values.yaml").read_text())
 ALL_ON = yaml.safe_load(ALL_ON_VALUES.read_text())
@@ -263,7 +263,7 @@ def settings_from(env: dict[str, str], monkeypatch: pytest.MonkeyPatch) -> dict[
 # DMROLLOUT_* variables read by a program directly rather than through a settings class, and
 # where (test_variables_read_elsewhere_are_read_there checks the name appears there).
 READ_ELSEWHERE: dict[str, str] = {
-    "DMROLLOUT_WORKER_METRICS_PORT": "controller/worker.py",
+    "DMROLLOUT_WORKER_METRICS_PORT": "controller/worker/run.py",
 }
 
 

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from controller.cli import build_parser
+from controller.cli.main import build_parser
 
 ROOT = Path(__file__).resolve().parents[3]
 DOCKERFILE = ROOT / "Dockerfile"
@@ -165,7 +165,7 @@ def test_entrypoint_is_dmrollout_and_default_command_is_controller(
 
 def test_entrypoint_is_the_projects_console_script_with_both_verbs() -> None:
     project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
-    assert project["scripts"]["dmrollout"] == "controller.cli:main"
+    assert project["scripts"]["dmrollout"] == "controller.cli.main:main"
     parser = build_parser()
     for argv in (["controller"], ["worker"], ["temporal", "setup"]):
         args = parser.parse_args(argv)

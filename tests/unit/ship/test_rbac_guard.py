@@ -21,7 +21,7 @@ import pytest
 import yaml
 from shipped import ALL_ON_VALUES, ROOT, helm_template, kustomize, render_chart
 
-from controller.settings import ControllerSettings
+from controller.reconciler.settings import ControllerSettings
 
 FORBIDDEN_VERBS = {"escalate", "bind", "impersonate", "*"}
 Perm = tuple[str, str, str]  # (apiGroup, resource, verb)
@@ -337,7 +337,8 @@ _RESOURCES: dict[str, tuple[str, str]] = {
     "custom_object_status": ("decisionmodel.io", "decisionmodels/status"),
 }
 _VERB = {"read": "get", "replace": "update"}
-# Resources listed by controller/watch.py are also watched (list + watch on the same lister).
+# Resources listed by controller/reconciler/watch.py are also watched (list + watch on the same
+# lister).
 _WATCHED = {
     "decisionmodels",
     "pods",

@@ -21,7 +21,7 @@ import pytest
 from prometheus_client import start_http_server
 from shipped import ALL_ON_VALUES, CHART, helm_template, kustomize, render_chart
 
-from controller.worker import WorkerMetrics
+from controller.worker.run import WorkerMetrics
 
 RESOLVE_SERIES = "decisionmodel_registry_resolve_duration_seconds"
 

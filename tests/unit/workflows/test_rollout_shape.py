@@ -12,7 +12,13 @@ from pathlib import Path
 import pytest
 from temporalio.exceptions import ActivityError, ApplicationError, RetryState, TimeoutError
 
-from decisionmodel.contracts import DMRef, ResolveResult, RevisionRecord, RevisionSpec, RolloutInput
+from decisionmodel.rollout.contracts import (
+    DMRef,
+    ResolveResult,
+    RevisionRecord,
+    RevisionSpec,
+    RolloutInput,
+)
 from decisionmodel.vocabulary import PERMANENT_REASONS, Reason
 from workflows.rollout import (
     RETRY,

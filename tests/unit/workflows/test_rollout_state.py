@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from decisionmodel.contracts import (
+from decisionmodel.rollout.contracts import (
     DMRef,
     EvaluationOutcome,
     EvaluationPolicy,

@@ -1,0 +1,5 @@
+"""``python -m controller.cli``: the same entry point as the ``dmrollout`` script."""
+
+from controller.cli.main import main
+
+raise SystemExit(main())

@@ -1,0 +1,315 @@
+"""The user-facing read and approve verbs: ``get``, ``status``, ``history``, ``promote``.
+
+Each gathers everything it shows before printing (a failure half-way prints one line, not half
+a view), and says what failed with a documented exit code (controller/cli/errors.py).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from datetime import UTC, datetime
+from typing import Any
+
+from controller.cli.context import CliContext
+from controller.cli.errors import CliError, ExitCode, explain
+from controller.cli.output import emit_data, table
+from controller.reconciler.reconcile import get_dm_raw
+from controller.temporal.rollouts import Rollouts, dm_query
+from decisionmodel.api import GROUP, PLURAL, VERSION
+from decisionmodel.rollout.contracts import Phase
+from decisionmodel.rollout.evaluation_status import report_command
+from kube.client import Kube
+from workflows import search_attributes as sa
+
+
+def _dm_or_not_found(kube: Kube, namespace: str, name: str) -> dict[str, Any]:
+    obj = get_dm_raw(kube, namespace, name)
+    if obj is None:
+        raise CliError(
+            ExitCode.NOT_FOUND,
+            f"DecisionModel {namespace}/{name} not found (`dmrollout get -n {namespace}` lists "
+            "them; -n or the kubeconfig context picks the namespace)",
+        )
+    return obj
+
+
+async def status(ctx: CliContext) -> int:
+    args = ctx.args
+    namespace = ctx.namespace()
+    obj = await Kube.run(_dm_or_not_found, ctx.kube(), namespace, args.name)
+    view = _status_view(namespace, obj)
+    code, note = ExitCode.OK, ""
+    try:
+        view["rollouts"] = await _running_rollouts(ctx, namespace, args.name)
+    except Exception as e:  # the DecisionModel part is true: show it, then say what failed
+        failure = explain(e, ctx.where)
+        view["rollouts"] = None
+        code, note = failure.code, failure.message
+    if not emit_data(view, args.output):
+        print(_status_text(view))
+    if note:
+        print(f"dmrollout status: {note}", file=sys.stderr)
+    return code
+
+
+def _status_view(namespace: str, obj: dict[str, Any]) -> dict[str, Any]:
+    st = obj.get("status") or {}
+    spec = obj.get("spec") or {}
+    return {
+        "namespace": namespace,
+        "name": obj["metadata"]["name"],
+        "model": spec.get("model"),
+        "device": spec.get("device", "cpu"),
+        "phase": st.get("phase"),
+        "phaseTransitionTime": st.get("phaseTransitionTime"),
+        "replicas": st.get("replicas") or {},
+        "stableRevision": st.get("stableRevision"),
+        "candidateRevision": st.get("candidateRevision"),
+        "failedRevision": st.get("failedRevision"),
+        "evaluation": st.get("evaluation"),
+        # The command that writes the evaluation report (reliability diagram, confusion).
+        "report": report_command(namespace, obj["metadata"]["name"])
+        if st.get("evaluation")
+        else None,
+        "conditions": st.get("conditions") or [],
+    }
+
+
+async def _running_rollouts(ctx: CliContext, namespace: str, name: str) -> list[dict[str, Any]]:
+    client, temporal = await ctx.temporal()
+    rollouts = Rollouts(client, temporal.task_queue, temporal.ui_url)
+    found = []
+    for r in await rollouts.running(namespace, name):
+        progress = await rollouts.progress(r.workflow_id)
+        found.append(
+            {
+                "workflowId": r.workflow_id,
+                "phase": progress.phase.value if progress else None,
+                "step": progress.step if progress else None,
+                "expectedApproval": progress.expected_approval if progress else None,
+                "ui": rollouts.ui_link(r.workflow_id, temporal.namespace),
+            }
+        )
+    return found
+
+
+def _rev(label: str, rev: dict[str, Any] | None) -> str:
+    if not rev:
+        return f"  {label:<10} -"
+    extra = f"  reason {rev['reason']}: {rev.get('message', '')}" if rev.get("reason") else ""
+    digest = (rev.get("digest") or "")[:12]
+    return f"  {label:<10} {rev['hash']}  {rev.get('model', '')}  digest {digest}{extra}"
+
+
+def _status_text(v: dict[str, Any]) -> str:
+    replicas = v["replicas"]
+    lines = [
+        f"{v['namespace']}/{v['name']}: {v['model']} on {v['device']}",
+        f"  phase      {v['phase'] or '-'} (since {v['phaseTransitionTime'] or '-'})",
+        f"  ready      {replicas.get('modelReady', 0)}/{replicas.get('desired', '-')}",
+        _rev("stable", v["stableRevision"]),
+        _rev("candidate", v["candidateRevision"]),
+        _rev("failed", v["failedRevision"]),
+    ]
+    ev = v["evaluation"]
+    if ev:
+        lines.append(
+            f"  evaluation {ev.get('result', '-')}: accuracy {ev.get('accuracy')} "
+            f"(baseline {ev.get('baselineAccuracy', '-')}), ECE {ev.get('ece')}, "
+            f"{ev.get('cases')} cases"
+        )
+        lines.append(f"  report     {v['report']}")
+    for c in v["conditions"]:
+        lines.append(
+            f"  {c['type']:<10} {c['status']:<5} {c.get('reason', '')}: {c.get('message', '')}"
+        )
+    lines.extend(_rollout_lines(v))
+    return "\n".join(lines)
+
+
+def _rollout_lines(v: dict[str, Any]) -> list[str]:
+    if v["rollouts"] is None:
+        return ["  rollout    unknown (Temporal not reachable, see below)"]
+    if not v["rollouts"]:
+        return ["  rollout    none running"]
+    lines = []
+    for r in v["rollouts"]:
+        step = f" — {r['phase']}: {r['step']}" if r["phase"] else ""
+        lines.append(f"  rollout    {r['workflowId']}{step}")
+        if r["expectedApproval"]:
+            lines.append(f"  approval   dmrollout promote {v['name']} -n {v['namespace']}")
+        lines.append(f"  UI         {r['ui']}")
+    return lines
+
+
+async def promote(ctx: CliContext) -> int:
+    args = ctx.args
+    namespace = ctx.namespace()
+    client, temporal = await ctx.temporal()
+    rollouts = Rollouts(client, temporal.task_queue, temporal.ui_url)
+    running = await rollouts.running(namespace, args.name)
+    if not running:
+        raise CliError(ExitCode.NOT_FOUND, f"no rollout of {namespace}/{args.name} is running")
+    for r in running:
+        progress = await rollouts.progress(r.workflow_id)
+        if progress is None or progress.phase != Phase.AWAITING_PROMOTION:
+            phase = progress.phase.value if progress else "unknown"
+            raise CliError(
+                ExitCode.FAILED,
+                f"{r.workflow_id} is not awaiting promotion (phase {phase}); approve once "
+                "`dmrollout status` shows AwaitingPromotion",
+            )
+        approval = args.approval or progress.expected_approval or ""
+        refusal = await rollouts.approve(r.workflow_id, approval)
+        if refusal:
+            raise CliError(ExitCode.FAILED, f"refused: {refusal}")
+        print(f"approved {approval} for {namespace}/{args.name} ({r.workflow_id})")
+    return ExitCode.OK
+
+
+async def history(ctx: CliContext) -> int:
+    args = ctx.args
+    every = getattr(args, "all_namespaces", False)
+    namespace = None if every else ctx.namespace()
+    if args.name is None and namespace is None:
+        query = "WorkflowType = 'RolloutWorkflow'"
+    elif args.name is None:
+        query = f"WorkflowType = 'RolloutWorkflow' AND DmNamespace = '{namespace}'"
+    else:
+        query = dm_query(namespace or ctx.namespace(), args.name)
+    client, _ = await ctx.temporal()
+    rows = []
+    async for wf in client.list_workflows(query, rpc_timeout=_rpc()):
+        attrs = wf.typed_search_attributes
+        duration = None
+        if wf.close_time and wf.start_time:
+            duration = round((wf.close_time - wf.start_time).total_seconds())
+        rows.append(
+            {
+                "started": wf.start_time.isoformat(timespec="seconds") if wf.start_time else None,
+                "namespace": attrs.get(sa.DM_NAMESPACE),
+                "name": attrs.get(sa.DM_NAME),
+                "revision": attrs.get(sa.DM_REVISION),
+                "model": attrs.get(sa.DM_MODEL),
+                "result": attrs.get(sa.DM_RESULT)
+                or (wf.status.name.title() if wf.status else None),
+                "durationSeconds": duration,
+                "workflowId": wf.id,
+            }
+        )
+    rows.sort(key=lambda r: r["started"] or "")
+    if not emit_data(rows, args.output):
+        print(_history_table(rows))
+    return ExitCode.OK
+
+
+def _rpc() -> Any:
+    from controller.temporal.rollouts import RPC_TIMEOUT
+
+    return RPC_TIMEOUT
+
+
+def _history_table(rows: list[dict[str, Any]]) -> str:
+    def cell(v: Any) -> str:
+        return "-" if v is None else str(v)
+
+    return table(
+        ["STARTED", "DM", "REVISION", "MODEL", "RESULT", "DURATION", "WORKFLOW"],
+        [
+            [
+                cell(r["started"]),
+                f"{cell(r['namespace'])}/{cell(r['name'])}",
+                cell(r["revision"]),
+                cell(r["model"]),
+                cell(r["result"]),
+                "-" if r["durationSeconds"] is None else f"{r['durationSeconds']}s",
+                r["workflowId"],
+            ]
+            for r in rows
+        ],
+    )
+
+
+async def get(ctx: CliContext) -> int:
+    args = ctx.args
+    kube = ctx.kube()
+    every = args.all_namespaces
+    namespace = ctx.namespace()
+    items = await Kube.run(_list_dms, kube, None if every else namespace, args.name)
+    rows = [_get_row(o) for o in items]
+    if args.name and not rows:
+        raise CliError(ExitCode.NOT_FOUND, f"DecisionModel {namespace}/{args.name} not found")
+    if not emit_data(rows, args.output):
+        if not rows:
+            where = "any namespace" if every else f"namespace {namespace}"
+            print(f"No DecisionModels in {where}.", file=sys.stderr)
+        else:
+            print(_get_table(rows, every))
+    return ExitCode.OK
+
+
+def _list_dms(kube: Kube, namespace: str | None, name: str | None) -> list[dict[str, Any]]:
+    if namespace is None:
+        listed = kube.custom.list_cluster_custom_object(GROUP, VERSION, PLURAL)
+    else:
+        listed = kube.custom.list_namespaced_custom_object(GROUP, VERSION, namespace, PLURAL)
+    items: list[dict[str, Any]] = listed.get("items") or []
+    return [o for o in items if name is None or o["metadata"]["name"] == name]
+
+
+def _get_row(obj: dict[str, Any]) -> dict[str, Any]:
+    meta, spec, st = obj["metadata"], obj.get("spec") or {}, obj.get("status") or {}
+    stable = st.get("stableRevision") or {}
+    replicas = st.get("replicas") or {}
+    desired = spec.get("replicas", 1)
+    return {
+        "namespace": meta["namespace"],
+        "name": meta["name"],
+        "model": spec.get("model"),
+        "phase": st.get("phase"),
+        "ready": f"{replicas.get('modelReady', 0)}/{replicas.get('desired', desired)}",
+        "revision": stable.get("hash"),
+        "created": meta.get("creationTimestamp"),
+    }
+
+
+def _get_table(rows: list[dict[str, Any]], every: bool) -> str:
+    headers = ["NAME", "MODEL", "PHASE", "READY", "REVISION", "AGE"]
+    body = [
+        [
+            r["name"],
+            r["model"] or "-",
+            r["phase"] or "-",
+            r["ready"],
+            r["revision"] or "-",
+            _age(r["created"]),
+        ]
+        for r in rows
+    ]
+    if every:
+        headers = ["NAMESPACE", *headers]
+        body = [[r["namespace"], *row] for r, row in zip(rows, body, strict=True)]
+    return table(headers, body)
+
+
+def _age(created: str | None) -> str:
+    if not created:
+        return "-"
+    then = datetime.fromisoformat(created.replace("Z", "+00:00"))
+    seconds = int((datetime.now(UTC) - then).total_seconds())
+    for unit, size in (("d", 86400), ("h", 3600), ("m", 60)):
+        if seconds >= size:
+            return f"{seconds // size}{unit}"
+    return f"{max(seconds, 0)}s"
+
+
+def cli_entry(verb: Any) -> Any:
+    """argparse ``func`` for an async verb: run it with a context the error line can name."""
+    import asyncio
+
+    def run(args: argparse.Namespace) -> int:
+        ctx = CliContext(args, args.where)
+        return int(asyncio.run(verb(ctx)))
+
+    return run

@@ -1,0 +1,188 @@
+"""The verbs that change or follow a rollout: ``wait``, ``abort``, ``retry``, ``undo`` and
+``status --watch``. Each is what a user would otherwise do by hand with ``temporal workflow
+signal`` or ``kubectl annotate``/``patch``, with the same effect."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sys
+import time
+from datetime import UTC, datetime
+from typing import Any, Final
+
+from controller.cli.context import CliContext
+from controller.cli.errors import CliError, ExitCode
+from controller.cli.verbs import _dm_or_not_found, _running_rollouts, _status_text, _status_view
+from controller.temporal.rollouts import RPC_TIMEOUT, Rollouts
+from decisionmodel.api import GROUP, PLURAL, VERSION
+from decisionmodel.engine.render.labels import ANNOTATION_RETRY
+from decisionmodel.vocabulary import Phase
+from kube.client import Kube
+from workflows.rollout import RolloutWorkflow
+
+POLL_SECONDS: Final = 1.0
+# Phases in which nothing is rolling out: a rollout ended (or none was needed).
+SETTLED: Final = {Phase.READY.value, Phase.ROLLED_BACK.value, Phase.FAILED.value}
+FAILED: Final = {Phase.ROLLED_BACK.value, Phase.FAILED.value}
+
+
+def _settled(obj: dict[str, Any]) -> bool:
+    st = obj.get("status") or {}
+    seen = st.get("observedGeneration") == obj["metadata"].get("generation")
+    return seen and st.get("phase") in SETTLED and not st.get("candidateRevision")
+
+
+async def wait(ctx: CliContext) -> int:
+    """Block until the DecisionModel's current rollout ends: 0 promoted (Ready), 1 rolled back
+    or failed (the reason on stderr), 6 at ``--timeout``. Settled means: the controller saw the
+    latest spec, no rollout runs, no candidate, a final phase; twice in a row, a poll apart (the
+    controller starts a rollout and writes status in separate steps)."""
+    args = ctx.args
+    namespace = ctx.namespace()
+    kube = ctx.kube()
+    deadline = time.monotonic() + args.timeout
+    client, temporal = await ctx.temporal()
+    rollouts = Rollouts(client, temporal.task_queue, temporal.ui_url)
+    settled_once, shown = False, ""
+    while time.monotonic() < deadline:
+        obj = await Kube.run(_dm_or_not_found, kube, namespace, args.name)
+        running = await rollouts.running(namespace, args.name)
+        shown = _say_progress(obj, running, shown)
+        if running or not _settled(obj):
+            settled_once = False
+        elif settled_once:
+            return _verdict(obj)
+        else:
+            settled_once = True
+        await asyncio.sleep(POLL_SECONDS)
+    raise CliError(
+        ExitCode.TIMED_OUT,
+        f"{namespace}/{args.name} still rolling out after {args.timeout:.0f} s "
+        f"(`dmrollout status {args.name} -n {namespace}` shows where)",
+    )
+
+
+def _say_progress(obj: dict[str, Any], running: list[Any], shown: str) -> str:
+    phase = (obj.get("status") or {}).get("phase") or Phase.PENDING.value
+    line = f"{phase}" + (f" ({running[0].workflow_id})" if running else "")
+    if line != shown:
+        print(f"{datetime.now(UTC):%H:%M:%S} {line}", file=sys.stderr)
+    return line
+
+
+def _verdict(obj: dict[str, Any]) -> int:
+    st = obj.get("status") or {}
+    name = f"{obj['metadata']['namespace']}/{obj['metadata']['name']}"
+    if st.get("phase") in FAILED:
+        failed = st.get("failedRevision") or {}
+        raise CliError(
+            ExitCode.FAILED,
+            f"{name} {st['phase']}: revision {failed.get('hash', '?')} "
+            f"{failed.get('reason', '')}: {failed.get('message', '')}",
+        )
+    stable = (st.get("stableRevision") or {}).get("hash")
+    print(f"{name} Ready: revision {stable} serves")
+    return ExitCode.OK
+
+
+async def abort(ctx: CliContext) -> int:
+    args = ctx.args
+    namespace = ctx.namespace()
+    client, temporal = await ctx.temporal()
+    running = await Rollouts(client, temporal.task_queue).running(namespace, args.name)
+    if not running:
+        raise CliError(ExitCode.NOT_FOUND, f"no rollout of {namespace}/{args.name} is running")
+    for r in running:
+        handle = client.get_workflow_handle(r.workflow_id)
+        await handle.signal(RolloutWorkflow.abort, args.reason, rpc_timeout=RPC_TIMEOUT)
+        print(f"abort sent to {r.workflow_id} ({args.reason}); `dmrollout wait` follows it")
+    return ExitCode.OK
+
+
+async def retry(ctx: CliContext) -> int:
+    """A fresh retry token: the controller starts the failed revision again."""
+    args = ctx.args
+    namespace = ctx.namespace()
+    kube = ctx.kube()
+    obj = await Kube.run(_dm_or_not_found, kube, namespace, args.name)
+    failed = (obj.get("status") or {}).get("failedRevision")
+    if not failed:
+        raise CliError(ExitCode.FAILED, f"{namespace}/{args.name} has no failed revision to retry")
+    token = datetime.now(UTC).strftime("%Y%m%dT%H%M%S.%fZ")
+    patch = {"metadata": {"annotations": {ANNOTATION_RETRY: token}}}
+    await Kube.run(_patch_dm, kube, namespace, args.name, patch)
+    print(f"retry {token} of revision {failed.get('hash')} requested for {namespace}/{args.name}")
+    return ExitCode.OK
+
+
+async def undo(ctx: CliContext) -> int:
+    """Roll back to the previous revision: a new rollout of its model at its digest (through
+    every gate, as any rollout), by setting spec.model and spec.digest."""
+    args = ctx.args
+    namespace = ctx.namespace()
+    kube = ctx.kube()
+    obj = await Kube.run(_dm_or_not_found, kube, namespace, args.name)
+    previous = (obj.get("status") or {}).get("previousRevision")
+    if not previous or not previous.get("digest") or not previous.get("model"):
+        raise CliError(
+            ExitCode.FAILED,
+            f"{namespace}/{args.name} records no previous revision to go back to",
+        )
+    patch = {"spec": {"model": previous["model"], "digest": previous["digest"]}}
+    await Kube.run(_patch_dm, kube, namespace, args.name, patch)
+    print(
+        f"{namespace}/{args.name}: spec set to {previous['model']}@sha256:"
+        f"{previous['digest'][:12]}… (revision {previous['hash']}); `dmrollout wait "
+        f"{args.name} -n {namespace}` follows the rollout"
+    )
+    return ExitCode.OK
+
+
+def _patch_dm(kube: Kube, namespace: str, name: str, patch: dict[str, Any]) -> None:
+    kube.custom.patch_namespaced_custom_object(GROUP, VERSION, namespace, PLURAL, name, patch)
+
+
+async def watch_status(ctx: CliContext) -> int:
+    """``status --watch``: the view again every second, with the step's elapsed time and the
+    evaluation's k/N, until the rollout settles (or Ctrl-C)."""
+    args = ctx.args
+    namespace = ctx.namespace()
+    kube = ctx.kube()
+    client, temporal = await ctx.temporal()
+    rollouts = Rollouts(client, temporal.task_queue, temporal.ui_url)
+    step_since: dict[str, float] = {}
+    settled_once = False
+    while True:
+        obj = await Kube.run(_dm_or_not_found, kube, namespace, args.name)
+        view = _status_view(namespace, obj)
+        view["rollouts"] = await _running_rollouts(ctx, namespace, args.name)
+        lines = [_status_text(view), *await _progress_lines(rollouts, view, step_since)]
+        sys.stdout.write("\x1b[H\x1b[2J" if sys.stdout.isatty() else "\n")
+        sys.stdout.write(f"{datetime.now(UTC):%H:%M:%S} (every {POLL_SECONDS:.0f} s)\n")
+        sys.stdout.write("\n".join(lines) + "\n")
+        sys.stdout.flush()
+        settled = not view["rollouts"] and _settled(obj)
+        if settled and settled_once and not args.forever:
+            return ExitCode.FAILED if view["phase"] in FAILED else ExitCode.OK
+        settled_once = settled
+        await asyncio.sleep(POLL_SECONDS)
+
+
+async def _progress_lines(
+    rollouts: Rollouts, view: dict[str, Any], step_since: dict[str, float]
+) -> list[str]:
+    lines = []
+    for r in view["rollouts"] or []:
+        progress = await rollouts.progress(r["workflowId"])
+        if progress is None:
+            continue
+        key = f"{r['workflowId']}:{progress.step}"
+        started = step_since.setdefault(key, time.monotonic())
+        line = f"  step       {progress.step} ({time.monotonic() - started:.0f} s)"
+        if progress.cases_total:
+            line += f", evaluation {progress.cases_done}/{progress.cases_total} cases"
+        lines.append(line)
+        if progress.cleanup is not None:
+            lines.append(f"  cleanup    {json.dumps(progress.cleanup.model_dump(mode='json'))}")
+    return lines

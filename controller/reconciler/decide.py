@@ -1,0 +1,122 @@
+"""Which rollout should run for one DecisionModel: a pure function of the object and the rollouts
+running for it.
+
+- desired revision = stable → cancel any candidate; clear failedRevision (the spec came back);
+- desired = failed revision and no new retry token → nothing (a failed revision is not retried
+  until the spec yields a new hash or ``decisionmodel.io/retry`` changes);
+- desired already running → nothing (maybe forward an approval); but a run whose policy digest
+  (its input's evaluation, gates and promotion mode) is not the spec's is cancelled and the
+  revision started again under the spec's policy once it has closed (a hand-started run, or
+  spec.rollout changed mid-rollout; docs/security.md);
+- else cancel the other running rollout(s) of this DecisionModel, then start the desired one
+  (within the fleet budget; queued otherwise: Pending / RolloutQueued, FIFO).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from controller.reconciler.dispatch import DesiredRevision
+from controller.temporal.rollouts import RunningRollout
+from decisionmodel.api import DecisionModel
+from decisionmodel.engine.render.labels import ANNOTATION_RETRY
+from decisionmodel.rollout.contracts import workflow_id
+from decisionmodel.rollout.spec_mapping import dm_ref, rollout_policy
+
+
+@dataclass(frozen=True)
+class Decision:
+    start: bool = False
+    cancel: tuple[str, ...] = ()
+    clear_failed: bool = False
+    consume_retry: str | None = None
+    target_id: str | None = None
+    at_stable: bool = False  # the spec asks for the stable revision
+    why: str = ""
+    # Runs of the desired revision cancelled because their policy is not the spec's (each with
+    # the policy digest it enforces); the revision starts again once they have closed.
+    replaced: tuple[tuple[str, str], ...] = ()
+    policy: str = ""  # the spec's policy digest
+
+
+def decide(dm: DecisionModel, desired: DesiredRevision, running: list[RunningRollout]) -> Decision:
+    status = dm.status
+    stable = status.stable_revision if status else None
+    failed = status.failed_revision if status else None
+    annotations = dm.metadata.annotations or {}
+    token = annotations.get(ANNOTATION_RETRY)
+    consumed = status.last_retry_token if status else None
+    ref = dm_ref(dm)
+
+    if stable is not None and desired.requested_hash == stable.hash:
+        return Decision(
+            # A rollout that promoted this very revision is finishing (grace, then deleting the
+            # previous revision): leave it be.
+            cancel=tuple(r.workflow_id for r in running if r.revision != stable.hash),
+            clear_failed=failed is not None,
+            at_stable=True,
+            why="the spec asks for the stable revision",
+        )
+    retry = None
+    if failed is not None and desired.is_revision(failed):
+        if not token or token == consumed:
+            # A run of this revision may still be finishing its rollback (status is recorded
+            # before the candidate's objects go), or be the retry of the consumed token: let it.
+            # The run of the consumed retry token is this revision too, whatever hash its
+            # search attribute shows (the unresolved one, or a new digest's after resolve).
+            retry_run = workflow_id(ref, desired.requested_hash, consumed) if consumed else None
+            return Decision(
+                cancel=tuple(
+                    r.workflow_id
+                    for r in running
+                    if r.revision not in (None, failed.hash) and r.workflow_id != retry_run
+                ),
+                why=f"revision {failed.hash} failed ({failed.reason}); set a new "
+                f"{ANNOTATION_RETRY} value to retry",
+            )
+        retry = token
+    target = workflow_id(ref, desired.requested_hash, retry)
+    # The rollout of this revision may run under the ID of the unresolved identity (``u…``):
+    # it reports the resolved hash in its DmRevision search attribute and in candidateRevision.
+    candidate = status.candidate_revision if status else None
+    mine = [
+        r
+        for r in running
+        if r.workflow_id == target or (retry is None and r.revision == desired.requested_hash)
+    ]
+    if (
+        not mine
+        and retry is None
+        and candidate is not None
+        and candidate.hash == desired.requested_hash
+        and len(running) == 1
+    ):
+        mine = list(running)  # visibility not yet showing the upserted revision
+    if mine:
+        target = mine[0].workflow_id
+    # Runs of other revisions are superseded; earlier runs of this revision (a retry's
+    # predecessor finishing its rollback) end by themselves.
+    others = tuple(
+        r.workflow_id
+        for r in running
+        if r.workflow_id != target and (r.revision is None or r.revision != desired.requested_hash)
+    )
+    # The revision hash leaves the policy out: a run of the right revision may still enforce
+    # another policy (started by hand, or spec.rollout changed since). It is replaced as a new
+    # revision would be; its activities would refuse it anyway (decisionmodel.rollout.policy_check).
+    policy = rollout_policy(dm).digest()
+    replaced = tuple(
+        (r.workflow_id, r.policy) for r in mine if r.policy is not None and r.policy != policy
+    )
+    why = "running" if mine else "new revision"
+    if replaced:
+        why = f"policy {policy} of spec.rollout is not the running rollout's"
+    return Decision(
+        start=not mine,
+        cancel=others + tuple(wid for wid, _ in replaced),
+        consume_retry=retry,
+        target_id=target,
+        why=why,
+        replaced=replaced,
+        policy=policy,
+    )

@@ -1,0 +1,183 @@
+"""From a DecisionModel to the rollout it asks for: desired revision and workflow input.
+
+Pure functions of the object and the operator settings, so the controller's decisions are
+unit-testable and the same mapping serves the tests, the CLI and the controller.
+
+Digest (REFERENCE.md "Revision identity"): ``spec.digest`` if set; else the digest already
+recorded for the same model on the stable, candidate or failed revision; else unknown until the
+workflow resolves it. With the digest known, the requested revision is the real revision hash;
+without, it is the hash of the unresolved identity (prefix ``u``), and the workflow reports the
+resolved hash. Either way a spec maps to one workflow ID, so dispatch is idempotent.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+from typing import Literal
+
+from decisionmodel.api import DecisionModel
+from decisionmodel.api.status import RevisionStatus
+from decisionmodel.engine.params import default_image
+from decisionmodel.rollout.contracts import (
+    RevisionRecord,
+    RevisionSpec,
+    RolloutInput,
+    RolloutTuning,
+)
+from decisionmodel.rollout.identity import canonical_json, placement_hash
+from decisionmodel.rollout.spec_mapping import (
+    api_key_ref,
+    cache_policy,
+    dm_ref,
+    phase_timeouts,
+    record_for,
+    revision_spec,
+    rollout_policy,
+)
+
+
+@dataclass(frozen=True)
+class DispatchSettings:
+    """The operator settings the mapping depends on."""
+
+    runtime_version: str = "0.10.0"
+    runtime_version_policy: Literal["Pinned", "FollowOperator"] = "Pinned"
+
+
+@dataclass(frozen=True)
+class DesiredRevision:
+    revision: RevisionSpec
+    requested_hash: str
+    resolved: bool  # the hash is the real revision hash (digest known)
+    image: str = ""
+
+    def is_revision(self, recorded: RevisionStatus | None) -> bool:
+        """True when ``recorded`` is the revision this spec asks for: the same hash, or, while
+        the digest is unknown, the hash this spec has with the digest ``recorded`` resolved
+        (a failed revision is recognised without reusing its digest)."""
+        if recorded is None:
+            return False
+        if recorded.hash == self.requested_hash:
+            return True
+        if self.resolved or not recorded.digest or recorded.model != self.revision.model:
+            return False
+        return record_for(self.revision, recorded.digest, self.image).hash == recorded.hash
+
+
+def _runtime_version(dm: DecisionModel, settings: DispatchSettings) -> str:
+    # Policy Pinned (reference default): an unset runtimeVersion keeps the stable's runtime,
+    # so an operator upgrade with a newer default image starts no rollout. FollowOperator: the
+    # operator's default, so an upgrade rolls every DecisionModel that leaves it unset.
+    if dm.spec.runtime_version:
+        return dm.spec.runtime_version
+    stable = dm.status.stable_revision if dm.status else None
+    pinned = settings.runtime_version_policy == "Pinned"
+    if pinned and stable is not None and stable.runtime_version:
+        return stable.runtime_version
+    return settings.runtime_version
+
+
+def runtime_update_available(dm: DecisionModel, settings: DispatchSettings) -> str | None:
+    """The newer default runtime a Pinned DecisionModel is not on, or None.
+
+    Only for a DecisionModel that leaves both spec.runtimeVersion and spec.image unset (the
+    others chose their runtime) and whose stable revision recorded another runtime version.
+    """
+    if settings.runtime_version_policy != "Pinned" or dm.spec.runtime_version or dm.spec.image:
+        return None
+    stable = dm.status.stable_revision if dm.status else None
+    if stable is None or not stable.runtime_version:
+        return None
+    if stable.runtime_version == settings.runtime_version:
+        return None
+    return settings.runtime_version
+
+
+def image_for(dm: DecisionModel, settings: DispatchSettings) -> str:
+    if dm.spec.image:
+        return dm.spec.image
+    return default_image(_runtime_version(dm, settings), dm.spec.device.value)
+
+
+def _recorded_digest(dm: DecisionModel) -> str | None:
+    # The stable's or the candidate's digest only, as the reference: a failed revision's digest
+    # may be the very thing that failed (a tag moved under it), and reusing it would make a
+    # retry skip the registry and fail the same way again.
+    if dm.status is None:
+        return None
+    recorded: list[RevisionStatus | None] = [
+        dm.status.stable_revision,
+        dm.status.candidate_revision,
+    ]
+    for rev in recorded:
+        if rev is not None and rev.model == dm.spec.model and rev.digest:
+            return rev.digest
+    return None
+
+
+def desired_revision(dm: DecisionModel, settings: DispatchSettings) -> DesiredRevision:
+    spec = dm.spec
+    digest = spec.digest or _recorded_digest(dm)
+    revision = revision_spec(dm, digest, _runtime_version(dm, settings))
+    image = image_for(dm, settings)
+    if digest is not None:
+        requested = record_for(revision, digest, image).hash
+        return DesiredRevision(revision, requested, resolved=True, image=image)
+    unresolved = {
+        "engine": spec.engine.value,
+        "model": spec.model,
+        "device": spec.device.value,
+        "image": image,
+        "resources": spec.resources,
+        "placement": placement_hash(spec.scheduling),
+    }
+    digest_of = hashlib.sha256(("unresolved:" + canonical_json(unresolved)).encode()).hexdigest()
+    return DesiredRevision(revision, "u" + digest_of[:15], resolved=False, image=image)
+
+
+def rollout_input(
+    dm: DecisionModel,
+    settings: DispatchSettings,
+    tuning: RolloutTuning | None = None,
+    retry_token: str | None = None,
+) -> RolloutInput:
+    """The workflow's argument: references only (Secret/ConfigMap names), never values."""
+    desired = desired_revision(dm, settings)
+    spec = dm.spec
+    stable = dm.status.stable_revision if dm.status else None
+    policy = rollout_policy(dm)  # the activities compare it with the live spec's again
+    return RolloutInput(
+        dm=dm_ref(dm),
+        requested_revision=desired.requested_hash,
+        revision=desired.revision,
+        replicas=spec.replicas,
+        cache=cache_policy(spec.cache),
+        api_key=api_key_ref(dm),
+        evaluation=policy.evaluation,
+        promotion=policy.promotion,
+        timeouts=phase_timeouts(spec.rollout.timeouts),
+        stable=record_of(stable),
+        retry_token=retry_token,
+        tuning=tuning or RolloutTuning(),
+        post_promotion_watch_seconds=spec.rollout.post_promotion_watch_seconds,
+    )
+
+
+def record_of(rev: RevisionStatus | None) -> RevisionRecord | None:
+    """A recorded revision from status, as the rollout contracts carry it (None if incomplete)."""
+    if rev is None or not rev.digest or not rev.model:
+        return None
+    return RevisionRecord(
+        hash=rev.hash,
+        engine=rev.engine.value if rev.engine else "ollaya",
+        model=rev.model,
+        digest=rev.digest,
+        device=rev.device.value if rev.device else "cpu",
+        image=rev.image,
+        runtime_version=rev.runtime_version,
+        resources=rev.resources or {},
+        precision=rev.precision,
+        placement=rev.placement,
+        scheduling=rev.scheduling.to_wire() if rev.scheduling else {},
+    )

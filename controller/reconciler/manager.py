@@ -1,0 +1,223 @@
+"""``dmrollout controller``: watches → work queue → reconcilers, under a leader Lease.
+
+Watches run in every replica (a standby is ready the moment it leads), but only the leader
+takes keys off the queue: two replicas never both dispatch. Losing the Lease ends the process
+(as controller-runtime does), so a replica that cannot prove leadership stops acting at once and
+its Deployment restarts it as a standby.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import signal
+import time
+
+from controller.reconciler.cache import CacheNotSynced, ObjectCache
+from controller.reconciler.dispatch import DispatchSettings
+from controller.reconciler.leader import LeaderElector
+from controller.reconciler.reconcile import Reconciler
+from controller.reconciler.settings import ControllerSettings
+from controller.reconciler.steady import SteadyState
+from controller.reconciler.store_recovery import StoreRecoveries
+from controller.reconciler.watch import Watcher
+from controller.reconciler.workqueue import QueueShutDown, WorkQueue
+from controller.serve.health import HealthServer
+from controller.serve.liveness import LoopProgress
+from controller.serve.metrics import ControllerMetrics
+from controller.serve.metrics_server import SecureMetricsServer, build_secure_metrics_server
+from controller.serve.metrics_settings import MetricsSettings
+from controller.serve.reconcile_metrics import ReconcileMetrics
+from controller.serve.sdk_metrics import with_sdk_series
+from controller.serve.tracing import shutdown_tracing, tracing_interceptors
+from controller.temporal.client import TemporalSettings, check_namespace, connect, make_runtime
+from controller.temporal.rollouts import Rollouts
+from decisionmodel.rollout.settings import RolloutSettings
+from kube.client import Kube
+
+log = logging.getLogger("dmrollout.controller")
+
+
+# How soon a reconcile that found its kinds not listed yet looks again.
+CACHE_WAIT_SECONDS = 1.0
+
+
+class LeadershipLost(RuntimeError):
+    pass
+
+
+class Manager:
+    def __init__(
+        self,
+        settings: ControllerSettings,
+        rollout: RolloutSettings,
+        temporal: TemporalSettings,
+        metrics_settings: MetricsSettings | None = None,
+    ) -> None:
+        self.settings = settings
+        self.metrics_settings = metrics_settings or MetricsSettings()
+        # HTTPS /metrics (the default), started with the health server in run().
+        self.secure_metrics: SecureMetricsServer | None = None
+        self.rollout = rollout
+        self.temporal = temporal
+        self.metrics = ControllerMetrics()
+        self.queue: WorkQueue[str] = WorkQueue()
+        self.reconciles = ReconcileMetrics(self.metrics.registry, lambda: len(self.queue))
+        self.watcher: Watcher | None = None
+        self.leading = False
+        self.lost = False
+        # Reconciles in flight and when one last finished: /healthz fails when they are wedged.
+        self.progress = LoopProgress(settings.liveness_stall_seconds)
+        # The Temporal SDK's series too (its client runs here: starts, queries, visibility),
+        # read from its exporter on loopback (DMROLLOUT_TEMPORAL_METRICS_BIND_ADDRESS).
+        self.render = with_sdk_series(self.metrics.render, temporal.metrics_bind_address)
+        self.health = HealthServer(
+            settings.health_bind,
+            settings.health_port,
+            None if self.metrics_settings.secure else self.render,
+            ready=self._ready,
+            healthy=self._healthy,
+        )
+
+    def _healthy(self) -> bool:
+        if self.lost:
+            return False
+        if not self.progress.healthy(waiting=len(self.queue) if self.leading else 0):
+            log.error(
+                "reconciles wedged: %d in flight, none finished for %.0f s",
+                self.progress.in_flight,
+                self.progress.stalled_for(),
+            )
+            return False
+        return True
+
+    def _ready(self) -> bool:
+        synced = self.watcher is not None and self.watcher.synced
+        return synced and (self.leading or not self.settings.leader_election)
+
+    async def run(self) -> int:
+        client = await connect(
+            self.temporal, make_runtime(self.temporal), tracing_interceptors("dmrollout-controller")
+        )
+        await check_namespace(client, self.temporal.namespace)
+        kube = Kube.from_settings(self.rollout)
+        rollouts = Rollouts(client, self.temporal.task_queue, self.temporal.ui_url)
+        # One watch-fed cache, read by every reconcile and the steady state
+        # (controller/reconciler/cache.py).
+        cache = ObjectCache()
+        reconciler = Reconciler(
+            kube=kube,
+            rollouts=rollouts,
+            steady=SteadyState(
+                kube,
+                self.rollout,
+                self.settings,
+                StoreRecoveries(client, self.temporal.task_queue),
+                reader=cache,
+            ),
+            settings=self.settings,
+            dispatch=DispatchSettings(
+                runtime_version=self.rollout.runtime_version,
+                runtime_version_policy=self.settings.runtime_version_policy,
+            ),
+            metrics=self.metrics,
+            reader=cache,
+            wake=self.queue.add_first,
+        )
+        loop = asyncio.get_running_loop()
+        self.watcher = Watcher(kube, loop, self.queue.add, self.settings.watch_namespaces, cache)
+        # Probes first: starting a thread per kind and namespace (7 x 64 in the e2e suite) takes
+        # a while on a busy machine, and /readyz says not ready until the cache is synced anyway.
+        self.health.start()
+        self.watcher.start()
+        self.secure_metrics = build_secure_metrics_server(
+            self.metrics_settings, kube.api_client, self.render
+        )
+        if self.secure_metrics is not None:
+            self.secure_metrics.start()
+        stop = asyncio.Event()
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            loop.add_signal_handler(sig, stop.set)
+
+        async def lead() -> None:
+            self.leading = True
+            log.info("leading: dispatching with %d workers", self.settings.workers)
+            workers = [
+                asyncio.create_task(self._work(reconciler), name=f"reconcile-{i}")
+                for i in range(self.settings.workers)
+            ]
+            try:
+                await asyncio.gather(*workers)
+            finally:
+                for w in workers:
+                    w.cancel()
+
+        def stopped() -> None:
+            self.leading = False
+            if not stop.is_set():
+                self.lost = True
+                stop.set()
+
+        elector: LeaderElector | None = None
+        if self.settings.leader_election:
+            elector = LeaderElector(
+                kube.api_client,
+                self.settings.lease_namespace,
+                self.settings.lease_name,
+                self.settings.identity,
+                lease_duration=self.settings.lease_duration_seconds,
+                renew_deadline=self.settings.renew_deadline_seconds,
+                retry_period=self.settings.retry_period_seconds,
+            )
+            election = asyncio.create_task(elector.run(lead, stopped))
+        else:
+            election = asyncio.create_task(lead())
+        await stop.wait()
+        log.info("stopping")
+        self.queue.shutdown()
+        election.cancel()
+        if elector is not None and not self.lost:
+            await elector.release()
+        self.watcher.stop()
+        self.health.stop()
+        if self.secure_metrics is not None:
+            self.secure_metrics.stop()
+        shutdown_tracing()
+        if self.lost:
+            log.error("leadership lost: exiting so a standby takes over")
+            return 1
+        return 0
+
+    async def _work(self, reconciler: Reconciler) -> None:
+        while True:
+            try:
+                key = await self.queue.get()
+            except QueueShutDown:
+                return
+            namespace, _, name = key.partition("/")
+            began = time.monotonic()
+            self.progress.started()
+            try:
+                again = await reconciler.reconcile(namespace, name)
+                self.queue.forget(key)
+                if again is not None:
+                    self.queue.add_after(key, again)
+                self.reconciles.observe(
+                    time.monotonic() - began, "success" if again is None else "requeue_after"
+                )
+            except asyncio.CancelledError:
+                raise
+            except CacheNotSynced as e:
+                # Not listed yet (startup, or a namespace whose list is refused): wait for it
+                # rather than act on an empty cache as if the objects were gone.
+                self.queue.forget(key)
+                self.queue.add_after(key, CACHE_WAIT_SECONDS)
+                self.reconciles.observe(time.monotonic() - began, "requeue_after")
+                log.info("reconcile %s waits for the cache: %s", key, e)
+            except Exception:
+                delay = self.queue.add_rate_limited(key)
+                self.reconciles.observe(time.monotonic() - began, "error")
+                log.exception("reconcile %s failed; retrying in %.1fs", key, delay)
+            finally:
+                self.progress.finished()
+                self.queue.done(key)

@@ -1,0 +1,535 @@
+"""One reconcile of one DecisionModel: which rollout should run, and the stable's steady state.
+
+The decision itself is pure (``controller.reconciler.decide``).
+
+Effects follow the decision in crash-safe order: lastRetryToken is recorded before the retry's
+workflow starts, so a crash in between cannot make one token start two runs.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections import OrderedDict
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from kubernetes.client.rest import ApiException
+
+from controller.reconciler.cache import DECISION_MODEL, DirectReader, ObjectReader
+from controller.reconciler.decide import Decision, decide
+from controller.reconciler.dispatch import (
+    DesiredRevision,
+    DispatchSettings,
+    desired_revision,
+    record_of,
+    rollout_input,
+    runtime_update_available,
+)
+from controller.reconciler.fleet_budget import FleetBudget
+from controller.reconciler.placement_guard import (
+    already_shown,
+    clear_refusal,
+    placement_refusal,
+    refused_decision,
+    show_refusal,
+)
+from controller.reconciler.reaper import Reaper
+from controller.reconciler.restarts import (
+    RestartPlan,
+    RestartPolicy,
+    exhausted_message,
+    plan_restart,
+)
+from controller.reconciler.settings import ControllerSettings
+from controller.reconciler.steady import SteadyState
+from controller.serve.logs import current_dm
+from controller.serve.metrics import transition_memory
+from controller.serve.tracing import span
+from controller.temporal.rollouts import Rollouts, RunningRollout
+from decisionmodel.api import GROUP, PLURAL, VERSION, DecisionModel, DecisionModelInvalid
+from decisionmodel.api.conditions import is_condition_true
+from decisionmodel.api.status import DecisionModelStatus
+from decisionmodel.engine.render.labels import ANNOTATION_PROMOTE, selector_labels
+from decisionmodel.rollout.contracts import (
+    ConditionUpdate,
+    DMRef,
+    Phase,
+    RevisionRecord,
+    RolloutTuning,
+    StatusUpdate,
+)
+from decisionmodel.rollout.spec_mapping import dm_ref
+from decisionmodel.vocabulary import ConditionType, EventReason, Reason
+from kube.client import DecisionModelGone, Kube
+from kube.controller_status import Cond, ControllerStatus, apply_controller_status
+from kube.rollout_status import write_status
+from kube.status import emit_event
+
+log = logging.getLogger("dmrollout.controller.reconcile")
+# After a run this process started closes: how soon to look again if no watch event does first.
+JUST_CLOSED_RECHECK_SECONDS = 2.0
+
+
+def get_dm_raw(kube: Kube, namespace: str, name: str) -> dict[str, Any] | None:
+    try:
+        obj: dict[str, Any] = kube.custom.get_namespaced_custom_object(
+            GROUP, VERSION, namespace, PLURAL, name
+        )
+    except ApiException as e:
+        if e.status == 404:
+            return None
+        raise
+    return obj
+
+
+def remove_dm_annotation(kube: Kube, ref: DMRef, annotation: str) -> None:
+    """A JSON merge patch deleting one annotation, guarded by the UID (a re-created namesake
+    keeps its annotations)."""
+    kube.custom.patch_namespaced_custom_object(
+        GROUP,
+        VERSION,
+        ref.namespace,
+        PLURAL,
+        ref.name,
+        {"metadata": {"uid": ref.uid, "annotations": {annotation: None}}},
+        _content_type="application/merge-patch+json",
+    )
+
+
+@dataclass
+class Reconciler:
+    kube: Kube
+    rollouts: Rollouts
+    steady: SteadyState
+    settings: ControllerSettings
+    dispatch: DispatchSettings
+    metrics: Any  # controller.serve.metrics.ControllerMetrics
+    # Re-queues a DecisionModel (the work queue's add): wakes the first queued ones when a
+    # budget slot frees (controller.reconciler.fleet_budget).
+    wake: Callable[[str], None] | None = None
+    # Rollouts this process started and believes running: covers visibility's short lag.
+    started: dict[str, str] = field(default_factory=dict)
+    # The last status seen per DecisionModel, for metrics transitions.
+    seen: dict[str, dict[str, Any]] = field(default_factory=dict)
+    # Budget check and start happen under one lock: reconciles run concurrently (`workers`), and
+    # two that both saw a free slot would both start (the budget exceeded by a race).
+    budget_lock: asyncio.Lock = field(default_factory=asyncio.Lock)
+    budget: FleetBudget = field(init=False)
+    reaper: Reaper | None = None
+    # When each DecisionModel was last reaped (monotonic): a reap lists four kinds, so it runs
+    # once per reap grace, not on every reconcile.
+    reaped_at: dict[str, float] = field(default_factory=dict)
+    # Runs already said to be replaced for their policy: a cancelled run closes a few seconds
+    # later, and every reconcile in between sees it again; one Event per run is enough.
+    replaced_told: OrderedDict[str, None] = field(default_factory=OrderedDict)
+    # Where the DecisionModel is read: the controller's watch-fed cache
+    # (controller/reconciler/cache.py).
+    reader: ObjectReader | None = None
+
+    def __post_init__(self) -> None:
+        if self.reader is None:
+            self.reader = DirectReader(self.kube)
+        namespaces = self.settings.watch_namespaces
+
+        async def in_flight() -> set[str]:
+            return await self.rollouts.in_flight(namespaces)
+
+        self.budget = FleetBudget(
+            self.settings.max_concurrent_rollouts,
+            in_flight,
+            resync_seconds=self.settings.budget_resync_seconds,
+            wake=self.wake,
+        )
+        if self.reaper is None:
+            grace = timedelta(seconds=self.settings.reap_grace_seconds)
+            on_reaped = self.metrics.record_reaped if self.metrics is not None else None
+            self.reaper = Reaper(self.kube, grace, on_reaped, reader=self.reader)
+
+    def restart_policy(self) -> RestartPolicy:
+        return RestartPolicy(
+            max_restarts=self.settings.max_rollout_restarts,
+            backoff=timedelta(seconds=self.settings.restart_backoff_seconds),
+        )
+
+    def tuning(self) -> RolloutTuning:
+        return RolloutTuning(
+            heartbeat_timeout_seconds=self.settings.heartbeat_timeout_seconds,
+            promotion_grace_seconds=self.settings.promotion_grace_seconds,
+            watch_period_seconds=self.settings.post_promotion_watch_period_seconds,
+        )
+
+    async def reconcile(self, namespace: str, name: str) -> float | None:
+        """Returns seconds until the next re-check (None = only on events)."""
+        key = f"{namespace}/{name}"
+        token = current_dm.set(key)  # its log lines name it (controller/serve/logs.py)
+        try:
+            # With tracing on, the rollout this reconcile starts is a child of this span.
+            with span("reconcile", dm=key):
+                return await self._reconcile_key(namespace, name)
+        finally:
+            current_dm.reset(token)
+
+    async def _reconcile_key(self, namespace: str, name: str) -> float | None:
+        key = f"{namespace}/{name}"
+        if not self.settings.watches(namespace):
+            log.warning("refusing %s: namespace %s is not watched", key, namespace)
+            return None
+        assert self.reader is not None
+        obj = await Kube.run(self.reader.get, DECISION_MODEL, namespace, name)
+        if obj is None:
+            self.metrics.forget(namespace, name)
+            self.seen.pop(key, None)
+            self.budget.dequeue(key)
+            self.started.pop(key, None)
+            return None
+        try:
+            dm = DecisionModel.from_k8s(obj)
+        except DecisionModelInvalid as e:
+            log.error("%s is invalid: %s", key, e)
+            return None
+        ref = dm_ref(dm)
+        try:
+            return await self._reconcile(ref, dm, obj)
+        except DecisionModelGone:
+            return None
+
+    async def _reconcile(self, ref: DMRef, dm: DecisionModel, obj: dict[str, Any]) -> float | None:
+        key = f"{ref.namespace}/{ref.name}"
+        desired = desired_revision(dm, self.dispatch)
+        running = await self.rollouts.running(ref.namespace, ref.name)
+        known = self.started.get(key)
+        if known and all(r.workflow_id != known for r in running):
+            if await self.rollouts.is_running(known):
+                running.append(RunningRollout(known, None, None))
+            else:
+                # The run this process started has just closed, and its last status write may
+                # not be in the cache yet (its watch event is on the way). Deciding on this
+                # snapshot started the same revision again (1 DecisionModel in a 300-wave);
+                # that event, or this requeue, reconciles with the outcome.
+                self.started.pop(key, None)
+                return JUST_CLOSED_RECHECK_SECONDS
+        stable = dm.status.stable_revision if dm.status else None
+        self.budget.observe(key, running, stable.hash if stable else None)
+        decision = decide(dm, desired, running)
+        refusal = placement_refusal(dm, self.steady.rollout.placement_policy())
+        if refusal is not None:
+            decision = refused_decision(decision)
+        for wid in decision.cancel:
+            await self.rollouts.cancel(wid)
+            if self.started.get(key) == wid:
+                self.started.pop(key, None)
+        await self._policy_replaced(ref, decision)
+        if decision.clear_failed:
+            await write_status(self.kube, StatusUpdate(dm=ref, clear_failed=True))
+        requeue: float | None = self.settings.reinspect_seconds
+        queued = False
+        plan = RestartPlan(start=True)
+        if decision.start and decision.target_id:
+            plan = await self._restart_plan(ref, dm, desired, decision.target_id)
+        if plan.wait:
+            requeue = min(requeue or plan.wait.total_seconds(), plan.wait.total_seconds())
+        if decision.start and decision.target_id and plan.start:
+            async with self.budget_lock:
+                allowed = await self._budget_allows(key)
+                if allowed:
+                    if decision.consume_retry is not None:
+                        await apply_controller_status(
+                            self.kube,
+                            ref,
+                            ControllerStatus(last_retry_token=decision.consume_retry),
+                        )
+                    inp = rollout_input(dm, self.dispatch, self.tuning(), decision.consume_retry)
+                    await self.rollouts.start(inp)
+                    if plan.restarts:
+                        await self._restarted(ref, decision.target_id, plan)
+                    self.started[key] = decision.target_id
+                    self.budget.started(key, decision.target_id)
+            if not allowed:
+                queued = True
+                requeue = self.budget.recheck_seconds(self.settings.queued_recheck_seconds)
+        elif decision.replaced:
+            # Start the revision again as soon as the cancelled run has closed (it removes its
+            # candidate first); an approval waits for the new run.
+            requeue = min(requeue or 1e9, self.settings.queued_recheck_seconds)
+        elif decision.target_id:
+            self.budget.dequeue(key)
+            await self._forward_approval(ref, dm, decision.target_id)
+        else:
+            self.budget.dequeue(key)
+
+        in_flight = bool(decision.target_id) and not queued and not plan.exhausted
+        await self._reap(ref, dm, obj, running)
+        await self._steady(ref, dm, obj, in_flight, queued, decision.at_stable, refusal)
+        return requeue
+
+    async def _policy_replaced(self, ref: DMRef, decision: Decision) -> None:
+        """Say where a user looks that a run was replaced for its policy (an Event per run)."""
+        for wid, enforced in decision.replaced:
+            told = f"{wid}@{enforced}"
+            if told in self.replaced_told:
+                continue
+            self.replaced_told[told] = None
+            while len(self.replaced_told) > 1000:
+                self.replaced_told.popitem(last=False)
+            message = (
+                f"rollout workflow {wid} enforces policy {enforced}, but spec.rollout asks for "
+                f"policy {decision.policy} (evaluation, gates, promotion): it was cancelled and "
+                "the revision is rolled out again under the current policy; the stable revision "
+                "keeps serving. A run you did not expect was started by someone with write "
+                "access to the Temporal namespace (docs/security.md)"
+            )
+            log.warning("%s/%s: %s", ref.namespace, ref.name, message)
+            await emit_event(self.kube, ref, EventReason.POLICY_MISMATCH, message, "Warning")
+
+    # -- restart discipline and the reaper (controller.reconciler.restarts,
+    # controller.reconciler.reaper) ----------
+    async def _restart_plan(
+        self, ref: DMRef, dm: DecisionModel, desired: DesiredRevision, wid: str
+    ) -> RestartPlan:
+        policy = self.restart_policy()
+        plan = plan_restart(await self.rollouts.closed_runs(wid), datetime.now(UTC), policy)
+        if plan.exhausted:
+            await self._give_up(ref, dm, desired, exhausted_message(wid, plan, policy))
+        return plan
+
+    async def _restarted(self, ref: DMRef, wid: str, plan: RestartPlan) -> None:
+        self.metrics.record_restart(ref.namespace, ref.name, "restarted")
+        message = (
+            f"rollout workflow {wid} ended without a verdict ({plan.last_status}); started it "
+            f"again (restart {plan.restarts} of {self.settings.max_rollout_restarts})"
+        )
+        log.warning("%s/%s: %s", ref.namespace, ref.name, message)
+        await emit_event(self.kube, ref, EventReason.ROLLOUT_RESTARTED, message, "Warning")
+
+    async def _give_up(
+        self, ref: DMRef, dm: DecisionModel, desired: DesiredRevision, message: str
+    ) -> None:
+        """Record the revision as failed, as a rollout would: no more starts without a new
+        decisionmodel.io/retry value, and the reaper collects what the runs left behind."""
+        self.metrics.record_restart(ref.namespace, ref.name, "exhausted")
+        has_stable = bool(dm.status and dm.status.stable_revision)
+        reason = Reason.ROLLOUT_RESTARTS_EXHAUSTED
+        revision = desired.revision
+        failed = RevisionRecord(
+            hash=desired.requested_hash,
+            engine=revision.engine,
+            model=revision.model,
+            digest=revision.digest or "",
+            device=revision.device,
+        )
+        update = StatusUpdate(
+            dm=ref,
+            phase=Phase.ROLLED_BACK if has_stable else Phase.FAILED,
+            failed=failed,
+            failed_reason=reason,
+            failed_message=message,
+            clear_candidate=True,
+            conditions=[
+                ConditionUpdate(
+                    type=ConditionType.PROMOTED, status="False", reason=reason, message=message
+                )
+            ],
+        )
+        await write_status(self.kube, update)
+        await emit_event(self.kube, ref, EventReason.ROLLOUT_RESTARTS_EXHAUSTED, message, "Warning")
+
+    async def _reap(
+        self, ref: DMRef, dm: DecisionModel, obj: dict[str, Any], running: list[RunningRollout]
+    ) -> None:
+        key = f"{ref.namespace}/{ref.name}"
+        now = time.monotonic()
+        if self.reaper is None or now - self.reaped_at.get(key, -1e9) < self.reaper_every():
+            return
+        if obj["metadata"].get("deletionTimestamp"):
+            return  # garbage collection takes everything
+        status = dm.status
+        keep = {r.revision for r in running if r.revision}
+        recorded = [status.stable_revision, status.candidate_revision] if status else []
+        if running and status is not None:
+            recorded.append(status.previous_revision)  # in its grace after a promotion
+        keep |= {r.hash for r in recorded if r is not None}
+        self.reaped_at[key] = now
+        await self.reaper.reap(ref, keep)
+
+    def reaper_every(self) -> float:
+        return max(self.settings.reap_grace_seconds, 1.0)
+
+    async def _budget_allows(self, key: str) -> bool:
+        """O(1): the in-memory count (controller.reconciler.fleet_budget), no visibility call per
+        start."""
+        return await self.budget.allows(key)
+
+    async def _runtime_update(self, ref: DMRef, dm: DecisionModel, want: ControllerStatus) -> None:
+        """Policy Pinned: say (condition, and an Event once) that a newer default runtime exists.
+
+        Seed 001 "Upgrading the operator": the DecisionModel stays on its stable's runtime until
+        someone sets spec.runtimeVersion; nothing rolls by itself.
+        """
+        newer = runtime_update_available(dm, self.dispatch)
+        if newer is None:
+            return  # the condition is the controller's: leaving it out of the apply removes it
+        stable = dm.status.stable_revision if dm.status else None
+        current = stable.runtime_version if stable else None
+        message = (
+            f"runtime {newer} is the operator's default; this DecisionModel stays on {current} "
+            f"(--runtime-version-policy Pinned). Set spec.runtimeVersion: {newer!r} to roll onto it"
+        )
+        want.conditions.append(
+            Cond(
+                ConditionType.RUNTIME_UPDATE_AVAILABLE,
+                "True",
+                Reason.RUNTIME_UPDATE_AVAILABLE,
+                message,
+            )
+        )
+        # The Event once: when the condition the status already holds is not True yet.
+        if not is_condition_true(
+            dm.status.conditions if dm.status else [], ConditionType.RUNTIME_UPDATE_AVAILABLE
+        ):
+            await emit_event(self.kube, ref, EventReason.RUNTIME_UPDATE_AVAILABLE, message)
+
+    async def _placement_refused(
+        self, ref: DMRef, dm: DecisionModel, want: ControllerStatus, message: str
+    ) -> None:
+        """controller.reconciler.placement_guard: the condition, and a Warning Event once per
+        refusal."""
+        has_stable = bool(dm.status and dm.status.stable_revision)
+        want.conditions = show_refusal(want.conditions, message, has_stable)
+        if not already_shown(dm):
+            log.warning("%s/%s: %s", ref.namespace, ref.name, message)
+            await emit_event(self.kube, ref, Reason.PLACEMENT_REFUSED, message, "Warning")
+
+    async def _forward_approval(self, ref: DMRef, dm: DecisionModel, wid: str) -> None:
+        approval = (dm.metadata.annotations or {}).get(ANNOTATION_PROMOTE)
+        if not approval:
+            return
+        progress = await self.rollouts.progress(wid)
+        if progress is None or progress.phase != Phase.AWAITING_PROMOTION:
+            return  # early: keep the annotation, forward once the candidate waits
+        if approval == progress.revision and progress.expected_approval:
+            # The reference's form: the candidate's hash. It names the candidate that waits
+            # now, so it stands for that candidate's full token (a stale hash never matches).
+            approval = progress.expected_approval
+        refusal = await self.rollouts.approve(wid, approval)
+        if refusal is not None:
+            await emit_event(self.kube, ref, EventReason.APPROVAL_REJECTED, refusal, "Warning")
+        # Applied or refused: the annotation has been consumed either way.
+        await Kube.run(remove_dm_annotation, self.kube, ref, ANNOTATION_PROMOTE)
+
+    async def _steady(
+        self,
+        ref: DMRef,
+        dm: DecisionModel,
+        obj: dict[str, Any],
+        in_flight: bool,
+        queued: bool,
+        at_stable: bool = False,
+        refusal: str | None = None,
+    ) -> None:
+        status = dm.status
+        stable = status.stable_revision if status else None
+        want = ControllerStatus(
+            observed_generation=ref.generation,
+            endpoint=f"http://{ref.name}.{ref.namespace}.svc:11435/v1/systemone",
+        )
+        phase_now = status.phase.value if status and status.phase else None
+        new_phase: Phase | None = None
+        record = record_of(stable)
+        if record is not None:
+            health = await self.steady.reconcile(dm, record)
+            for result in health.probe_transitions:
+                self.metrics.record_probe_transition(ref.namespace, ref.name, result)
+            want.replicas = {"desired": health.desired, "modelReady": health.model_ready}
+            want.selector = ",".join(
+                f"{k}={v}" for k, v in sorted(selector_labels(ref.name, record.hash).items())
+            )
+            want.conditions = list(health.conditions)
+            if phase_now == Phase.ROLLED_BACK and refusal is None:
+                want.conditions = _rejected(want.conditions, status, health.model_ready > 0)
+            # Steady phases follow the stable's health; a RolledBack/Failed phase stays until the
+            # spec changes — and returning the spec to the stable revision is such a change. A
+            # refused spec has no candidate: only the stable is left to report on.
+            steady = phase_now in (Phase.READY, Phase.DEGRADED, Phase.PENDING, None)
+            ended = phase_now in (Phase.ROLLED_BACK, Phase.FAILED)
+            if not in_flight and (steady or (at_stable and ended) or refusal is not None):
+                degraded = health.degraded_reason or health.model_ready < health.desired
+                new_phase = Phase.DEGRADED if degraded else Phase.READY
+        else:
+            want.replicas = {"desired": dm.spec.replicas, "modelReady": 0}
+            want.conditions.append(_no_stable(phase_now))
+        await self._runtime_update(ref, dm, want)
+        if refusal is not None:
+            await self._placement_refused(ref, dm, want, refusal)
+            if record is None:
+                new_phase = Phase.FAILED
+            if status is not None and status.candidate_revision is not None:
+                # The cancelled candidate's rollout leaves status to a newer one; there is none.
+                await write_status(self.kube, StatusUpdate(dm=ref, clear_candidate=True))
+        else:
+            want.conditions = clear_refusal(want.conditions, dm)
+        if queued:
+            new_phase = Phase.PENDING
+            want.conditions.append(
+                Cond(
+                    ConditionType.READY,
+                    "True" if stable else "False",
+                    Reason.ROLLOUT_QUEUED,
+                    f"waiting for a rollout slot (--max-concurrent-rollouts "
+                    f"{self.settings.max_concurrent_rollouts})",
+                )
+            )
+        written: dict[str, Any] | None = None
+        if new_phase is not None and new_phase.value != phase_now:
+            written = await write_status(self.kube, StatusUpdate(dm=ref, phase=new_phase), read=obj)
+        # Built from the object as read (the cache) or as just written: no read per reconcile.
+        seen = written or obj
+        accepted = await apply_controller_status(self.kube, ref, want, seen)
+        current = seen.get("status") or {}
+        if accepted is not None:
+            current = accepted[1]
+        # Metrics follow the status the API server holds (written by this controller or by a
+        # rollout's activities), transition by transition from what this process saw last; a
+        # write that was refused never reaches them.
+        key = f"{ref.namespace}/{ref.name}"
+        self.metrics.record_accepted_status(ref.namespace, ref.name, self.seen.get(key), current)
+        self.seen[key] = transition_memory(current)
+
+
+def _rejected(
+    conditions: list[ConditionUpdate], status: DecisionModelStatus | None, serving: bool
+) -> list[ConditionUpdate]:
+    """RolledBack (seed 001): Ready says the stable serves, Degraded=True says why the
+    candidate was rejected (its failure reason), until the spec changes."""
+    failed = status.failed_revision if status else None
+    reason = failed.reason if failed is not None and failed.reason else Reason.CANDIDATE_REJECTED
+    why = f"candidate {failed.hash} rejected: {failed.message}" if failed else "candidate rejected"
+    kept = [c for c in conditions if c.type not in (ConditionType.READY, ConditionType.DEGRADED)]
+    return [
+        *kept,
+        Cond(
+            ConditionType.READY,
+            "True" if serving else "False",
+            Reason.CANDIDATE_REJECTED,
+            "the candidate was rejected; the stable revision keeps serving",
+        ),
+        Cond(ConditionType.DEGRADED, "True", reason, f"{why}; the stable revision keeps serving"),
+    ]
+
+
+def _no_stable(phase: str | None) -> ConditionUpdate:
+    """Ready=False before the first promotion (reference: NoStableRevision)."""
+    where = f" (phase {phase})" if phase else ""
+    return Cond(
+        ConditionType.READY,
+        "False",
+        Reason.NO_STABLE_REVISION,
+        f"no revision has been promoted yet{where}; the Service serves once the first "
+        "rollout promotes",
+    )
+
+
+__all__ = ["Decision", "Reconciler", "decide"]

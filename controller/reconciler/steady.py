@@ -1,0 +1,439 @@
+"""Steady state of the stable revision: level-triggered, cheap, never in workflow history.
+
+On every reconcile of a DecisionModel with a stable revision (Pod events, and every
+``reinspect_seconds``) the controller:
+
+- keeps the stable's objects as recorded: restores a deleted Deployment, Service or PDB from
+  ``status.stableRevision`` (never from the live spec), refuses foreign objects
+  (ResourceConflict);
+- applies in-place changes: replicas (scale, never above the operator's maximum; PDB only when
+  > 1; CacheNotShareable on a store that is not ReadWriteMany), cache size grow
+  (CacheSpecImmutable otherwise), API-key Secret change or value rotation (checksum
+  annotation on the Pod template rolls the Pods);
+- re-inspects every stable Pod (``/api/ps``; warmup first when the gate is not True), sets the
+  readiness gate, tolerates ``probe_error_tolerance`` consecutive transport/401 errors and
+  flips at once on a lost or wrong model;
+- derives replicas {desired, modelReady} and Ready / ModelReady / Degraded.
+"""
+
+from __future__ import annotations
+
+import copy
+import logging
+from dataclasses import dataclass, field
+from typing import Any
+
+from kubernetes.client.rest import ApiException
+
+from controller.reconciler.cache import DirectReader, ObjectReader, create_or_wait
+from controller.reconciler.settings import ControllerSettings
+from controller.reconciler.store_recovery import StoreHealth, StoreRecoveries, store_health
+from decisionmodel.api import DecisionModel
+from decisionmodel.engine.render import (
+    render_pdb,
+    render_service,
+    render_serving_deployment,
+)
+from decisionmodel.engine.render.labels import (
+    ANNOTATION_APIKEY_CHECKSUM,
+    ANNOTATION_RETRY,
+    deployment_name,
+    pdb_name,
+    prefetch_job_name,
+    service_name,
+    store_pvc_name,
+)
+from decisionmodel.engine.runtime_client import RuntimeClient, RuntimeTimeouts, verdict
+from decisionmodel.errors import APIKeyInvalid, DmrolloutError, ProbeError, SecretNotAllowed
+from decisionmodel.rollout import render_params
+from decisionmodel.rollout.contracts import (
+    ConditionUpdate,
+    DMRef,
+    RevisionObjectsInput,
+    RevisionRecord,
+)
+from decisionmodel.rollout.settings import RolloutSettings
+from decisionmodel.rollout.spec_mapping import stable_objects_input
+from decisionmodel.vocabulary import ConditionType, Reason
+from kube.client import Kube
+from kube.controller_status import Cond
+from kube.pod_gate import (
+    gate_event,
+    gate_true,
+    is_model_ready,
+    is_terminating,
+    pod_ip,
+    probe_eligible,
+    probe_result,
+    set_gate,
+    state_from_verdict,
+)
+from kube.secrets import SecretCapability, SecretReader, parse_api_key
+
+log = logging.getLogger("dmrollout.controller.steady")
+
+READY, DEGRADED, MODEL_READY = (
+    ConditionType.READY,
+    ConditionType.DEGRADED,
+    ConditionType.MODEL_READY,
+)
+
+
+@dataclass
+class StableHealth:
+    desired: int
+    model_ready: int
+    conditions: list[ConditionUpdate] = field(default_factory=list)
+    degraded_reason: str | None = None  # Degraded phase forced (SecretNotAllowed, …)
+    probe_transitions: list[str] = field(default_factory=list)
+
+
+def _quantity_bytes(q: str) -> float:
+    units = {
+        "Ki": 2**10,
+        "Mi": 2**20,
+        "Gi": 2**30,
+        "Ti": 2**40,
+        "k": 1e3,
+        "M": 1e6,
+        "G": 1e9,
+        "T": 1e12,
+    }
+    for suffix, factor in units.items():
+        if q.endswith(suffix):
+            return float(q[: -len(suffix)]) * factor
+    return float(q)
+
+
+class SteadyState:
+    def __init__(
+        self,
+        kube: Kube,
+        rollout: RolloutSettings,
+        settings: ControllerSettings,
+        recoveries: StoreRecoveries | None = None,
+        reader: ObjectReader | None = None,
+    ) -> None:
+        self.kube = kube
+        # Where objects are read: the controller's watch-fed cache
+        # (controller/reconciler/cache.py), so a
+        # re-inspection costs probes of the Pods and no API read; writes go to the API.
+        self.reader: ObjectReader = reader or DirectReader(kube)
+        self.rollout = rollout
+        self.settings = settings
+        # Starts and reads store recovery workflows (seed 001 StoreLost); None: not checked.
+        self.recoveries = recoveries
+        self.secrets = SecretReader(kube)
+        # Consecutive probe errors per Pod UID (in memory: a restart forgives, harmlessly).
+        self.probe_errors: dict[str, int] = {}
+
+    async def reconcile(self, model: DecisionModel, stable: RevisionRecord) -> StableHealth:
+        inp = stable_objects_input(model, stable, self.rollout.runtime_version)
+        if inp.replicas > self.rollout.max_replicas:
+            # spec.replicas above the operator's maximum is refused (PlacementRefused, shown by
+            # the reconciler): the stable keeps the replicas it runs with.
+            inp = inp.model_copy(update={"replicas": await self._current_replicas(inp)})
+        dm = inp.dm
+        health = StableHealth(desired=inp.replicas, model_ready=0)
+        api_key: str | None = None
+        checksum: str | None = None
+        try:
+            if inp.api_key is not None:
+                found = await self.secrets.read_entry(
+                    dm.namespace, inp.api_key, SecretCapability.API_KEY
+                )
+                # One read serves both.
+                api_key = parse_api_key(found.value, dm.namespace, inp.api_key)
+                checksum = render_params.apikey_checksum(found.value, found.uid)
+        except (SecretNotAllowed, APIKeyInvalid) as e:
+            health.degraded_reason = e.reason
+            health.conditions.append(Cond(DEGRADED, "True", e.reason, str(e)))
+            health.conditions.append(Cond(READY, "False", e.reason, str(e)))
+            return health
+        except DmrolloutError as e:  # Secret missing: same treatment as unusable
+            health.degraded_reason = Reason.API_KEY_INVALID
+            health.conditions.append(Cond(DEGRADED, "True", Reason.API_KEY_INVALID, str(e)))
+            health.conditions.append(Cond(READY, "False", Reason.API_KEY_INVALID, str(e)))
+            return health
+
+        conflicts: list[str] = []
+        cache_problems: list[ConditionUpdate] = []
+        await self._ensure_deployment(inp, checksum, conflicts)
+        await self._ensure_pdb(inp, conflicts)
+        await self._ensure_service(dm, stable.hash, conflicts)
+        await self._cache(inp, cache_problems)
+        store = await self._store(model, inp)
+
+        pods = await Kube.run(self.reader.list_revision_pods, dm.namespace, dm.name, stable.hash)
+        for pod in pods if store.probe else []:
+            result = await self._probe(dm, pod, stable, api_key)
+            if result is not None:
+                health.probe_transitions.append(result)
+        # From the cache this is the same snapshot: a gate just written (and the PodReady the
+        # kubelet derives from it) arrives as a Pod event, which reconciles this again.
+        pods = await Kube.run(self.reader.list_revision_pods, dm.namespace, dm.name, stable.hash)
+        health.model_ready = sum(1 for p in pods if is_model_ready(p) and not is_terminating(p))
+
+        ready, desired = health.model_ready, health.desired
+        if ready >= desired:
+            health.conditions += [
+                Cond(READY, "True", Reason.SERVING, f"{ready}/{desired} replicas model-ready"),
+                Cond(
+                    MODEL_READY,
+                    "True",
+                    Reason.MODEL_READY,
+                    f"{ready}/{desired} replicas model-ready",
+                ),
+            ]
+        elif ready > 0:
+            msg = f"{ready}/{desired} replicas model-ready"
+            health.conditions += [
+                Cond(READY, "True", Reason.REPLICAS_NOT_MODEL_READY, msg),
+                Cond(MODEL_READY, "False", Reason.REPLICAS_NOT_MODEL_READY, msg),
+            ]
+        else:
+            msg = f"0/{desired} replicas model-ready"
+            health.conditions += [
+                Cond(READY, "False", Reason.NO_MODEL_READY_PODS, msg),
+                Cond(MODEL_READY, "False", Reason.NO_MODEL_READY_PODS, msg),
+            ]
+        degraded: ConditionUpdate | None = None
+        if conflicts:
+            degraded = Cond(DEGRADED, "True", Reason.RESOURCE_CONFLICT, "; ".join(conflicts))
+            health.conditions = [c for c in health.conditions if c.type != READY]
+            health.conditions.append(
+                Cond(READY, "False", Reason.RESOURCE_CONFLICT, "; ".join(conflicts))
+            )
+        elif store.condition is not None:
+            degraded = store.condition
+            health.degraded_reason = store.condition.reason
+        elif ready < desired:
+            reason = Reason.REPLICAS_NOT_MODEL_READY if ready else Reason.NO_MODEL_READY_PODS
+            degraded = Cond(DEGRADED, "True", reason, f"{ready}/{desired} replicas model-ready")
+        elif cache_problems:
+            degraded = cache_problems[0]
+        health.conditions.append(degraded or Cond(DEGRADED, "False", Reason.AS_EXPECTED, ""))
+        return health
+
+    async def _store(self, model: DecisionModel, inp: RevisionObjectsInput) -> StoreHealth:
+        """The stable's store: lost, being recovered, failed to recover, or being deleted."""
+        if self.recoveries is None:
+            return StoreHealth()
+        name = store_pvc_name(inp.dm.name, inp.record.hash)
+        pvc = await Kube.run(self.reader.get, "PersistentVolumeClaim", inp.dm.namespace, name)
+        retry = (model.metadata.annotations or {}).get(ANNOTATION_RETRY)
+        health = await store_health(self.recoveries, inp, pvc, retry)
+        if health.condition is not None and health.condition.reason == Reason.STORE_TERMINATING:
+            # The finished prefetch Job's Pod references the PVC too and can keep it Terminating
+            # (seen: the PVC outlived the stable Pods); it is ours and done: remove it.
+            job = prefetch_job_name(inp.dm.name, inp.record.hash)
+            if await Kube.run(self.reader.get, "Job", inp.dm.namespace, job) is not None:
+                await Kube.run(self.kube.delete_owned, "Job", inp.dm.namespace, job, inp.dm.uid)
+        return health
+
+    async def _current_replicas(self, inp: RevisionObjectsInput) -> int:
+        """The stable Deployment's replicas as they are (not scaled either way: a maximum
+        lowered under a running stable does not shrink it); a deleted one is restored with the
+        maximum."""
+        name = deployment_name(inp.dm.name, inp.record.hash)
+        current = await Kube.run(self.reader.get, "Deployment", inp.dm.namespace, name)
+        have = (current or {}).get("spec", {}).get("replicas")
+        return have if isinstance(have, int) and have >= 1 else self.rollout.max_replicas
+
+    # -- objects ---------------------------------------------------------------------------
+    async def _ensure_deployment(
+        self, inp: RevisionObjectsInput, checksum: str | None, conflicts: list[str]
+    ) -> None:
+        desired = render_serving_deployment(
+            render_params.serving_params(inp, self._restore_settings(inp), checksum, recorded=True)
+        )
+        name = desired["metadata"]["name"]
+        current = await Kube.run(self.reader.get, "Deployment", inp.dm.namespace, name)
+        if current is None:
+            await self._restore(desired, "stable Deployment")
+            return
+        if Kube.controller_uid(current) != inp.dm.uid:
+            conflicts.append(f"Deployment {name} is not owned by this DecisionModel")
+            return
+        patch: dict[str, Any] = {}
+        if current["spec"].get("replicas") != inp.replicas:
+            patch.setdefault("spec", {})["replicas"] = inp.replicas
+        have = (current["spec"]["template"]["metadata"].get("annotations") or {}).get(
+            ANNOTATION_APIKEY_CHECKSUM
+        )
+        want = (desired["spec"]["template"]["metadata"].get("annotations") or {}).get(
+            ANNOTATION_APIKEY_CHECKSUM
+        )
+        have_env = _api_key_env(current)
+        want_env = _api_key_env(desired)
+        if have != want or have_env != want_env:
+            # Rotation or a new Secret reference: the new template rolls the Pods per strategy.
+            patch.setdefault("spec", {})["template"] = copy.deepcopy(desired["spec"]["template"])
+        if patch:
+            await Kube.run(self.kube.kinds["Deployment"].patch, name, inp.dm.namespace, patch)
+
+    def _restore_settings(self, inp: RevisionObjectsInput) -> RolloutSettings:
+        if inp.revision.image:
+            # A recorded override image was allowed when it was promoted: restoring it is not a
+            # new override.
+            return self.rollout.model_copy(update={"allow_image_override": True})
+        return self.rollout
+
+    async def _ensure_pdb(self, inp: RevisionObjectsInput, conflicts: list[str]) -> None:
+        name = pdb_name(inp.dm.name, inp.record.hash)
+        current = await Kube.run(self.reader.get, "PodDisruptionBudget", inp.dm.namespace, name)
+        if inp.replicas > 1:
+            if current is None or current["metadata"].get("deletionTimestamp"):
+                pdb = render_pdb(render_params.revision_params(inp.dm, inp.record.hash))
+                await Kube.run(create_or_wait, self.kube, pdb)
+            elif Kube.controller_uid(current) != inp.dm.uid:
+                conflicts.append(f"PodDisruptionBudget {name} is not owned by this DecisionModel")
+        elif current is not None:
+            await Kube.run(
+                self.kube.delete_owned, "PodDisruptionBudget", inp.dm.namespace, name, inp.dm.uid
+            )
+
+    async def _ensure_service(self, dm: DMRef, stable: str, conflicts: list[str]) -> None:
+        name = service_name(dm.name)
+        current = await Kube.run(self.reader.get, "Service", dm.namespace, name)
+        desired = render_service(render_params.service_params(dm, stable))
+        if current is None:
+            await self._restore(desired, "Service")
+            return
+        if Kube.controller_uid(current) != dm.uid:
+            conflicts.append(f"Service {name} is not owned by this DecisionModel")
+            return
+        selector = current["spec"].get("selector") or {}
+        if selector != desired["spec"]["selector"]:
+            # status.stableRevision is written before the Service switch (crash-safe order); a
+            # promotion cut between the two is completed here, from the recorded stable.
+            log.info(
+                "Service %s/%s selects %s; switching to the stable %s",
+                dm.namespace,
+                name,
+                selector.get("decisionmodel.io/revision"),
+                stable,
+            )
+            await Kube.run(
+                self.kube.kinds["Service"].patch,
+                name,
+                dm.namespace,
+                {"spec": {"selector": desired["spec"]["selector"]}},
+            )
+
+    async def _cache(self, inp: RevisionObjectsInput, problems: list[ConditionUpdate]) -> None:
+        modes = inp.cache.access_modes
+        if inp.replicas > 1 and "ReadWriteMany" not in modes:
+            problems.append(
+                Cond(
+                    DEGRADED,
+                    "True",
+                    Reason.CACHE_NOT_SHAREABLE,
+                    f"replicas {inp.replicas} with a {'/'.join(modes)} store: Pods on other nodes "
+                    "cannot attach it; set spec.cache.accessModes [ReadWriteMany] and an RWX class",
+                )
+            )
+        name = store_pvc_name(inp.dm.name, inp.record.hash)
+        pvc = await Kube.run(self.reader.get, "PersistentVolumeClaim", inp.dm.namespace, name)
+        if pvc is None or Kube.controller_uid(pvc) != inp.dm.uid:
+            return
+        spec = pvc["spec"]
+        current = spec["resources"]["requests"]["storage"]
+        immutable: list[str] = []
+        if sorted(spec.get("accessModes") or []) != sorted(modes):
+            immutable.append("accessModes changed (PVC access modes are immutable)")
+        if (
+            inp.cache.storage_class_name
+            and spec.get("storageClassName") != inp.cache.storage_class_name
+        ):
+            immutable.append("storageClassName changed")
+        if _quantity_bytes(inp.cache.size) < _quantity_bytes(current):
+            immutable.append(f"size {inp.cache.size} < {current} (PVCs cannot shrink)")
+        elif _quantity_bytes(inp.cache.size) > _quantity_bytes(current):
+            try:
+                await Kube.run(
+                    self.kube.kinds["PersistentVolumeClaim"].patch,
+                    name,
+                    inp.dm.namespace,
+                    {"spec": {"resources": {"requests": {"storage": inp.cache.size}}}},
+                )
+            except ApiException as e:
+                if e.status not in (403, 422):
+                    raise
+                immutable.append(
+                    f"size grow to {inp.cache.size} refused: the StorageClass does not allow "
+                    "volume expansion"
+                )
+        if immutable:
+            problems.append(
+                Cond(
+                    DEGRADED,
+                    "True",
+                    Reason.CACHE_SPEC_IMMUTABLE,
+                    "; ".join(immutable)
+                    + ": the store PVC is left as is; a new revision provisions from spec.cache",
+                )
+            )
+
+    # -- probing ---------------------------------------------------------------------------
+    async def _restore(self, desired: dict[str, Any], what: str) -> None:
+        """Create an object the cache does not hold. A 409 means it exists and the cache has not
+        seen it yet (just created by a rollout, its watch event on the way): nothing to say."""
+        meta = desired["metadata"]
+        if await Kube.run(create_or_wait, self.kube, desired) is not None:
+            log.info("restored deleted %s %s/%s", what, meta["namespace"], meta["name"])
+
+    async def _probe(
+        self, dm: DMRef, pod: dict[str, Any], stable: RevisionRecord, api_key: str | None
+    ) -> str | None:
+        """Inspect one Pod and set its gate; the probe-result label when the gate changed."""
+        if not probe_eligible(pod):
+            return None
+        uid = pod["metadata"]["uid"]
+        ip = pod_ip(pod)
+        assert ip is not None
+        client = RuntimeClient.for_pod(
+            ip,
+            api_key=api_key,
+            timeouts=RuntimeTimeouts(),
+            default_registry=self.rollout.ollaya_registry,
+        )
+        error: BaseException | None = None
+        entry = None
+        try:
+            async with client:
+                if not gate_true(pod):
+                    await client.warmup(stable.model)
+                entry = await client.inspect(stable.model)
+        except (DmrolloutError, OSError) as e:
+            error = e
+        found = verdict(stable.digest, stable.device, entry, error)
+        transport_error = (
+            error is not None and isinstance(error, ProbeError | OSError) and entry is None
+        )
+        if transport_error and gate_true(pod):
+            count = self.probe_errors.get(uid, 0) + 1
+            self.probe_errors[uid] = count
+            if count < self.settings.probe_error_tolerance:
+                return None  # tolerated (e.g. a 401 while an API-key rotation rolls the Pods)
+        else:
+            self.probe_errors.pop(uid, None)
+        state = state_from_verdict(found)
+        if found.reason == Reason.DIGEST_MISMATCH:
+            log.warning("stable Pod %s reports another digest", pod["metadata"]["name"])
+        written = await set_gate(self.kube, pod, state)
+        if written:
+            await gate_event(self.kube, dm, pod, found)
+        return probe_result(found) if written else None
+
+
+def _api_key_env(deployment: dict[str, Any]) -> dict[str, Any] | None:
+    for container in deployment["spec"]["template"]["spec"].get("containers", []):
+        for env in container.get("env", []) or []:
+            if env.get("name") == "OLLAYA_API_KEY":
+                ref: dict[str, Any] = (env.get("valueFrom") or {}).get("secretKeyRef") or {}
+                return {"name": ref.get("name"), "key": ref.get("key")}
+    return None
+
+
+__all__ = ["StableHealth", "SteadyState", "deployment_name"]

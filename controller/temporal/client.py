@@ -1,0 +1,206 @@
+"""Connecting to Temporal: address, namespace, TLS / mTLS, API key; and the namespace checks.
+
+Platform teams bring their own Temporal cluster (self-hosted with mTLS, or Temporal Cloud with an
+API key); the local environment uses the dev server on loopback without TLS.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+from pydantic import Field, PrivateAttr
+from pydantic_settings import BaseSettings, SettingsConfigDict
+from temporalio.api.enums.v1 import IndexedValueType
+from temporalio.api.operatorservice.v1 import (
+    AddSearchAttributesRequest,
+    ListSearchAttributesRequest,
+)
+from temporalio.api.workflowservice.v1 import DescribeNamespaceRequest
+from temporalio.client import Client, Interceptor, TLSConfig
+from temporalio.envconfig import ClientConfigProfile
+from temporalio.runtime import PrometheusConfig, Runtime, TelemetryConfig
+
+from controller.temporal.payload_codec import AesGcmCodec, codec_from_settings, data_converter
+from workflows import search_attributes as sa
+
+SETUP_COMMAND = "dmrollout temporal setup"
+TLS_FIELDS = frozenset(
+    {"tls", "server_ca_file", "client_cert_file", "client_key_file", "server_name"}
+)
+
+
+class TemporalSettings(BaseSettings):
+    """How to reach Temporal. Environment: ``DMROLLOUT_TEMPORAL_*``."""
+
+    model_config = SettingsConfigDict(env_prefix="DMROLLOUT_TEMPORAL_", extra="ignore")
+
+    address: str = Field(default="127.0.0.1:7233", description="Frontend host:port.")
+    namespace: str = Field(default="default", description="Temporal namespace of the rollouts.")
+    task_queue: str = Field(default="dmrollout-rollouts", description="Task queue of workers.")
+    tls: bool = Field(
+        default=False, description="Use TLS (implied by a CA, a client cert or an API key)."
+    )
+    server_ca_file: Path | None = Field(default=None, description="CA bundle of the frontend.")
+    client_cert_file: Path | None = Field(default=None, description="mTLS client certificate.")
+    client_key_file: Path | None = Field(default=None, description="mTLS client key.")
+    server_name: str | None = Field(default=None, description="TLS server name override.")
+    api_key: str | None = Field(
+        default=None,
+        description="API key (Temporal Cloud); from a Secret through the environment, never "
+        "logged.",
+        repr=False,
+    )
+    ui_url: str = Field(
+        default="http://127.0.0.1:8233",
+        description="Base URL of the Temporal Web UI, for links printed by the CLI.",
+    )
+    metrics_bind_address: str | None = Field(
+        default=None, description="host:port for the SDK's Prometheus metrics (worker)."
+    )
+    profile: str | None = Field(
+        default=None,
+        description="Profile of the Temporal CLI's config file (temporal.toml); default: "
+        "TEMPORAL_PROFILE, else `default`.",
+    )
+    payload_keys_dir: Path | None = Field(
+        default=None,
+        description="Turns the payload codec on (controller, worker, CLI and codec server "
+        "alike): a directory with one file per key ID, each 32 random bytes in base64 (the "
+        "payload keys Secret, mounted). Payloads and failure messages are then AES-256-GCM "
+        "encrypted before they reach Temporal. Unset: off.",
+    )
+    payload_key_id: str | None = Field(
+        default=None,
+        description="The key ID payloads are encrypted with (a file of payload_keys_dir); every "
+        "key in the directory decrypts, so keys rotate.",
+    )
+    min_retention_days: int = Field(
+        default=7,
+        description="Minimum history retention `temporal setup` accepts: the history is the "
+        "audit trail (the dev server keeps closed workflows 24 h).",
+    )
+
+    # TLS from the Temporal CLI's conventions (TEMPORAL_TLS*, a profile), when no
+    # DMROLLOUT_TEMPORAL_* TLS field is set: see ``load``.
+    _profile_tls: TLSConfig | bool | None = PrivateAttr(default=None)
+
+    @classmethod
+    def load(cls, **overrides: Any) -> TemporalSettings:
+        """The settings as every dmrollout process uses them. Precedence: flags (``overrides``,
+        None = not given), then ``DMROLLOUT_TEMPORAL_*``, then the Temporal CLI's own
+        conventions (``temporalio.envconfig``: TEMPORAL_ADDRESS, TEMPORAL_NAMESPACE,
+        TEMPORAL_API_KEY, TEMPORAL_TLS*, profiles of temporal.toml), then the defaults. A
+        profile that does not exist raises the SDK's ConfigError."""
+        explicit = cls(**{k: v for k, v in overrides.items() if v is not None})
+        profile = ClientConfigProfile.load(profile=explicit.profile)
+        given = explicit.model_fields_set
+        conventions = {
+            "address": profile.address,
+            "namespace": profile.namespace,
+            "api_key": profile.api_key,
+        }
+        updates = {k: v for k, v in conventions.items() if v and k not in given}
+        resolved = explicit.model_copy(update=updates)
+        if profile.tls is not None and not (TLS_FIELDS & given):
+            resolved._profile_tls = profile.tls.to_connect_tls_config()
+        return resolved
+
+    def tls_config(self) -> TLSConfig | bool:
+        if self._profile_tls is not None:
+            return self._profile_tls
+        wants = self.tls or self.server_ca_file or self.client_cert_file or self.api_key
+        if not wants:
+            return False
+        return TLSConfig(
+            server_root_ca_cert=self.server_ca_file.read_bytes() if self.server_ca_file else None,
+            client_cert=self.client_cert_file.read_bytes() if self.client_cert_file else None,
+            client_private_key=self.client_key_file.read_bytes() if self.client_key_file else None,
+            domain=self.server_name,
+        )
+
+    def payload_codec(self) -> AesGcmCodec | None:
+        """The codec when payload_keys_dir is set; PayloadKeysInvalid names what is wrong."""
+        return codec_from_settings(self.payload_keys_dir, self.payload_key_id)
+
+
+def make_runtime(settings: TemporalSettings) -> Runtime | None:
+    if not settings.metrics_bind_address:
+        return None
+    return Runtime(
+        telemetry=TelemetryConfig(
+            metrics=PrometheusConfig(bind_address=settings.metrics_bind_address)
+        )
+    )
+
+
+async def connect(
+    settings: TemporalSettings,
+    runtime: Runtime | None = None,
+    interceptors: Sequence[Interceptor] = (),
+) -> Client:
+    return await Client.connect(
+        settings.address,
+        namespace=settings.namespace,
+        tls=settings.tls_config(),
+        api_key=settings.api_key,
+        data_converter=data_converter(settings.payload_codec()),
+        runtime=runtime or Runtime.default(),
+        interceptors=interceptors,
+    )
+
+
+class NamespaceNotReady(RuntimeError):
+    """The namespace lacks what rollouts need; the message names the command that fixes it."""
+
+
+async def missing_search_attributes(client: Client, namespace: str) -> list[str]:
+    resp = await client.operator_service.list_search_attributes(
+        ListSearchAttributesRequest(namespace=namespace)
+    )
+    return [k.name for k in sa.ALL if k.name not in resp.custom_attributes]
+
+
+async def check_namespace(client: Client, namespace: str) -> None:
+    """Fail fast (a worker would otherwise leave workflow tasks retrying forever)."""
+    missing = await missing_search_attributes(client, namespace)
+    if missing:
+        raise NamespaceNotReady(
+            f"Temporal namespace {namespace!r} lacks the search attributes {', '.join(missing)}: "
+            f"run `{SETUP_COMMAND}` once (or enable the Helm chart's temporalSetup hook)"
+        )
+
+
+async def setup_namespace(client: Client, settings: TemporalSettings) -> list[str]:
+    """Register the search attributes; check retention. Returns what it did, line by line."""
+    done: list[str] = []
+    missing = await missing_search_attributes(client, settings.namespace)
+    if missing:
+        await client.operator_service.add_search_attributes(
+            AddSearchAttributesRequest(
+                namespace=settings.namespace,
+                search_attributes={
+                    name: IndexedValueType.INDEXED_VALUE_TYPE_KEYWORD for name in missing
+                },
+            )
+        )
+        done.append(f"registered search attributes: {', '.join(missing)}")
+    else:
+        done.append("search attributes already registered")
+    described = await client.workflow_service.describe_namespace(
+        DescribeNamespaceRequest(namespace=settings.namespace)
+    )
+    retention = described.config.workflow_execution_retention_ttl.ToTimedelta()
+    minimum = timedelta(days=settings.min_retention_days)
+    if retention < minimum:
+        done.append(
+            f"WARNING: namespace {settings.namespace!r} keeps closed workflows for {retention}; "
+            f"the rollout audit trail needs at least {minimum} "
+            f"(temporal operator namespace update --retention {settings.min_retention_days}d "
+            f"{settings.namespace})"
+        )
+    else:
+        done.append(f"retention {retention} ≥ {minimum}")
+    return done

@@ -1,0 +1,222 @@
+"""The controller's side of Temporal: start, cancel, approve and find rollouts.
+
+Starting is idempotent: a workflow ID names the revision (and retry generation), and starting an
+ID that is already running answers "already started" instead of a second run, so a controller
+restart never duplicates a rollout. Search attributes are set at start, so visibility finds a
+rollout from its first moment.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Final
+
+from temporalio.client import (
+    Client,
+    WorkflowExecutionStatus,
+    WorkflowUpdateFailedError,
+)
+from temporalio.common import SearchAttributePair, TypedSearchAttributes, WorkflowIDReusePolicy
+from temporalio.exceptions import WorkflowAlreadyStartedError
+from temporalio.service import RPCError, RPCStatusCode
+
+from decisionmodel.rollout.contracts import Phase, RolloutInput, RolloutProgress, workflow_id
+from workflows import search_attributes as sa
+from workflows.rollout import RolloutWorkflow
+
+log = logging.getLogger("dmrollout.controller.rollouts")
+
+# Every call to Temporal is bounded (a frontend that accepts and never answers must not hang a
+# reconcile or a CLI command); a timed-out call raises RPCError DEADLINE_EXCEEDED.
+RPC_TIMEOUT: Final = timedelta(seconds=10)
+# How long a worker may hold one workflow task (the server's default is 10 s). A task takes
+# milliseconds of CPU, but on a saturated host (600 rollouts at once on 2 cores, issue 14) a
+# taken task waited past 10 s for the process, timed out and was redone from scratch: more
+# load, more timeouts. The worker bounds the tasks it takes at once (worker_max_concurrent_
+# workflow_tasks), so what it took finishes well inside this; a worker killed mid-task delays
+# that one workflow by it once (activities' heartbeat timeout is 30 s too).
+WORKFLOW_TASK_TIMEOUT: Final = timedelta(seconds=30)
+
+
+@dataclass(frozen=True)
+class ClosedRun:
+    """A closed run of a workflow ID, as the restart discipline reads it."""
+
+    status: str  # WorkflowExecutionStatus name
+    close_time: datetime
+
+
+@dataclass(frozen=True)
+class RunningRollout:
+    workflow_id: str
+    run_id: str | None
+    revision: str | None
+    # The policy digest of what the run enforces, from its own input (None: not known).
+    policy: str | None = None
+
+
+def _quote(value: str) -> str:
+    return "'" + value.replace("\\", "\\\\").replace("'", "\\'") + "'"
+
+
+def dm_query(dm_namespace: str, dm_name: str) -> str:
+    return f"DmNamespace = {_quote(dm_namespace)} AND DmName = {_quote(dm_name)}"
+
+
+def revision_query(dm_namespace: str, dm_name: str, revision: str) -> str:
+    """The rollouts of one revision of a DecisionModel (DmRevision is the resolved hash)."""
+    return f"{dm_query(dm_namespace, dm_name)} AND DmRevision = {_quote(revision)}"
+
+
+class Rollouts:
+    def __init__(self, client: Client, task_queue: str, ui_url: str = "") -> None:
+        self.client = client
+        self.task_queue = task_queue
+        self.ui_url = ui_url.rstrip("/")
+        # run ID → policy digest of its input: a run's input never changes, so it is read once.
+        self.policies: dict[str, str] = {}
+
+    async def start(self, inp: RolloutInput) -> bool:
+        """Start the rollout of ``inp``; False when that workflow was already running."""
+        wid = workflow_id(inp.dm, inp.requested_revision, inp.retry_token)
+        try:
+            await self.client.start_workflow(
+                RolloutWorkflow.run,
+                inp,
+                id=wid,
+                task_queue=self.task_queue,
+                # A closed run of the same revision may run again (the spec came back to it
+                # after a supersede); a running one is never started twice.
+                id_reuse_policy=WorkflowIDReusePolicy.ALLOW_DUPLICATE,
+                search_attributes=TypedSearchAttributes(
+                    [
+                        SearchAttributePair(sa.DM_NAMESPACE, inp.dm.namespace),
+                        SearchAttributePair(sa.DM_NAME, inp.dm.name),
+                        SearchAttributePair(sa.DM_REVISION, inp.requested_revision),
+                        SearchAttributePair(sa.DM_MODEL, inp.revision.model),
+                        SearchAttributePair(sa.DM_PHASE, Phase.PENDING.value),
+                    ]
+                ),
+                static_summary=f"Rollout of {inp.revision.model} to DecisionModel "
+                f"{inp.dm.namespace}/{inp.dm.name}",
+                static_details=f"requested revision `{inp.requested_revision}`, "
+                f"{inp.replicas} replica(s), device {inp.revision.device}, promotion "
+                f"{inp.promotion}" + (f", retry {inp.retry_token!r}" if inp.retry_token else ""),
+                execution_timeout=None,
+                task_timeout=WORKFLOW_TASK_TIMEOUT,
+                rpc_timeout=RPC_TIMEOUT,
+            )
+        except WorkflowAlreadyStartedError:
+            return False
+        log.info("started %s", wid)
+        return True
+
+    async def running(self, dm_namespace: str, dm_name: str) -> list[RunningRollout]:
+        query = f"{dm_query(dm_namespace, dm_name)} AND ExecutionStatus = 'Running'"
+        found: list[RunningRollout] = []
+        async for wf in self.client.list_workflows(query, rpc_timeout=RPC_TIMEOUT):
+            revision = wf.typed_search_attributes.get(sa.DM_REVISION)
+            policy = await self.policy_of(wf.id, wf.run_id)
+            found.append(RunningRollout(wf.id, wf.run_id, revision, policy))
+        return found
+
+    async def policy_of(self, wid: str, run_id: str) -> str | None:
+        """The policy digest of the run's own input (its first history event), not of anything
+        its starter declared (a memo, a search attribute): what its steps will enforce. None
+        when the history cannot be read now (the run is then left as it is)."""
+        if run_id in self.policies:
+            return self.policies[run_id]
+        handle = self.client.get_workflow_handle(wid, run_id=run_id)
+        try:
+            async for event in handle.fetch_history_events(page_size=1):
+                started = event.workflow_execution_started_event_attributes
+                decoded = await self.client.data_converter.decode(
+                    started.input.payloads, [RolloutInput]
+                )
+                break
+            else:
+                return None
+        except (RPCError, ValueError, TypeError) as e:
+            log.info("policy of %s: %s", wid, e)
+            return None
+        if not decoded or not isinstance(decoded[0], RolloutInput):
+            return None
+        digest = decoded[0].policy().digest()
+        if len(self.policies) > 10_000:  # closed runs are not pruned one by one: bound it
+            self.policies.clear()
+        self.policies[run_id] = digest
+        return digest
+
+    async def in_flight(self, namespaces: list[str] | None = None) -> set[str]:
+        """IDs of rollouts in flight, within the watched namespaces when the controller is scoped.
+
+        AwaitingPromotion counts (it holds a candidate's resources and is not decided). A
+        promoted rollout whose workflow still waits out the grace before deleting the previous
+        revision does not (DmPhase Ready): it is no longer rolling out, `kubectl get dm` says
+        Ready, and counting it made a fleet wave wait a grace per slot while fewer than the
+        budget were visibly rolling (measured with bench/fleet.py).
+        """
+        query = (
+            "WorkflowType = 'RolloutWorkflow' AND ExecutionStatus = 'Running' "
+            f"AND DmPhase != {_quote(Phase.READY.value)}"
+        )
+        if namespaces:
+            query += f" AND DmNamespace IN ({', '.join(_quote(n) for n in namespaces)})"
+        return {wf.id async for wf in self.client.list_workflows(query, rpc_timeout=RPC_TIMEOUT)}
+
+    async def closed_runs(self, wid: str) -> list[ClosedRun]:
+        """The closed runs of one workflow ID (visibility), for the restart discipline."""
+        query = f"WorkflowId = {_quote(wid)} AND ExecutionStatus != 'Running'"
+        runs: list[ClosedRun] = []
+        async for wf in self.client.list_workflows(query, rpc_timeout=RPC_TIMEOUT):
+            if wf.status is not None and wf.close_time is not None:
+                runs.append(ClosedRun(wf.status.name, wf.close_time))
+        return runs
+
+    async def is_running(self, wid: str) -> bool:
+        """Whether a run this controller started is still open. Only an answer says it is not:
+        a describe that fails (a timeout, a busy or throttling frontend) leaves it running, as
+        believed. Taking it as closed let a 300-wave start a second rollout of the same revision
+        beside the first (visibility did not list the first yet)."""
+        try:
+            desc = await self.client.get_workflow_handle(wid).describe(rpc_timeout=RPC_TIMEOUT)
+        except RPCError as e:
+            if e.status == RPCStatusCode.NOT_FOUND:
+                return False
+            log.info("describe %s: %s; taking it as still running", wid, e.message)
+            return True
+        return desc.status == WorkflowExecutionStatus.RUNNING
+
+    async def cancel(self, wid: str) -> None:
+        """Cancel (never terminate): the workflow cleans up its own candidate objects."""
+        try:
+            await self.client.get_workflow_handle(wid).cancel(rpc_timeout=RPC_TIMEOUT)
+            log.info("cancelled %s", wid)
+        except RPCError as e:
+            log.info("cancel %s: %s", wid, e.message)
+
+    async def progress(self, wid: str) -> RolloutProgress | None:
+        try:
+            answer: RolloutProgress = await self.client.get_workflow_handle(wid).query(
+                RolloutWorkflow.progress, rpc_timeout=RPC_TIMEOUT
+            )
+        except RPCError:
+            return None
+        return answer
+
+    async def approve(self, wid: str, approval: str) -> str | None:
+        """Send the approval as an update; None when applied, else the refusal."""
+        try:
+            await self.client.get_workflow_handle(wid).execute_update(
+                RolloutWorkflow.approve, approval, rpc_timeout=RPC_TIMEOUT
+            )
+        except WorkflowUpdateFailedError as e:
+            return str(e.cause) if e.cause else str(e)
+        return None
+
+    def ui_link(self, wid: str, namespace: str = "default") -> str:
+        from urllib.parse import quote
+
+        return f"{self.ui_url}/namespaces/{namespace}/workflows/{quote(wid, safe='')}"

@@ -1,0 +1,181 @@
+"""``dmrollout worker``: runs RolloutWorkflow and its activities on one task queue.
+
+Activities are async: cancellation reaches them as ``asyncio.CancelledError`` at the next await
+(which WAIT_CANCELLATION_COMPLETED cleanup relies on), heartbeats are cheap, and the blocking
+kubernetes client runs in a bounded thread pool (``asyncio.to_thread``, sized by
+``worker_max_concurrent_activities``) so one slow API call never stalls the others. Every
+concurrency of the worker is bounded (``RolloutSettings.worker_*``) so that, under load, tasks
+wait in Temporal's queues rather than time out inside a busy process.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import logging
+import os
+import signal
+from collections.abc import Callable
+from datetime import timedelta
+from typing import Any
+
+from prometheus_client import CollectorRegistry, Counter, Histogram, generate_latest
+from temporalio.client import Client
+from temporalio.worker import PollerBehaviorSimpleMaximum, Worker
+
+from activities.registry import build_activities
+from controller.serve.health import HealthServer
+from controller.serve.liveness import LoopProgress
+from controller.serve.metrics_server import build_secure_metrics_server
+from controller.serve.metrics_settings import MetricsSettings
+from controller.serve.sdk_metrics import with_sdk_series
+from controller.serve.tracing import shutdown_tracing, tracing_interceptors
+from controller.temporal.client import TemporalSettings, check_namespace, connect, make_runtime
+from controller.worker.progress import ProgressInterceptor
+from decisionmodel.rollout.settings import RolloutSettings
+from kube.client import Kube
+from workflows.rollout import RolloutWorkflow
+from workflows.store_recovery import StoreRecoveryWorkflow
+
+log = logging.getLogger("dmrollout.worker")
+
+
+class WorkerMetrics:
+    """The seed-004 series measured where the work happens: registry resolves run here.
+
+    Served on ``DMROLLOUT_WORKER_METRICS_PORT`` (prometheus_client), next to the Temporal SDK's
+    own metrics (``DMROLLOUT_TEMPORAL_METRICS_BIND_ADDRESS``, e.g. workflow-task failures).
+    """
+
+    def __init__(self, registry: CollectorRegistry | None = None) -> None:
+        self.registry = registry or CollectorRegistry()
+        self.resolve_duration = Histogram(
+            "decisionmodel_registry_resolve_duration_seconds",
+            "Duration of a model registry tag→digest resolution.",
+            registry=self.registry,
+        )
+        # The gate transitions of candidate Pods, judged here during warm-up (the controller
+        # counts the stable's): the same series, summed by namespace and name in the alerts.
+        self.probe_results = Counter(
+            "decisionmodel_probe_results",
+            "Model-readiness probe outcomes, counted on a gate transition.",
+            ["namespace", "name", "result"],
+            registry=self.registry,
+        )
+
+    def record_probe_transition(self, namespace: str, name: str, result: str) -> None:
+        self.probe_results.labels(namespace, name, result).inc()
+
+    def observe_resolve(self, seconds: float) -> None:
+        self.resolve_duration.observe(seconds)
+
+
+def tuning_options(settings: RolloutSettings) -> dict[str, Any]:
+    """The Worker's concurrency, bounded (RolloutSettings.worker_*, docs/operations.md
+    "Scaling"): what the process cannot do now waits in the task queue, not started and timing
+    out here."""
+    workflow_tasks = settings.worker_max_concurrent_workflow_tasks
+    return {
+        "max_concurrent_activities": settings.worker_max_concurrent_activities,
+        "max_concurrent_workflow_tasks": workflow_tasks,
+        "max_cached_workflows": settings.worker_max_cached_workflows,
+        # A poll holds a slot's worth of work: never more polls than slots.
+        "workflow_task_poller_behavior": PollerBehaviorSimpleMaximum(
+            min(settings.worker_workflow_task_pollers, workflow_tasks)
+        ),
+        "activity_task_poller_behavior": PollerBehaviorSimpleMaximum(
+            settings.worker_activity_task_pollers
+        ),
+        "sticky_queue_schedule_to_start_timeout": timedelta(
+            seconds=settings.worker_sticky_schedule_to_start_seconds
+        ),
+    }
+
+
+def build_worker(
+    client: Client,
+    kube: Kube,
+    settings: RolloutSettings,
+    task_queue: str,
+    metrics: WorkerMetrics | None = None,
+    progress: LoopProgress | None = None,
+) -> Worker:
+    return Worker(
+        client,
+        task_queue=task_queue,
+        workflows=[RolloutWorkflow, StoreRecoveryWorkflow],
+        activities=build_activities(
+            kube,
+            settings,
+            metrics.observe_resolve if metrics is not None else None,
+            metrics.record_probe_transition if metrics is not None else None,
+        ),
+        **tuning_options(settings),
+        interceptors=[ProgressInterceptor(progress)] if progress is not None else [],
+        # Let activities in flight finish (or reach a heartbeat and see the cancel) on SIGTERM.
+        graceful_shutdown_timeout=timedelta(seconds=20),
+    )
+
+
+async def run_worker(temporal: TemporalSettings, settings: RolloutSettings) -> int:
+    client = await connect(
+        temporal, make_runtime(temporal), tracing_interceptors("dmrollout-worker")
+    )
+    await check_namespace(client, temporal.namespace)
+    kube = Kube.from_settings(settings)
+    loop = asyncio.get_running_loop()
+    # The thread pool behind asyncio.to_thread: one thread per concurrent activity.
+    loop.set_default_executor(
+        concurrent.futures.ThreadPoolExecutor(max_workers=settings.worker_max_concurrent_activities)
+    )
+    metrics = WorkerMetrics()
+    progress = LoopProgress(settings.worker_liveness_stall_seconds)
+    serving = MetricsSettings()
+    sdk = temporal.metrics_bind_address if serving.secure else None
+    render = with_sdk_series(lambda: generate_latest(metrics.registry), sdk)
+    health = _health_server(None if serving.secure else render, progress)
+    secure = build_secure_metrics_server(serving, kube.api_client, render)
+    if secure is not None:
+        secure.start()
+    worker = build_worker(
+        client, kube, settings, temporal.task_queue, metrics=metrics, progress=progress
+    )
+    stop = asyncio.Event()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, stop.set)
+    log.info("worker on task queue %s of %s", temporal.task_queue, temporal.address)
+    try:
+        async with worker:
+            await stop.wait()
+            log.info("shutting down: waiting for activities in flight")
+    finally:
+        if health is not None:
+            health.stop()
+        if secure is not None:
+            secure.stop()
+        shutdown_tracing()
+    return 0
+
+
+def _health_server(
+    metrics: Callable[[], bytes] | None, progress: LoopProgress
+) -> HealthServer | None:
+    """``/healthz`` (activities not wedged), ``/readyz`` and, with plain HTTP opted into,
+    ``/metrics`` (dmrollout's worker series) on DMROLLOUT_WORKER_METRICS_PORT."""
+    port = os.environ.get("DMROLLOUT_WORKER_METRICS_PORT")
+    if not port:
+        return None
+
+    def healthy() -> bool:
+        if progress.healthy():
+            return True
+        log.error(
+            "activities wedged: %d in flight, no heartbeat or completion for %.0f s",
+            progress.in_flight,
+            progress.stalled_for(),
+        )
+        return False
+
+    server = HealthServer("0.0.0.0", int(port), metrics, lambda: True, healthy)
+    server.start()
+    return server

@@ -1,0 +1,254 @@
+"""The `DecisionModel` status as pydantic models.
+
+Rollout fields (revisions, evaluation, phase during a rollout) are written by the workflow's
+activities, steady-state fields (replicas, Degraded, observedGeneration) by the controller; the
+models only describe the shape. Decimals are strings with 4 places ("0.9400"), as the reference
+writes them, so a status diff never shows float noise.
+"""
+
+from __future__ import annotations
+
+import enum
+from datetime import datetime
+from typing import Any, Final, Literal
+
+from pydantic import Field
+
+from decisionmodel.api.spec import DIGEST_PATTERN, Device, Engine, SchedulingSpec, WireModel
+from decisionmodel.vocabulary import EvaluationResult as EvaluationResult
+from decisionmodel.vocabulary import Phase as Phase
+
+# metav1.Condition's own validation, copied so conditions written here pass the same checks.
+CONDITION_TYPE_PATTERN: Final = (
+    r"^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?"
+    r"(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])$"
+)
+CONDITION_REASON_PATTERN: Final = r"^[A-Za-z]([A-Za-z0-9_,:]*[A-Za-z0-9_])?$"
+# Status decimals: what the evaluation writes (4 places), in [0, 1] for every reported metric.
+STATUS_DECIMAL_PATTERN: Final = r"^[0-9]+(\.[0-9]+)?$"
+
+
+class ConditionStatus(enum.StrEnum):
+    """metav1.ConditionStatus."""
+
+    TRUE = "True"
+    FALSE = "False"
+    UNKNOWN = "Unknown"
+
+
+class Condition(WireModel):
+    """A metav1.Condition."""
+
+    type: str = Field(
+        max_length=316,
+        pattern=CONDITION_TYPE_PATTERN,
+        description="Condition type, e.g. Ready (see docs for the list).",
+    )
+    status: ConditionStatus = Field(description="True, False or Unknown.")
+    observed_generation: int | None = Field(
+        default=None, ge=0, description="metadata.generation the condition was computed for."
+    )
+    last_transition_time: datetime | None = Field(
+        default=None,
+        description="When status last changed; kept when only reason or message change.",
+    )
+    reason: str = Field(
+        min_length=1,
+        max_length=1024,
+        pattern=CONDITION_REASON_PATTERN,
+        description="CamelCase reason, one of the documented reason constants.",
+    )
+    message: str = Field(default="", max_length=32768, description="Human-readable detail.")
+
+
+class RevisionStatus(WireModel):
+    """The recorded identity of a revision; the stable one is rendered from it, not the spec."""
+
+    hash: str = Field(
+        min_length=1, max_length=64, description="Revision hash (16 hex) of the identity below."
+    )
+    engine: Engine | None = Field(default=None, description="Engine of the revision.")
+    model: str | None = Field(default=None, max_length=512, description="Model name:tag.")
+    digest: str | None = Field(
+        default=None, pattern=DIGEST_PATTERN, description="Resolved sha256 manifest digest."
+    )
+    device: Device | None = Field(default=None, description="Device class.")
+    image: str | None = Field(default=None, max_length=512, description="Runtime image run.")
+    runtime_version: str | None = Field(
+        default=None, max_length=64, description="Runtime release of the image."
+    )
+    resources: dict[str, Any] | None = Field(
+        default=None, description="Container resources the revision was rendered with."
+    )
+    precision: str | None = Field(
+        default=None, max_length=64, description="Weight precision reported by /api/ps."
+    )
+    placement: str | None = Field(
+        default=None,
+        max_length=64,
+        description="Hash of the scheduling constraints; unset when there were none.",
+    )
+    scheduling: SchedulingSpec | None = Field(
+        default=None,
+        description="The scheduling constraints the revision's Pods run with, recorded so the "
+        "stable keeps its placement when it is restored after spec.scheduling changed.",
+    )
+
+
+class FailedRevisionStatus(RevisionStatus):
+    """A revision that failed; not retried until the spec changes or the retry token does."""
+
+    reason: str | None = Field(
+        default=None, max_length=1024, description="Reason constant of the failure."
+    )
+    message: str | None = Field(
+        default=None, max_length=32768, description="What failed, for a human."
+    )
+    failed_at: datetime | None = Field(default=None, description="When the failure was recorded.")
+
+
+class ReplicasStatus(WireModel):
+    """Replica counts of the stable revision."""
+
+    desired: int = Field(default=0, ge=0, description="spec.replicas applied to the stable.")
+    model_ready: int = Field(
+        default=0,
+        ge=0,
+        description="Pods with the model-ready gate and PodReady both True.",
+    )
+
+
+class EvaluationGates(WireModel):
+    """The gates the evaluation was judged against, echoed from the spec."""
+
+    min_accuracy: str | None = Field(default=None, max_length=16, description="minAccuracy.")
+    max_accuracy_drop: str | None = Field(
+        default=None, max_length=16, description="maxAccuracyDrop."
+    )
+    max_ece: str | None = Field(default=None, alias="maxECE", max_length=16, description="maxECE.")
+    max_ece_increase: str | None = Field(
+        default=None, alias="maxECEIncrease", max_length=16, description="maxECEIncrease."
+    )
+    max_cases: int | None = Field(default=None, ge=1, description="maxCases.")
+
+
+def _decimal_field(description: str) -> Any:
+    return Field(
+        default=None, pattern=STATUS_DECIMAL_PATTERN, max_length=16, description=description
+    )
+
+
+class ReliabilityBinStatus(WireModel):
+    """One equal-width confidence bin of the reliability diagram (counts and a sum only)."""
+
+    count: int = Field(default=0, ge=0, description="Answer pairs whose confidence is in the bin.")
+    correct: int = Field(default=0, ge=0, description="Of those, the calibration-correct ones.")
+    confidence_sum: str | None = _decimal_field("Sum of the pairs' confidences (4 places).")
+
+
+class ConfusionCellStatus(WireModel):
+    """Pairs expected in one class and answered in another, for one question type. Classes are
+    named from the runtime's answer vocabulary (true/false, level N) or, for choice labels
+    (dataset content), by their position in the criteria (option N, option 7+); none is a
+    missing or unusable answer."""
+
+    kind: Literal["choice", "noul", "score"] = Field(description="Question type.")
+    expected: str = Field(max_length=16, description="Expected class.")
+    predicted: str = Field(max_length=16, description="Answered class.")
+    count: int = Field(ge=0, description="Answer pairs in this cell.")
+
+
+class EvaluationStatus(WireModel):
+    """Result of the latest evaluation (decimals as strings with 4 places)."""
+
+    revision: str | None = Field(
+        default=None, max_length=64, description="Hash of the evaluated candidate revision."
+    )
+    accuracy: str | None = _decimal_field("Candidate accuracy: correct / all answer pairs.")
+    baseline_accuracy: str | None = _decimal_field("Stable revision accuracy, same dataset.")
+    cases: int | None = Field(default=None, ge=0, description="Dataset cases evaluated.")
+    failed_cases: int | None = Field(
+        default=None, ge=0, description="Cases with at least one wrong or missing answer."
+    )
+    ece: str | None = _decimal_field("Expected calibration error (10 equal-width bins).")
+    brier: str | None = _decimal_field("Brier score: mean squared confidence error.")
+    baseline_ece: str | None = _decimal_field("Stable revision ECE, same dataset.")
+    baseline_brier: str | None = _decimal_field("Stable revision Brier score, same dataset.")
+    reliability: list[ReliabilityBinStatus] | None = Field(
+        default=None,
+        max_length=15,
+        description="Reliability diagram of the candidate: per confidence bin, the pair count, "
+        "the calibration-correct count and the confidence sum (dmrollout report draws it).",
+    )
+    baseline_reliability: list[ReliabilityBinStatus] | None = Field(
+        default=None, max_length=15, description="The same for the stable revision."
+    )
+    confusion: list[ConfusionCellStatus] | None = Field(
+        default=None,
+        max_length=256,
+        description="Per-label confusion counts of the candidate (no dataset content).",
+    )
+    gates: EvaluationGates | None = Field(default=None, description="The gates applied.")
+    result: EvaluationResult | None = Field(default=None, description="Passed or Failed.")
+    reason: str | None = Field(
+        default=None, max_length=1024, description="Which gate failed, or why none ran."
+    )
+    completed_at: datetime | None = Field(default=None, description="When it finished.")
+
+
+class DecisionModelStatus(WireModel):
+    """The observed state of a DecisionModel."""
+
+    phase: Phase | None = Field(default=None, description="Lifecycle phase.")
+    phase_transition_time: datetime | None = Field(
+        default=None, description="When the phase last changed; phase timeouts count from it."
+    )
+    last_promotion_time: datetime | None = Field(
+        default=None, description="When a revision last became stable."
+    )
+    observed_generation: int | None = Field(
+        default=None, ge=0, description="metadata.generation this status reflects."
+    )
+    endpoint: str | None = Field(
+        default=None,
+        max_length=1024,
+        description="In-cluster URL of the decision API, http://<name>.<ns>.svc:11435/v1/systemone.",
+    )
+    stable_revision: RevisionStatus | None = Field(
+        default=None, description="The revision the Service selects."
+    )
+    candidate_revision: RevisionStatus | None = Field(
+        default=None, description="The revision being rolled out, if any."
+    )
+    failed_revision: FailedRevisionStatus | None = Field(
+        default=None, description="The last revision that failed, with its reason."
+    )
+    previous_revision: RevisionStatus | None = Field(
+        default=None, description="The stable revision before the last promotion."
+    )
+    last_retry_token: str | None = Field(
+        default=None,
+        max_length=1024,
+        description="Last consumed value of the decisionmodel.io/retry annotation.",
+    )
+    replicas: ReplicasStatus | None = Field(
+        default=None, description="Replica counts of the stable revision."
+    )
+    selector: str | None = Field(
+        default=None,
+        max_length=1024,
+        description="Label selector of the stable revision's Pods, for the scale subresource "
+        "(an HorizontalPodAutoscaler or KEDA targets the DecisionModel, never its Deployment).",
+    )
+    evaluation: EvaluationStatus | None = Field(
+        default=None, description="Result of the latest evaluation."
+    )
+    conditions: list[Condition] = Field(
+        default_factory=list,
+        max_length=32,
+        description="Resolved, Cached, ModelReady, Evaluated, Promoted, Ready, Degraded.",
+        json_schema_extra={
+            "x-kubernetes-list-type": "map",
+            "x-kubernetes-list-map-keys": ["type"],
+        },
+    )

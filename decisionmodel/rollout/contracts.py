@@ -1,0 +1,497 @@
+"""What the RolloutWorkflow and its activities exchange: one pydantic model in, one out.
+
+Everything here goes into Temporal history, so it holds **references only**: Secret and
+ConfigMap names and keys, never an API key, a download token or a line of a golden dataset.
+Fields may be added later with defaults; never renamed or removed (running workflows replay
+their history against the new code).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+# One phase vocabulary: the API's (status.phase), also the workflow's DmPhase attribute.
+from decisionmodel.api.status import Phase as Phase
+from decisionmodel.evaluation.aggregates import EvaluationAggregates
+from decisionmodel.vocabulary import EvaluationResult, Gate
+from decisionmodel.vocabulary import RolloutResult as RolloutResult
+
+# Activity names: the workflow schedules activities by name so that workflows/ never imports
+# the activities' modules (and with them kubernetes and httpx).
+RESOLVE = "resolve"
+PREFETCH = "prefetch"
+START = "start"
+WARMUP_INSPECT = "warmup_inspect"
+EVALUATE = "evaluate"
+PROMOTE = "promote"
+DELETE_REVISION = "delete_revision"
+WATCH_PROMOTED = "watch_promoted"
+RECORD_STATUS = "record_status"
+RECOVER_STORE_BEGIN = "recover_store_begin"
+RECOVER_STORE_END = "recover_store_end"
+
+TASK_QUEUE = "dmrollout-rollouts"
+WORKFLOW_ID_PREFIX = "rollout"
+STORE_WORKFLOW_ID_PREFIX = "store"
+
+
+class Contract(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="ignore")
+
+
+class DMRef(Contract):
+    """The DecisionModel a rollout belongs to; the UID guards against a re-created namesake."""
+
+    namespace: str
+    name: str
+    uid: str
+    generation: int = 0
+
+
+class KeyRef(Contract):
+    """A key of a Secret or ConfigMap in the DecisionModel's namespace (a reference only)."""
+
+    kind: Literal["Secret", "ConfigMap"] = "Secret"
+    name: str
+    key: str
+
+
+class RevisionSpec(Contract):
+    """The identity inputs of the requested revision, from the spec at dispatch time."""
+
+    engine: str = "ollaya"
+    model: str
+    digest: str | None = None  # spec.digest (pinned by the user) or reused from status
+    digest_pinned: bool = False
+    device: Literal["cpu", "cuda"] = "cpu"
+    image: str | None = None
+    runtime_version: str | None = None
+    resources: dict[str, Any] = Field(default_factory=dict)
+    scheduling: dict[str, Any] = Field(default_factory=dict)
+
+
+class RevisionRecord(Contract):
+    """A revision as status records it (status.stableRevision and friends), camelCase-free."""
+
+    hash: str
+    engine: str = "ollaya"
+    model: str
+    digest: str
+    device: str = "cpu"
+    image: str | None = None
+    runtime_version: str | None = None
+    resources: dict[str, Any] = Field(default_factory=dict)
+    precision: str | None = None
+    placement: str | None = None
+    scheduling: dict[str, Any] = Field(default_factory=dict)  # wire form, as RevisionSpec's
+
+    def to_status(self) -> dict[str, Any]:
+        wire = {
+            "hash": self.hash,
+            "engine": self.engine,
+            "model": self.model,
+            "digest": self.digest,
+            "device": self.device,
+            "image": self.image,
+            "runtimeVersion": self.runtime_version,
+            "resources": self.resources or None,
+            "precision": self.precision,
+            "placement": self.placement,
+            "scheduling": self.scheduling or None,
+        }
+        # An unresolved revision (failed before resolve) has no digest: leave it out.
+        return {k: v for k, v in wire.items() if v not in (None, "")}
+
+
+class CachePolicy(Contract):
+    size: str = "10Gi"
+    storage_class_name: str | None = None
+    access_modes: list[str] = Field(default_factory=lambda: ["ReadWriteOnce"])
+    download_token: KeyRef | None = None
+
+
+class EvaluationPolicy(Contract):
+    dataset: KeyRef
+    min_accuracy: str
+    max_accuracy_drop: str | None = None
+    max_ece: str | None = None
+    max_ece_increase: str | None = None
+    max_cases: int = 500
+
+    @property
+    def needs_baseline(self) -> bool:
+        return self.max_accuracy_drop is not None or self.max_ece_increase is not None
+
+    def gates(self) -> dict[str, str]:
+        """The gates that are set, by their wire names (as spec and status spell them)."""
+        gates = {
+            Gate.MIN_ACCURACY: self.min_accuracy,
+            Gate.MAX_ACCURACY_DROP: self.max_accuracy_drop,
+            Gate.MAX_ECE: self.max_ece,
+            Gate.MAX_ECE_INCREASE: self.max_ece_increase,
+        }
+        return {str(k): v for k, v in gates.items() if v is not None}
+
+    def fingerprint(self) -> str:
+        """Binds a manual approval to the gates it was given for (12 hex of sha256)."""
+        body = json.dumps(self.model_dump(mode="json"), sort_keys=True, separators=(",", ":"))
+        return hashlib.sha256(body.encode()).hexdigest()[:12]
+
+
+Promotion = Literal["Automatic", "EvaluationGated", "Manual"]
+
+
+class RolloutPolicy(Contract):
+    """What decides whether a revision may be promoted: the evaluation (dataset reference,
+    gates, case count) and the promotion mode (spec.rollout). Timeouts, replicas and the cache
+    are not policy: they change how a rollout runs, never whether it may promote.
+
+    The activities compare the digest of the policy a rollout enforces (taken from its own
+    input, never from a digest the starter declares) with the live DecisionModel's before
+    evaluating and before promoting (``decisionmodel.rollout.policy_check``).
+    """
+
+    evaluation: EvaluationPolicy | None = None
+    promotion: Promotion = "Automatic"
+
+    def digest(self) -> str:
+        """16 hex of sha256 over the canonical JSON of the policy."""
+        body = json.dumps(self.model_dump(mode="json"), sort_keys=True, separators=(",", ":"))
+        return hashlib.sha256(body.encode()).hexdigest()[:16]
+
+
+class PhaseTimeouts(Contract):
+    """Phase deadlines from spec.rollout.timeouts, in seconds (reference defaults)."""
+
+    caching: int = 1800
+    starting: int = 600
+    evaluating: int = 600
+
+
+class RolloutTuning(Contract):
+    """Tempo of a rollout, fixed at dispatch so a replay sees the same values."""
+
+    heartbeat_timeout_seconds: int = 30  # a killed worker's activity is retried after this
+    promotion_grace_seconds: int = 30  # the previous revision keeps running this long
+    warmup_timeout_seconds: int = 300  # one load of the model (OLLAYA_LOAD_TIMEOUT default 5m)
+    # One round of a compensation step's retries (record the failure, delete a revision); it
+    # is never given up: after a round it waits cleanup_pause_seconds and starts another.
+    cleanup_round_seconds: int = 600
+    cleanup_pause_seconds: int = 30
+    # Post-promotion watch: how often the new stable's Pods are inspected in the window.
+    watch_period_seconds: int = 10
+
+
+class RolloutInput(Contract):
+    """The workflow's only argument: the DecisionModel's requested revision and policy."""
+
+    dm: DMRef
+    # The hash in the workflow ID: the revision hash when the digest is known at dispatch (spec
+    # digest, or the one recorded for the same model), else the hash of the unresolved identity
+    # (digest ""). The resolved hash is in the result and the DmRevision search attribute.
+    requested_revision: str
+    revision: RevisionSpec
+    replicas: int = 1
+    cache: CachePolicy = Field(default_factory=CachePolicy)
+    api_key: KeyRef | None = None
+    evaluation: EvaluationPolicy | None = None
+    promotion: Promotion = "Automatic"
+    timeouts: PhaseTimeouts = Field(default_factory=PhaseTimeouts)
+    stable: RevisionRecord | None = None
+    retry_token: str | None = None  # the decisionmodel.io/retry value this run consumes
+    tuning: RolloutTuning = Field(default_factory=RolloutTuning)
+    # spec.rollout.postPromotionWatch in seconds; None (the default) keeps no watch.
+    post_promotion_watch_seconds: int | None = None
+
+    def policy(self) -> RolloutPolicy:
+        """The policy this rollout enforces: what its steps actually do with this input (its
+        digest is the policy digest the controller and the activities compare)."""
+        return RolloutPolicy(evaluation=self.evaluation, promotion=self.promotion)
+
+
+def retry_key(token: str) -> str:
+    """The retry generation in a workflow ID: 8 hex of the retry token (any string a user set)."""
+    return hashlib.sha256(token.encode()).hexdigest()[:8]
+
+
+def workflow_id(dm: DMRef, revision: str, retry_token: str | None = None) -> str:
+    """``rollout/<ns>/<name>/<revision>[/<retry generation>]``: one workflow per revision, and
+    one more per retry token a user sets on purpose."""
+    base = f"{WORKFLOW_ID_PREFIX}/{dm.namespace}/{dm.name}/{revision}"
+    return f"{base}/{retry_key(retry_token)}" if retry_token else base
+
+
+def store_workflow_id(dm: DMRef, revision: str, retry_token: str | None = None) -> str:
+    """``store/<ns>/<name>/<revision>[/<retry generation>]``: one recovery of a stable store at a
+    time; a decisionmodel.io/retry value starts a new one after a failed recovery."""
+    base = f"{STORE_WORKFLOW_ID_PREFIX}/{dm.namespace}/{dm.name}/{revision}"
+    return f"{base}/{retry_key(retry_token)}" if retry_token else base
+
+
+# --- activity inputs and results --------------------------------------------------------------
+
+
+class StepStatus(Contract):
+    """The status a step activity writes itself, so that a phase change costs no activity of
+    its own in history (workflows patched ``status-in-steps``; issue 14: 91 → 42 events).
+
+    ``enter``: written when the step starts, every attempt (the phase, e.g. Caching; writing
+    it again keeps phaseTransitionTime). ``report``: the step writes its outcome when it ends
+    (a condition, an Event), built by ``decisionmodel.rollout.step_status`` from its result. None on
+    a step's input (a rollout started before the change): the workflow writes both through
+    record_status.
+    """
+
+    enter: StatusUpdate | None = None
+    report: bool = False
+
+
+class ResolveInput(Contract):
+    dm: DMRef
+    revision: RevisionSpec
+    status: StepStatus | None = None
+
+
+class ResolveResult(Contract):
+    record: RevisionRecord  # hash computed over the resolved digest
+    canonical: str
+    store_manifest_path: str
+    resolved_from_registry: bool
+
+
+class RevisionObjectsInput(Contract):
+    """What prefetch, start and delete need to name and render a revision's objects."""
+
+    dm: DMRef
+    record: RevisionRecord
+    revision: RevisionSpec
+    store_manifest_path: str = ""
+    replicas: int = 1
+    cache: CachePolicy = Field(default_factory=CachePolicy)
+    api_key: KeyRef | None = None
+    caching_timeout_seconds: int = 1800
+    status: StepStatus | None = None  # prefetch and start only
+
+
+class PrefetchResult(Contract):
+    job: str
+    pvc: str
+    attempts: int
+
+
+class StartResult(Contract):
+    deployment: str
+
+
+class WarmupInput(Contract):
+    dm: DMRef
+    record: RevisionRecord
+    model: str
+    replicas: int
+    api_key: KeyRef | None = None
+    warmup_timeout_seconds: int = 300
+    status: StepStatus | None = None
+
+
+class WarmupResult(Contract):
+    model_ready: int
+    precision: str | None = None
+
+
+class EvaluateInput(Contract):
+    dm: DMRef
+    candidate: RevisionRecord
+    model: str
+    stable: RevisionRecord | None = None
+    policy: EvaluationPolicy
+    api_key: KeyRef | None = None
+    # The rollout's promotion mode, so that evaluate compares the whole policy with the live
+    # DecisionModel; None from a workflow scheduled before the check (evaluation part only).
+    promotion: Promotion | None = None
+    status: StepStatus | None = None
+
+
+class EvaluationOutcome(Contract):
+    """Figures only (rendered decimals); never a case or an answer."""
+
+    result: EvaluationResult
+    reason: str
+    message: str
+    accuracy: str
+    ece: str
+    brier: str
+    cases: int
+    failed_cases: int
+    baseline_accuracy: str | None = None
+    baseline_ece: str | None = None
+    dataset_digest: str
+    # Added for the report (defaults: histories written before replay unchanged). Counts and
+    # sums only: per-bin calibration sums and confusion cells named without dataset content.
+    baseline_brier: str | None = None
+    aggregates: EvaluationAggregates | None = None
+    baseline_aggregates: EvaluationAggregates | None = None
+
+
+class PromoteInput(Contract):
+    dm: DMRef
+    candidate: RevisionRecord
+    replicas: int
+    stable: RevisionRecord | None = None
+    # For the re-check of the candidate's Pods right before the promotion is recorded (a
+    # candidate held for an approval may have lost its model or its pin since warm-up).
+    model: str = ""
+    api_key: KeyRef | None = None
+    # The policy the rollout enforced, the approval it accepted (None: it awaited none) and the
+    # dataset its evaluation read: promote re-checks all three against the live DecisionModel.
+    # A policy of None (scheduled before the check existed) is refused as a mismatch.
+    policy: RolloutPolicy | None = None
+    approval: str | None = None
+    dataset_digest: str | None = None
+    # The post-promotion watch switching back: the candidate is the revision that served
+    # before the stable (status.previousRevision), which passed its gates then; promote checks
+    # that it is exactly that revision instead of re-checking policy and approval.
+    switch_back: bool = False
+    status: StepStatus | None = None
+
+
+class PromoteResult(Contract):
+    previous: str | None  # the revision hash the Service selected before, to delete after grace
+
+
+class WatchPromotedInput(Contract):
+    """Watch the new stable's readiness gate for a window after its promotion."""
+
+    dm: DMRef
+    stable: RevisionRecord  # the revision just promoted
+    replicas: int
+    api_key: KeyRef | None = None
+    window_seconds: int
+    period_seconds: int = 10
+    # Consecutive checks with fewer than ``replicas`` Pods passing the gate before it counts
+    # as failed: one missed inspection (a Pod being replaced) is not a verdict.
+    strikes: int = 2
+
+
+class WatchPromotedResult(Contract):
+    held: bool  # False: the gate failed inside the window; ``message`` says how
+    checks: int = 0
+    message: str = ""
+
+
+class DeleteRevisionInput(Contract):
+    dm: DMRef
+    revision: str
+    # Objects the live Service selects are never deleted, whatever the caller asks.
+    reason: str = ""
+
+
+class DeleteRevisionResult(Contract):
+    deleted: list[str]
+    kept_selected: bool = False
+
+
+class ConditionUpdate(Contract):
+    type: str
+    status: Literal["True", "False", "Unknown"]
+    reason: str
+    message: str = ""
+
+
+class StatusUpdate(Contract):
+    """Rollout-owned status fields to apply (server-side apply, field manager of the rollout).
+
+    ``None`` means "leave as is"; ``clear_*`` removes a field the rollout owns.
+    """
+
+    dm: DMRef
+    phase: Phase | None = None
+    candidate: RevisionRecord | None = None
+    clear_candidate: bool = False
+    stable: RevisionRecord | None = None
+    previous_revision: str | None = None
+    failed: RevisionRecord | None = None
+    failed_reason: str | None = None
+    failed_message: str | None = None
+    clear_failed: bool = False
+    evaluation: EvaluationOutcome | None = None
+    evaluation_gates: dict[str, str] | None = None
+    promoted: bool = False  # sets lastPromotionTime
+    conditions: list[ConditionUpdate] = Field(default_factory=list)
+    event_reason: str | None = None
+    event_message: str = ""
+    event_type: Literal["Normal", "Warning"] = "Normal"
+
+
+# StepStatus and the step inputs that carry it name StatusUpdate before it is defined.
+for _model in (StepStatus, ResolveInput, RevisionObjectsInput, WarmupInput, EvaluateInput):
+    _model.model_rebuild()
+PromoteInput.model_rebuild()
+
+# --- messages ---------------------------------------------------------------------------------
+
+
+class StoreRecoveryInput(Contract):
+    """The stable revision whose store PVC is lost, as the steady state renders it."""
+
+    objects: RevisionObjectsInput
+    retry_token: str | None = None
+
+
+class StoreRecoveryOutcome(Contract):
+    recovered: bool
+    reason: str | None = None
+    message: str | None = None
+
+
+class RejectedApproval(Contract):
+    approval: str
+    why: str
+
+
+class CleanupProgress(Contract):
+    """A compensation step that has failed for at least one round and is being retried."""
+
+    step: str
+    rounds: int
+    last_error: str
+
+
+class RolloutProgress(Contract):
+    """The query answer: what the rollout is doing now."""
+
+    phase: Phase
+    step: str
+    requested_revision: str
+    revision: str | None = None
+    digest: str | None = None
+    expected_approval: str | None = None  # set while AwaitingPromotion
+    cases_done: int = 0
+    cases_total: int = 0
+    evaluation: EvaluationOutcome | None = None
+    rejected_approvals: list[RejectedApproval] = Field(default_factory=list)
+    result: RolloutResult | None = None
+    reason: str | None = None
+    message: str | None = None
+    cleanup: CleanupProgress | None = None  # set while a compensation step keeps failing
+
+
+class RolloutOutcome(Contract):
+    result: RolloutResult
+    revision: str | None = None
+    reason: str | None = None
+    message: str | None = None
+
+
+def approval_token(
+    revision: str, policy: EvaluationPolicy | None, dataset_digest: str | None
+) -> str:
+    """The approval a manual promotion must carry: bound to the candidate revision and, with
+    evaluation, to the gates and the dataset it passed (so a stale approval cannot promote a
+    later candidate, nor one evaluated against different data)."""
+    if policy is None or dataset_digest is None:
+        return revision
+    return f"{revision}.{policy.fingerprint()}.{dataset_digest[:12]}"

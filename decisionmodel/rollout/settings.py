@@ -1,0 +1,177 @@
+"""Operator settings the activities apply: guards, registry, runtime defaults, tempo.
+
+One object, read from the environment (``DMROLLOUT_*``) by the worker and the controller, each
+field documented with its default and why. The Helm chart's values feed the same variables.
+Tempo that is part of a workflow's input (heartbeat timeout, promotion grace) is not here: the
+controller copies it from ``controller/reconciler/settings.py`` into each rollout when it starts.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import Field
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+from decisionmodel.api.spec import QUANTITY_PATTERN
+from decisionmodel.engine.params import DEFAULT_RUNTIME_VERSION as _DEFAULT_RUNTIME_VERSION
+from decisionmodel.engine.params import DEFAULT_SCRATCH_SIZE_LIMIT
+from decisionmodel.engine.placement import DEFAULT_MAX_REPLICAS, PlacementPolicy
+
+
+class RolloutSettings(BaseSettings):
+    model_config = SettingsConfigDict(env_prefix="DMROLLOUT_", extra="ignore")
+
+    log_format: Literal["text", "json"] = Field(
+        default="text",
+        description="Log lines of the worker and the controller: text, or json (one object "
+        "per line naming the DecisionModel, revision and workflow ID).",
+    )
+    kubeconfig: str | None = Field(
+        default=None, description="Kubeconfig file; unset = in-cluster config, else ~/.kube/config."
+    )
+    allowed_registries: list[str] = Field(
+        default_factory=lambda: ["ollaya.dev"],
+        description="Registry hosts a spec.model may resolve from (SSRF guard; reference default).",
+    )
+    allow_insecure_registries: bool = Field(
+        default=False, description="Permit http:// registries (dev only)."
+    )
+    allow_image_override: bool = Field(default=False, description="Permit spec.image.")
+    ollaya_registry: str = Field(
+        default="https://ollaya.dev",
+        description="Registry base URL for host-less model names (a mirror in air-gapped sites).",
+    )
+    ollaya_hf_endpoint: str | None = Field(
+        default=None, description="Weight-download mirror, given to prefetch Jobs only."
+    )
+    http_proxy: str | None = Field(
+        default=None, description="Copied to prefetch Jobs if credential-free."
+    )
+    https_proxy: str | None = Field(default=None, description="Same as http_proxy.")
+    no_proxy: str | None = Field(default=None, description="Always copied to prefetch Jobs.")
+    runtime_version: str = Field(
+        default=_DEFAULT_RUNTIME_VERSION,
+        description="Ollaya release of the default image when spec.runtimeVersion is unset.",
+    )
+    poll_interval_seconds: float = Field(
+        default=1.0,
+        description="How often waiting activities heartbeat (and a held warm-up probes its Pods "
+        "again). They wake on watch events of the objects they wait for (kube/wait.py), not on "
+        "this period.",
+    )
+    kube_connect_timeout_seconds: float = Field(
+        default=5.0,
+        gt=0,
+        description="Connect timeout of every Kubernetes API request (client side).",
+    )
+    kube_read_timeout_seconds: float = Field(
+        default=30.0,
+        gt=0,
+        description="Read timeout of every Kubernetes API request; a watch waits its own "
+        "server-side timeout plus 30 s. A silent or half-open API server fails the call "
+        "(retried) instead of hanging it.",
+    )
+    # Worker concurrency (controller/worker/run.py; docs/operations.md "Scaling"). Bounded so that
+    # under load work waits in Temporal's task queues instead of in the process: a workflow task
+    # the worker has taken must finish within its 10 s timeout, and on 2 cores 600 rollouts at
+    # once with the SDK defaults (100 workflow tasks, 1,000 cached workflows) left workflows
+    # 45-375 s between steps with workflow-task timeouts (issue 14).
+    worker_max_concurrent_activities: int = Field(
+        default=64,
+        ge=1,
+        description="Activities one worker runs at once (each a thread of the pool for the "
+        "blocking Kubernetes client). A waiting step holds one for its phase.",
+    )
+    worker_max_concurrent_workflow_tasks: int = Field(
+        default=8,
+        ge=2,
+        description="Workflow tasks one worker processes at once; more wait in the task queue, "
+        "where no timeout runs, instead of timing out in a busy process.",
+    )
+    worker_max_cached_workflows: int = Field(
+        default=1000,
+        ge=0,
+        description="Workflows kept in memory between tasks (sticky); an evicted one is replayed "
+        "from its history on its next task.",
+    )
+    worker_workflow_task_pollers: int = Field(
+        default=2, ge=1, description="Concurrent polls of the workflow task queue."
+    )
+    worker_activity_task_pollers: int = Field(
+        default=4, ge=1, description="Concurrent polls of the activity task queue."
+    )
+    # 60 s, a trade-off (docs/operations.md "Scaling"): a large unbudgeted wave times some tasks
+    # out (600 at once on 2 cores: 106 of 600 histories; none at 120 s), and a longer one keeps a
+    # SIGKILLed worker's workflows waiting longer (at 120 s, past the durability tests' 2 min).
+    worker_sticky_schedule_to_start_seconds: float = Field(
+        default=60.0,
+        gt=0,
+        description="How long a task for a cached workflow waits for this worker before the "
+        "server hands it to any worker (recorded as a workflow-task timeout). A stopped worker "
+        "hands its workflows back at shutdown; one killed outright keeps the tasks already "
+        "sent to it until this ends.",
+    )
+    worker_liveness_stall_seconds: float = Field(
+        default=600.0,
+        gt=0,
+        description="The worker's /healthz fails when activities are in flight and none has "
+        "heartbeated or finished for this long (a wedged worker is restarted; Temporal retries "
+        "its activities elsewhere).",
+    )
+    queue_full_attempts: int = Field(
+        default=20, description="Attempts per evaluation case on 503 QUEUE_FULL."
+    )
+    # --- placement guard (decisionmodel.engine.placement): what a DecisionModel may ask of the
+    # Pods --
+    allowed_toleration_keys: list[str] = Field(
+        default_factory=lambda: ["*"],
+        description="Taint keys spec.scheduling.tolerations may name: exact keys or prefix* "
+        "patterns. Patterns never match the control-plane/master, unschedulable, uninitialized "
+        'and CriticalAddonsOnly keys nor "" (tolerate everything): only an exact entry does.',
+    )
+    allowed_node_selector_keys: list[str] = Field(
+        default_factory=lambda: ["*"],
+        description="Node label keys spec.scheduling.nodeSelector may use (patterns as above; "
+        "the control-plane/master role labels only by an exact entry).",
+    )
+    allowed_affinity_keys: list[str] = Field(
+        default_factory=lambda: ["*"],
+        description="Node label keys (and matchFields keys) spec.scheduling.affinity's node "
+        "affinity may use (as the node selector keys).",
+    )
+    allowed_runtime_classes: list[str] = Field(
+        default_factory=list,
+        description="RuntimeClass names spec.scheduling.runtimeClassName may name; none by "
+        "default (a RuntimeClass brings its own handler and its own tolerations).",
+    )
+    allowed_priority_classes: list[str] = Field(
+        default_factory=list,
+        description="PriorityClass names spec.scheduling.priorityClassName may name; none by "
+        "default (the cluster's default priority applies).",
+    )
+    max_replicas: int = Field(
+        default=DEFAULT_MAX_REPLICAS,
+        ge=1,
+        description="Largest spec.replicas a rollout starts with or the stable is scaled to.",
+    )
+    scratch_size_limit: str = Field(
+        default=DEFAULT_SCRATCH_SIZE_LIMIT,
+        pattern=QUANTITY_PATTERN,
+        description="sizeLimit of every emptyDir dmrollout renders (/tmp and $HOME of the "
+        "serving and prefetch Pods): a Pod writing more is evicted, not the node's disk filled.",
+    )
+
+    def placement_policy(self) -> PlacementPolicy:
+        return PlacementPolicy(
+            toleration_keys=tuple(self.allowed_toleration_keys),
+            node_selector_keys=tuple(self.allowed_node_selector_keys),
+            affinity_keys=tuple(self.allowed_affinity_keys),
+            runtime_classes=tuple(self.allowed_runtime_classes),
+            priority_classes=tuple(self.allowed_priority_classes),
+            max_replicas=self.max_replicas,
+        )
+
+    @property
+    def default_registry_host(self) -> str:
+        return self.ollaya_registry.split("://", 1)[-1].rstrip("/")
