@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import logging
 
-from kubernetes.client.rest import ApiException
 from temporalio import activity
 
 from activities.promote import selected_revision
@@ -33,6 +32,7 @@ from decisionmodel.rollout.contracts import (
 )
 from decisionmodel.rollout.settings import RolloutSettings
 from kube.client import DecisionModelGone, Kube
+from kube.errors import Conflict, NotFound
 
 log = logging.getLogger(__name__)
 
@@ -77,10 +77,8 @@ class DeleteRevisionActivities:
                     "preconditions": {"uid": existing["metadata"]["uid"]},
                 },
             )
-        except ApiException as e:
-            if e.status in (404, 409):
-                return False
-            raise
+        except (NotFound, Conflict):  # gone already, or a namesake (another uid) since
+            return False
         return True
 
     @activity.defn(name=DELETE_REVISION)

@@ -47,7 +47,8 @@ from decisionmodel.rollout.settings import RolloutSettings
 from decisionmodel.vocabulary import JOB_FAILED, JOB_FAILURE_TARGET, ConditionType
 from kube.client import Kube
 from kube.secrets import SecretCapability, SecretReader
-from kube.wait import source, wait_until
+from kube.wait import wait_until
+from kube.watch import source
 
 # Set by the Job controller on every Pod of a Job: the Job's UID, so a Pod of an older Job of
 # the same name is never read.
@@ -186,5 +187,5 @@ class PrefetchActivities:
             activity.heartbeat({"job": name, **counts})
             return None
 
-        src = source(self.kube, "Job", ns, name=name)
+        src = source("Job", ns, name=name)
         return await wait_until(self.kube, src, finished, idle=self.settings.poll_interval_seconds)

@@ -23,7 +23,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from kubernetes.client.rest import ApiException
 from temporalio import activity
 
 from activities import step_status
@@ -47,6 +46,7 @@ from decisionmodel.rollout.policy_check import check_promotion
 from decisionmodel.rollout.settings import RolloutSettings
 from decisionmodel.vocabulary import ConditionType, Reason
 from kube.client import Kube
+from kube.errors import Conflict
 from kube.pod_gate import (
     gate_event,
     is_model_ready,
@@ -217,10 +217,8 @@ class PromoteActivities:
                 patch,
                 _content_type="application/json-patch+json",
             )
-        except ApiException as e:
-            if e.status == 409:
-                # Changed since it was read: the retry re-reads and re-checks ownership.
-                raise RuntimeError(
-                    f"Service {meta['name']} changed while switching it; retrying"
-                ) from None
-            raise
+        except Conflict:
+            # Changed since it was read: the retry re-reads and re-checks ownership.
+            raise RuntimeError(
+                f"Service {meta['name']} changed while switching it; retrying"
+            ) from None

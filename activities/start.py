@@ -25,7 +25,8 @@ from kube.client import Kube
 from kube.pod_gate import condition_true
 from kube.rollout_status import show_guard
 from kube.secrets import SecretCapability, SecretReader, parse_api_key
-from kube.wait import source, wait_until
+from kube.wait import wait_until
+from kube.watch import source
 
 
 def pod_started(pod: dict[str, Any]) -> bool:
@@ -100,7 +101,7 @@ class StartActivities:
                 return None
 
             # Woken by the Pods' watch events (kube.wait), not a poll.
-            src = source(self.kube, "Pod", inp.dm.namespace, labels=selector)
+            src = source("Pod", inp.dm.namespace, labels=selector)
             return await wait_until(
                 self.kube, src, started, idle=self.settings.poll_interval_seconds
             )

@@ -17,7 +17,8 @@ from temporalio.exceptions import ApplicationError
 from decisionmodel.errors import DmrolloutError
 from decisionmodel.rollout.contracts import DMRef
 from decisionmodel.vocabulary import ConditionType, Reason
-from kube.client import APIServerUnavailable, DecisionModelGone, Kube
+from kube.client import DecisionModelGone, Kube
+from kube.errors import Unavailable
 from kube.rollout_status import show_guard
 
 
@@ -66,7 +67,7 @@ async def typed_errors(on_guard: OnGuard | None = None) -> AsyncIterator[None]:
         if on_guard is not None and not e.permanent and e.reason in GUARD_REASONS:
             await on_guard(e)
         raise to_application_error(e) from None
-    except APIServerUnavailable as e:
+    except Unavailable as e:
         raise ApplicationError(str(e), type=Reason.API_SERVER_UNAVAILABLE) from None
     except DecisionModelGone as e:
         raise ApplicationError(

@@ -67,7 +67,8 @@ from kube.pod_gate import (
 )
 from kube.rollout_status import show_guard
 from kube.secrets import SecretReader
-from kube.wait import source, wait_until
+from kube.wait import wait_until
+from kube.watch import source
 
 RuntimeClientFactory = Callable[..., RuntimeClient]
 
@@ -280,9 +281,7 @@ class WarmupActivities:
 
                 # A round after every change of the Pods (a gate set, Ready turned True: the
                 # watch of kube.wait), and every poll interval for the Pods still held.
-                src = source(
-                    self.kube, "Pod", dm.namespace, labels=selector_labels(dm.name, revision)
-                )
+                src = source("Pod", dm.namespace, labels=selector_labels(dm.name, revision))
                 return await wait_until(self.kube, src, round_, idle=poll)
 
     def _count(self, inp: WarmupInput, found: GateVerdict) -> None:

@@ -14,9 +14,8 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-import urllib3
-from kubernetes import client
-from kubernetes.client.rest import ApiException
+from kube.client import Kube
+from kube.errors import KubeError, Unavailable
 
 
 class ReviewUnavailable(Exception):
@@ -35,9 +34,9 @@ class ReviewedUser:
 
 
 class AccessReviews:
-    def __init__(self, api_client: client.ApiClient, timeout_seconds: float) -> None:
-        self._authn = client.AuthenticationV1Api(api_client)
-        self._authz = client.AuthorizationV1Api(api_client)
+    def __init__(self, kube: Kube, timeout_seconds: float) -> None:
+        self._authn = kube.authentication
+        self._authz = kube.authorization
         self._timeout = timeout_seconds
 
     def authenticate(self, token: str) -> ReviewedUser | None:
@@ -81,9 +80,10 @@ class AccessReviews:
             response = create(
                 body, _preload_content=False, _request_timeout=(self._timeout, self._timeout)
             )
-        except ApiException as e:
+        except Unavailable as e:
+            cause = type(e.__cause__ or e).__name__
+            raise ReviewUnavailable(f"the API server did not answer ({cause})") from e
+        except KubeError as e:
             raise ReviewUnavailable(f"the review was refused: HTTP {e.status}") from e
-        except urllib3.exceptions.HTTPError as e:
-            raise ReviewUnavailable(f"the API server did not answer ({type(e).__name__})") from e
         status: dict[str, Any] = json.loads(response.data).get("status") or {}
         return status

@@ -11,6 +11,7 @@ stays responsive.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -18,15 +19,14 @@ from datetime import UTC, datetime
 from functools import partial
 from typing import Any, TypeVar
 
-import urllib3
 from kubernetes import client, config
-from kubernetes.client.rest import ApiException
 
 from decisionmodel.api import GROUP, PLURAL, VERSION
 from decisionmodel.engine.render.labels import LABEL_NAME, deployment_name, selector_labels
 from decisionmodel.errors import ResourceConflict
 from decisionmodel.rollout.contracts import DMRef
 from decisionmodel.rollout.settings import RolloutSettings
+from kube.errors import Conflict, KubeconfigInvalid, NotFound, translated
 from kube.timeouts import KubeTimeouts, bound_requests, configure
 
 T = TypeVar("T")
@@ -53,11 +53,6 @@ async def conflict_backoff(attempt: int) -> None:
 
 class DecisionModelGone(Exception):
     """The DecisionModel was deleted or re-created under the same name (another UID)."""
-
-
-class APIServerUnavailable(Exception):
-    """A Kubernetes call did not complete: the connection was refused, reset, or timed out (a
-    silent or half-open API server). Transient: the caller retries."""
 
 
 class ObjectNotSettled(RuntimeError):
@@ -88,12 +83,16 @@ class Kube:
         self.api_client = api_client
         self.timeouts = timeouts or KubeTimeouts()
         bound_requests(api_client, self.timeouts)
-        self.core = client.CoreV1Api(api_client)
-        self.apps = client.AppsV1Api(api_client)
-        self.batch = client.BatchV1Api(api_client)
-        self.policy = client.PolicyV1Api(api_client)
-        self.custom = client.CustomObjectsApi(api_client)
-        self.events = client.EventsV1Api(api_client)
+        # Every call raises kube.errors' types, never the client's ApiException.
+        self.core = translated(client.CoreV1Api(api_client))
+        self.apps = translated(client.AppsV1Api(api_client))
+        self.batch = translated(client.BatchV1Api(api_client))
+        self.policy = translated(client.PolicyV1Api(api_client))
+        self.custom = translated(client.CustomObjectsApi(api_client))
+        self.events = translated(client.EventsV1Api(api_client))
+        self.coordination = translated(client.CoordinationV1Api(api_client))
+        self.authentication = translated(client.AuthenticationV1Api(api_client))
+        self.authorization = translated(client.AuthorizationV1Api(api_client))
         self.instance = instance or f"dmrollout-{uuid.uuid4().hex[:8]}"
         self.kinds: dict[str, KindOps] = {
             "Deployment": KindOps(
@@ -161,15 +160,18 @@ class Kube:
             configuration.connection_pool_maxsize = max(
                 pool_size, configuration.connection_pool_maxsize
             )
-        if kubeconfig or context:
-            config.load_kube_config(
-                config_file=kubeconfig, context=context, client_configuration=configuration
-            )
-        else:
-            try:
-                config.load_incluster_config(client_configuration=configuration)
-            except config.ConfigException:
-                config.load_kube_config(client_configuration=configuration)
+        try:
+            if kubeconfig or context:
+                config.load_kube_config(
+                    config_file=kubeconfig, context=context, client_configuration=configuration
+                )
+            else:
+                try:
+                    config.load_incluster_config(client_configuration=configuration)
+                except config.ConfigException:
+                    config.load_kube_config(client_configuration=configuration)
+        except config.ConfigException as e:
+            raise KubeconfigInvalid(str(e)) from e
         configure(configuration, timeouts)
         return cls(client.ApiClient(configuration), timeouts=timeouts)
 
@@ -188,12 +190,9 @@ class Kube:
     # -- plumbing --------------------------------------------------------------------------
     @staticmethod
     async def run(fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
-        """Run a blocking client call off the event loop; a transport failure (bounded by
-        ``kube.timeouts``) is raised as APIServerUnavailable."""
-        try:
-            return await asyncio.to_thread(partial(fn, *args, **kwargs))
-        except urllib3.exceptions.HTTPError as e:
-            raise APIServerUnavailable(_transport_failure(e)) from e
+        """Run a blocking client call off the event loop (a transport failure, bounded by
+        ``kube.timeouts``, is raised as kube.errors.Unavailable like any other)."""
+        return await asyncio.to_thread(partial(fn, *args, **kwargs))
 
     def raw(self, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
         """Call and return the JSON dict (camelCase), not the client's model objects."""
@@ -203,15 +202,20 @@ class Kube:
         return json.loads(response.data)
 
     # -- DecisionModel ---------------------------------------------------------------------
-    def get_dm(self, dm: DMRef) -> dict[str, Any]:
+    def read_dm(self, namespace: str, name: str) -> dict[str, Any] | None:
+        """The DecisionModel as the API server has it (None: there is none)."""
         try:
             obj: dict[str, Any] = self.custom.get_namespaced_custom_object(
-                GROUP, VERSION, dm.namespace, PLURAL, dm.name
+                GROUP, VERSION, namespace, PLURAL, name
             )
-        except ApiException as e:
-            if e.status == 404:
-                raise DecisionModelGone(f"DecisionModel {dm.namespace}/{dm.name} is gone") from e
-            raise
+        except NotFound:
+            return None
+        return obj
+
+    def get_dm(self, dm: DMRef) -> dict[str, Any]:
+        obj = self.read_dm(dm.namespace, dm.name)
+        if obj is None:
+            raise DecisionModelGone(f"DecisionModel {dm.namespace}/{dm.name} is gone")
         if obj["metadata"]["uid"] != dm.uid:
             raise DecisionModelGone(
                 f"DecisionModel {dm.namespace}/{dm.name} was re-created (uid changed)"
@@ -254,6 +258,19 @@ class Kube:
         )
         return result
 
+    def remove_dm_annotation(self, dm: DMRef, annotation: str) -> None:
+        """A JSON merge patch deleting one annotation, guarded by the UID (a re-created namesake
+        keeps its annotations)."""
+        self.custom.patch_namespaced_custom_object(
+            GROUP,
+            VERSION,
+            dm.namespace,
+            PLURAL,
+            dm.name,
+            {"metadata": {"uid": dm.uid, "annotations": {annotation: None}}},
+            _content_type="application/merge-patch+json",
+        )
+
     def emit_event(
         self,
         dm: DMRef,
@@ -295,10 +312,8 @@ class Kube:
         try:
             obj: dict[str, Any] = self.raw(ops.read, name, namespace)
             return obj
-        except ApiException as e:
-            if e.status == 404:
-                return None
-            raise
+        except NotFound:
+            return None
 
     def create_or_adopt(self, obj: dict[str, Any], owner_uid: str) -> dict[str, Any]:
         """Create ``obj``; if it exists and is ours (controller owner UID), return it as is.
@@ -311,9 +326,8 @@ class Kube:
         try:
             created: dict[str, Any] = self.raw(ops.create, meta["namespace"], obj)
             return created
-        except ApiException as e:
-            if e.status != 409:
-                raise
+        except Conflict:
+            pass
         existing = self.get(kind, meta["namespace"], meta["name"])
         if existing is None:  # deleted in between; the retry of the activity creates it
             raise ObjectNotSettled(f"{kind} {meta['name']} vanished while being adopted")
@@ -377,11 +391,8 @@ class Kube:
         if self.controller_uid(existing) != owner_uid:
             return False
         ops = self.kinds[kind]
-        try:
+        with contextlib.suppress(NotFound):
             ops.delete(name, namespace, propagation_policy="Background")
-        except ApiException as e:
-            if e.status != 404:
-                raise
         return True
 
     def list_labelled(
@@ -437,15 +448,6 @@ class Kube:
         raise KeyError(key)
 
 
-def _transport_failure(error: urllib3.exceptions.HTTPError) -> str:
-    cause = error.reason if isinstance(error, urllib3.exceptions.MaxRetryError) else error
-    what = "timed out" if isinstance(cause, urllib3.exceptions.TimeoutError) else "failed"
-    return (
-        f"the Kubernetes API server did not answer: the request {what} ({type(cause).__name__}); "
-        "retrying. Check that the API server is up and reachable from dmrollout"
-    )
-
-
 def revision_replica_set(pod: dict[str, Any]) -> str | None:
     """The Deployment a Pod's controlling ReplicaSet belongs to: a ReplicaSet of Deployment
     ``d`` is named ``d-<pod-template-hash>``, the hash the Pod carries as a label."""
@@ -462,6 +464,18 @@ def revision_replica_set(pod: dict[str, Any]) -> str | None:
 def serving_pods(pods: list[dict[str, Any]], dm: str, revision: str) -> list[dict[str, Any]]:
     """Of Pods labelled for a revision, those its Deployment's ReplicaSets control."""
     return [p for p in pods if revision_replica_set(p) == deployment_name(dm, revision)]
+
+
+def context_namespace(kubeconfig: str | None, context: str | None) -> str | None:
+    """The namespace the kubeconfig's context (``context``, else the current one) names, as
+    kubectl reads it; None when it names none or there is no kubeconfig (in a Pod)."""
+    try:
+        contexts, current = config.list_kube_config_contexts(config_file=kubeconfig)
+    except (config.ConfigException, OSError):
+        return None
+    chosen = next((c for c in contexts if c["name"] == context), None) if context else current
+    namespace = ((chosen or {}).get("context") or {}).get("namespace")
+    return str(namespace) if namespace else None
 
 
 def dm_selector(dm_name: str) -> dict[str, str]:

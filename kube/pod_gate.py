@@ -18,13 +18,12 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, Final, Literal
 
-from kubernetes.client.rest import ApiException
-
 from decisionmodel.engine.render.labels import READINESS_GATE
 from decisionmodel.engine.runtime_client import GateVerdict
 from decisionmodel.rollout.contracts import DMRef
 from decisionmodel.vocabulary import POD_CONTAINERS_READY, POD_READY, Reason
 from kube.client import Kube
+from kube.errors import NotFound
 from kube.status import emit_event
 
 GATE_TYPE: Final = READINESS_GATE
@@ -182,8 +181,6 @@ async def set_gate(
     meta = pod["metadata"]
     try:
         await Kube.run(kube.patch_pod_condition, meta["namespace"], meta["name"], condition)
-    except ApiException as e:
-        if e.status == 404:  # the Pod went away since it was listed: nothing to gate
-            return False
-        raise
+    except NotFound:  # the Pod went away since it was listed: nothing to gate
+        return False
     return True

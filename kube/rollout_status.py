@@ -16,8 +16,6 @@ from collections.abc import Mapping
 from datetime import datetime
 from typing import Any, Final
 
-from kubernetes.client.rest import ApiException
-
 from decisionmodel.api.status import EvaluationGates
 from decisionmodel.rollout.contracts import (
     ConditionUpdate,
@@ -28,7 +26,8 @@ from decisionmodel.rollout.contracts import (
 )
 from decisionmodel.rollout.evaluation_status import evaluation_status
 from decisionmodel.vocabulary import ROLLOUT_CONDITION_TYPES, ConditionType
-from kube.client import ROLLOUT_FIELD_MANAGER, APIServerUnavailable, Kube
+from kube.client import ROLLOUT_FIELD_MANAGER, Kube
+from kube.errors import KubeError
 from kube.status import apply_owned_status, emit_event, merge_conditions, wire_time
 
 log = logging.getLogger(__name__)
@@ -240,7 +239,7 @@ async def show_guard(
     try:
         if await apply_owned_status(kube, dm, build, ROLLOUT_FIELD_MANAGER) and first:
             await emit_event(kube, dm, reason, message, "Warning")
-    except (ApiException, APIServerUnavailable) as e:
+    except KubeError as e:
         log.warning("could not show %s on %s: %s", reason, dm.name, e)
 
 

@@ -29,8 +29,6 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any, Final
 
-from kubernetes.client.rest import ApiException
-
 from decisionmodel.engine.api_key import KEY_RULE, header_safe
 from decisionmodel.errors import (
     APIKeyInvalid,
@@ -43,6 +41,7 @@ from decisionmodel.errors import (
 from decisionmodel.rollout.contracts import DMRef, KeyRef
 from decisionmodel.vocabulary import EventReason
 from kube.client import Kube
+from kube.errors import KubeError, NotFound, Unavailable
 
 log = logging.getLogger(__name__)
 
@@ -137,13 +136,15 @@ class SecretReader:
             body: dict[str, Any] = await Kube.run(
                 self.kube.raw, self.kube.core.read_namespaced_secret, ref.name, namespace
             )
-        except ApiException as e:
-            if e.status == 404:
-                raise _missing(
-                    capability,
-                    f"{where} referenced by {field} does not exist; create it with key "
-                    f'{ref.key!r} and the label {capability.value}: "true"',
-                ) from None
+        except NotFound:
+            raise _missing(
+                capability,
+                f"{where} referenced by {field} does not exist; create it with key "
+                f'{ref.key!r} and the label {capability.value}: "true"',
+            ) from None
+        except Unavailable:
+            raise
+        except KubeError as e:
             raise SecretReadFailed(
                 f"reading {where} failed: the API server answered {e.status} {e.reason}",
                 status=e.status,
@@ -194,11 +195,13 @@ class SecretReader:
             value: bytes = await Kube.run(
                 self.kube.read_config_map_value, namespace, ref.name, ref.key
             )
-        except ApiException as e:
-            if e.status == 404:
-                raise DatasetNotFound(
-                    f"{where} referenced by {field} does not exist; create it with key {ref.key!r}"
-                ) from None
+        except NotFound:
+            raise DatasetNotFound(
+                f"{where} referenced by {field} does not exist; create it with key {ref.key!r}"
+            ) from None
+        except Unavailable:
+            raise
+        except KubeError as e:
             raise SecretReadFailed(
                 f"reading {where} failed: the API server answered {e.status} {e.reason}",
                 status=e.status,
@@ -220,5 +223,5 @@ class SecretReader:
         )
         try:
             await Kube.run(self.kube.emit_event, dm, DEPRECATED_SECRET_LABEL, note, "Warning")
-        except ApiException as e:  # an Event is advice; never fail the read for it
+        except KubeError as e:  # an Event is advice; never fail the read for it
             log.warning("could not emit %s: %s", DEPRECATED_SECRET_LABEL, e.status)

@@ -24,12 +24,11 @@ from collections.abc import Callable, Iterable, Mapping
 from datetime import UTC, datetime
 from typing import Any, Final
 
-from kubernetes.client.rest import ApiException
-
 from decisionmodel.api.conditions import condition, set_condition
 from decisionmodel.api.status import Condition
 from decisionmodel.rollout.contracts import ConditionUpdate, DMRef
 from kube.client import STATUS_APPLY_ATTEMPTS, Kube, conflict_backoff
+from kube.errors import Conflict, KubeError
 
 log = logging.getLogger("dmrollout.status")
 
@@ -109,8 +108,8 @@ async def apply_owned_status(
                 field_manager=field_manager,
                 resource_version=meta["resourceVersion"],
             )
-        except ApiException as e:
-            if e.status != 409 or attempt == STATUS_APPLY_ATTEMPTS:
+        except Conflict:
+            if attempt == STATUS_APPLY_ATTEMPTS:
                 raise
             log.info("status of %s/%s changed while applying; re-reading", dm.namespace, dm.name)
             await conflict_backoff(attempt)
@@ -126,5 +125,5 @@ async def emit_event(
     whose status was already written."""
     try:
         await Kube.run(kube.emit_event, dm, reason, message, event_type)
-    except ApiException as e:
+    except KubeError as e:
         log.warning("event %s on %s refused: %s", reason, dm.name, e.status)

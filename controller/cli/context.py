@@ -14,13 +14,12 @@ import os
 from dataclasses import dataclass
 from typing import Final
 
-from kubernetes import config
 from temporalio.client import Client
 
 from controller.cli.errors import CliError, ExitCode, Where
 from controller.temporal.client import TemporalSettings, connect
 from decisionmodel.rollout.settings import RolloutSettings
-from kube.client import Kube
+from kube.client import Kube, context_namespace
 from kube.timeouts import KubeTimeouts
 
 CONNECT_TIMEOUT_SECONDS: Final = 10.0
@@ -70,13 +69,9 @@ class CliContext:
         given = getattr(self.args, "namespace", None)
         if given:
             return str(given)
-        try:
-            contexts, current = config.list_kube_config_contexts(config_file=self.kubeconfig())
-        except (config.ConfigException, OSError):
-            return DEFAULT_NAMESPACE  # in a Pod, or no kubeconfig: kubectl says default too
-        wanted = getattr(self.args, "context", None)
-        chosen = next((c for c in contexts if c["name"] == wanted), None) if wanted else current
-        return str(((chosen or {}).get("context") or {}).get("namespace") or DEFAULT_NAMESPACE)
+        # In a Pod, or with no kubeconfig, kubectl says default too.
+        found = context_namespace(self.kubeconfig(), getattr(self.args, "context", None))
+        return found or DEFAULT_NAMESPACE
 
     def temporal_settings(self) -> TemporalSettings:
         args = self.args

@@ -13,13 +13,11 @@ from dataclasses import dataclass, field
 from typing import Final
 
 import pydantic
-from kubernetes.client.rest import ApiException
-from kubernetes.config import ConfigException
 from temporalio.service import RPCError, RPCStatusCode
 
 from controller.temporal.client import SETUP_COMMAND, NamespaceNotReady
 from controller.temporal.payload_codec import PayloadKeysInvalid
-from kube.client import APIServerUnavailable
+from kube.errors import Forbidden, KubeconfigInvalid, KubeError, NotFound, Unavailable
 
 DEBUG_ENV: Final = "DMROLLOUT_DEBUG"
 MAX_CAUSE_CHARS: Final = 200
@@ -135,24 +133,24 @@ def _grpc_cause(error: BaseException) -> str:
 
 def _kube(error: BaseException, where: Where) -> CliError | None:
     fix = "check --kubeconfig / --context and that the cluster is up"
-    if isinstance(error, APIServerUnavailable):
+    if isinstance(error, Unavailable):
         return CliError(ExitCode.UNREACHABLE, f"cannot reach {where.kube()}; {fix}")
-    if isinstance(error, ConfigException):
+    if isinstance(error, KubeconfigInvalid):
         return CliError(
             ExitCode.SETUP,
             f"no usable Kubernetes configuration ({where.kubeconfig or 'in-cluster'}): "
             f"{short(error)}; set --kubeconfig (or "
             "KUBECONFIG) and --context",
         )
-    if not isinstance(error, ApiException):
+    if not isinstance(error, KubeError):
         return None
-    if error.status in (401, 403):
+    if isinstance(error, Forbidden):
         return CliError(
             ExitCode.SETUP,
             f"{where.kube()} refused the request ({error.status} {error.reason}): your "
             "credentials lack the rights (RBAC) for DecisionModels in this namespace",
         )
-    if error.status == 404:
+    if isinstance(error, NotFound):
         return CliError(
             ExitCode.SETUP,
             f"{where.kube()} does not know DecisionModels: install the CRD "

@@ -14,7 +14,6 @@ from typing import Any
 from controller.cli.context import CliContext
 from controller.cli.errors import CliError, ExitCode, explain
 from controller.cli.output import emit_data, table
-from controller.reconciler.reconcile import get_dm_raw
 from controller.temporal.rollouts import Rollouts, dm_query
 from decisionmodel.api import GROUP, PLURAL, VERSION
 from decisionmodel.rollout.contracts import Phase
@@ -24,7 +23,7 @@ from workflows import search_attributes as sa
 
 
 def _dm_or_not_found(kube: Kube, namespace: str, name: str) -> dict[str, Any]:
-    obj = get_dm_raw(kube, namespace, name)
+    obj = kube.read_dm(namespace, name)
     if obj is None:
         raise CliError(
             ExitCode.NOT_FOUND,

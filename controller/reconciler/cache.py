@@ -31,11 +31,9 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any, Final, Protocol
 
-from kubernetes.client.rest import ApiException
-
-from decisionmodel.api import GROUP, PLURAL, VERSION
 from decisionmodel.engine.render.labels import LABEL_NAME, deployment_name, selector_labels
 from kube.client import Kube, revision_replica_set
+from kube.errors import Conflict
 
 DECISION_MODEL: Final = "DecisionModel"
 # The kinds the controller reads, besides DecisionModels (all labelled decisionmodel.io/name).
@@ -78,15 +76,7 @@ class DirectReader:
     def get(self, kind: str, namespace: str, name: str) -> dict[str, Any] | None:
         if kind != DECISION_MODEL:
             return self.kube.get(kind, namespace, name)
-        try:
-            obj: dict[str, Any] = self.kube.custom.get_namespaced_custom_object(
-                GROUP, VERSION, namespace, PLURAL, name
-            )
-        except ApiException as e:
-            if e.status == 404:
-                return None
-            raise
-        return obj
+        return self.kube.read_dm(namespace, name)
 
     def list_labelled(
         self, kind: str, namespace: str, selector: dict[str, str]
@@ -255,10 +245,8 @@ def create_or_wait(kube: Kube, obj: dict[str, Any]) -> dict[str, Any] | None:
     try:
         created: dict[str, Any] = kube.raw(ops.create, obj["metadata"]["namespace"], obj)
         return created
-    except ApiException as e:
-        if e.status == 409:
-            return None
-        raise
+    except Conflict:
+        return None
 
 
 __all__ = [

@@ -20,23 +20,18 @@ lease.
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 import math
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
-from functools import partial
 from typing import Any
 
-from kubernetes import client
-from kubernetes.client.rest import ApiException
+from kube.errors import KubeError
+from kube.lease import LeaseRecord, LeaseStore, format_micro_time, parse_time
 
 log = logging.getLogger("dmrollout.controller.leader")
 
 Clock = Callable[[], datetime]
-
-_MICRO_TIME = "%Y-%m-%dT%H:%M:%S.%fZ"
 
 
 def _utcnow() -> datetime:
@@ -47,60 +42,12 @@ def _as_timedelta(value: float | timedelta) -> timedelta:
     return value if isinstance(value, timedelta) else timedelta(seconds=value)
 
 
-def format_micro_time(at: datetime) -> str:
-    """metav1.MicroTime as the API server writes it (RFC 3339, microseconds, UTC)."""
-    return at.astimezone(UTC).strftime(_MICRO_TIME)
-
-
-def parse_time(value: object) -> datetime | None:
-    if not isinstance(value, str) or not value:
-        return None
-    try:
-        parsed = datetime.fromisoformat(value)
-    except ValueError:
-        return None
-    return parsed if parsed.tzinfo is not None else parsed.replace(tzinfo=UTC)
-
-
-@dataclass(frozen=True)
-class LeaseRecord:
-    """The Lease spec fields leader election reads and writes."""
-
-    holder_identity: str
-    lease_duration_seconds: int
-    acquire_time: str | None
-    renew_time: str | None
-    lease_transitions: int
-
-    @classmethod
-    def from_lease(cls, lease: dict[str, Any]) -> LeaseRecord:
-        spec = lease.get("spec") or {}
-        return cls(
-            holder_identity=spec.get("holderIdentity") or "",
-            lease_duration_seconds=int(spec.get("leaseDurationSeconds") or 0),
-            acquire_time=spec.get("acquireTime"),
-            renew_time=spec.get("renewTime"),
-            lease_transitions=int(spec.get("leaseTransitions") or 0),
-        )
-
-    def to_spec(self) -> dict[str, Any]:
-        return {
-            "holderIdentity": self.holder_identity,
-            "leaseDurationSeconds": self.lease_duration_seconds,
-            "acquireTime": self.acquire_time,
-            "renewTime": self.renew_time,
-            "leaseTransitions": self.lease_transitions,
-        }
-
-
 class LeaderElector:
     """Campaigns for one Lease; `run` returns once leadership is lost or released."""
 
     def __init__(
         self,
-        api_client: client.ApiClient,
-        namespace: str,
-        name: str,
+        leases: LeaseStore,
         identity: str,
         lease_duration: float | timedelta = 15.0,
         renew_deadline: float | timedelta = 10.0,
@@ -117,9 +64,9 @@ class LeaderElector:
         # client-go's validation: the leader must give up before the lease can be seen expired.
         if not lease_duration > renew_deadline > retry_period > timedelta(0):
             raise ValueError("need lease_duration > renew_deadline > retry_period > 0")
-        self._api = client.CoordinationV1Api(api_client)
-        self.namespace = namespace
-        self.name = name
+        self.leases = leases
+        self.namespace = leases.namespace
+        self.name = leases.name
         self.identity = identity
         self._lease_duration = lease_duration
         self._renew_deadline = renew_deadline
@@ -183,14 +130,15 @@ class LeaderElector:
                             "%s released lease %s/%s", self.identity, self.namespace, self.name
                         )
                     return
-                except ApiException as e:
-                    if e.status != 409:
-                        log.warning("lease release failed: %s", e.status)
-                        return
+                except KubeError as e:
+                    log.warning("lease release failed: %s", e.status)
+                    return
             log.warning("lease release gave up after repeated conflicts")
 
     async def _release_once(self) -> bool:
-        lease = await self._call(self._api.read_namespaced_lease, self.name, self.namespace)
+        lease = await self.leases.read(self._renew_deadline.total_seconds())
+        if lease is None:
+            return False
         record = LeaseRecord.from_lease(lease)
         if record.holder_identity != self.identity:
             return False
@@ -202,8 +150,7 @@ class LeaderElector:
             renew_time=now,
             lease_transitions=record.lease_transitions,
         )
-        await self._replace(lease, released)
-        return True
+        return await self._replace(lease, released)
 
     # --- loops ------------------------------------------------------------------------------
 
@@ -250,8 +197,8 @@ class LeaderElector:
                 return await self._try_acquire_or_renew()
         except TimeoutError:
             return False
-        except ApiException as e:
-            log.warning("lease %s/%s: API error %s", self.namespace, self.name, e.status)
+        except KubeError as e:
+            log.warning("lease %s/%s: API error %s", self.namespace, self.name, e)
             return False
         except Exception:  # transport errors: retried at the next period like client-go
             log.exception("lease %s/%s: update failed", self.namespace, self.name)
@@ -276,24 +223,11 @@ class LeaderElector:
             stamp = format_micro_time(now)
             # Rounded up: a successor judges expiry by the written value, never shorter than ours.
             duration = math.ceil(self._lease_duration.total_seconds())
-            try:
-                lease = await self._call(self._api.read_namespaced_lease, self.name, self.namespace)
-            except ApiException as e:
-                if e.status != 404:
-                    raise
+            lease = await self.leases.read(self._renew_deadline.total_seconds())
+            if lease is None:
                 fresh = LeaseRecord(self.identity, duration, stamp, stamp, 0)
-                body = {
-                    "apiVersion": "coordination.k8s.io/v1",
-                    "kind": "Lease",
-                    "metadata": {"name": self.name, "namespace": self.namespace},
-                    "spec": fresh.to_spec(),
-                }
-                try:
-                    await self._call(self._api.create_namespaced_lease, self.namespace, body)
-                except ApiException as ce:
-                    if ce.status == 409:  # another candidate created it first
-                        return False
-                    raise
+                if not await self.leases.create(fresh, self._renew_deadline.total_seconds()):
+                    return False  # another candidate created it first
                 self._observe(fresh, now)
                 self._last_renew = now
                 return True
@@ -312,12 +246,8 @@ class LeaderElector:
                 acquire_time = stamp
                 transitions = record.lease_transitions + 1
             mine = LeaseRecord(self.identity, duration, acquire_time, stamp, transitions)
-            try:
-                await self._replace(lease, mine)
-            except ApiException as e:
-                if e.status == 409:  # someone wrote the Lease since we read it
-                    return False
-                raise
+            if not await self._replace(lease, mine):
+                return False  # someone wrote the Lease since we read it
             self._observe(mine, now)
             self._last_renew = now
             return True
@@ -334,30 +264,8 @@ class LeaderElector:
         self._observed = record
         self._observed_at = now
 
-    async def _replace(self, lease: dict[str, Any], record: LeaseRecord) -> None:
-        # The read object's resourceVersion makes the replace conditional (409 if it changed).
-        metadata = lease["metadata"]
-        body = {
-            "apiVersion": "coordination.k8s.io/v1",
-            "kind": "Lease",
-            "metadata": {
-                "name": metadata["name"],
-                "namespace": metadata["namespace"],
-                "resourceVersion": metadata["resourceVersion"],
-                **({"labels": metadata["labels"]} if metadata.get("labels") else {}),
-                **({"annotations": metadata["annotations"]} if metadata.get("annotations") else {}),
-            },
-            "spec": record.to_spec(),
-        }
-        await self._call(self._api.replace_namespaced_lease, self.name, self.namespace, body)
-
-    async def _call(self, fn: Callable[..., Any], *args: Any) -> dict[str, Any]:
-        timeout = self._renew_deadline.total_seconds()
-        response = await asyncio.to_thread(
-            partial(fn, *args, _preload_content=False, _request_timeout=timeout)
-        )
-        result: dict[str, Any] = json.loads(response.data)
-        return result
+    async def _replace(self, lease: dict[str, Any], record: LeaseRecord) -> bool:
+        return await self.leases.replace(lease, record, self._renew_deadline.total_seconds())
 
 
 async def _run_callback(on_started: Callable[[], Awaitable[None]]) -> None:

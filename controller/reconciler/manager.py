@@ -34,6 +34,7 @@ from controller.temporal.client import TemporalSettings, check_namespace, connec
 from controller.temporal.rollouts import Rollouts
 from decisionmodel.rollout.settings import RolloutSettings
 from kube.client import Kube
+from kube.lease import LeaseStore
 
 log = logging.getLogger("dmrollout.controller")
 
@@ -124,18 +125,15 @@ class Manager:
             reader=cache,
             wake=self.queue.add_first,
         )
-        loop = asyncio.get_running_loop()
-        self.watcher = Watcher(kube, loop, self.queue.add, self.settings.watch_namespaces, cache)
-        # Probes first: starting a thread per kind and namespace (7 x 64 in the e2e suite) takes
-        # a while on a busy machine, and /readyz says not ready until the cache is synced anyway.
+        self.watcher = Watcher(kube, self.queue.add, self.settings.watch_namespaces, cache)
+        # Probes first: /readyz says not ready until the cache is synced anyway.
         self.health.start()
         self.watcher.start()
-        self.secure_metrics = build_secure_metrics_server(
-            self.metrics_settings, kube.api_client, self.render
-        )
+        self.secure_metrics = build_secure_metrics_server(self.metrics_settings, kube, self.render)
         if self.secure_metrics is not None:
             self.secure_metrics.start()
         stop = asyncio.Event()
+        loop = asyncio.get_running_loop()
         for sig in (signal.SIGTERM, signal.SIGINT):
             loop.add_signal_handler(sig, stop.set)
 
@@ -161,9 +159,7 @@ class Manager:
         elector: LeaderElector | None = None
         if self.settings.leader_election:
             elector = LeaderElector(
-                kube.api_client,
-                self.settings.lease_namespace,
-                self.settings.lease_name,
+                LeaseStore(kube, self.settings.lease_namespace, self.settings.lease_name),
                 self.settings.identity,
                 lease_duration=self.settings.lease_duration_seconds,
                 renew_deadline=self.settings.renew_deadline_seconds,

@@ -17,8 +17,6 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from kubernetes.client.rest import ApiException
-
 from controller.reconciler.cache import DECISION_MODEL, DirectReader, ObjectReader
 from controller.reconciler.decide import Decision, decide
 from controller.reconciler.dispatch import (
@@ -50,7 +48,7 @@ from controller.serve.logs import current_dm
 from controller.serve.metrics import transition_memory
 from controller.serve.tracing import span
 from controller.temporal.rollouts import Rollouts, RunningRollout
-from decisionmodel.api import GROUP, PLURAL, VERSION, DecisionModel, DecisionModelInvalid
+from decisionmodel.api import DecisionModel, DecisionModelInvalid
 from decisionmodel.api.conditions import is_condition_true
 from decisionmodel.api.status import DecisionModelStatus
 from decisionmodel.engine.render.labels import ANNOTATION_PROMOTE, selector_labels
@@ -72,32 +70,6 @@ from kube.status import emit_event
 log = logging.getLogger("dmrollout.controller.reconcile")
 # After a run this process started closes: how soon to look again if no watch event does first.
 JUST_CLOSED_RECHECK_SECONDS = 2.0
-
-
-def get_dm_raw(kube: Kube, namespace: str, name: str) -> dict[str, Any] | None:
-    try:
-        obj: dict[str, Any] = kube.custom.get_namespaced_custom_object(
-            GROUP, VERSION, namespace, PLURAL, name
-        )
-    except ApiException as e:
-        if e.status == 404:
-            return None
-        raise
-    return obj
-
-
-def remove_dm_annotation(kube: Kube, ref: DMRef, annotation: str) -> None:
-    """A JSON merge patch deleting one annotation, guarded by the UID (a re-created namesake
-    keeps its annotations)."""
-    kube.custom.patch_namespaced_custom_object(
-        GROUP,
-        VERSION,
-        ref.namespace,
-        PLURAL,
-        ref.name,
-        {"metadata": {"uid": ref.uid, "annotations": {annotation: None}}},
-        _content_type="application/merge-patch+json",
-    )
 
 
 @dataclass
@@ -418,7 +390,7 @@ class Reconciler:
         if refusal is not None:
             await emit_event(self.kube, ref, EventReason.APPROVAL_REJECTED, refusal, "Warning")
         # Applied or refused: the annotation has been consumed either way.
-        await Kube.run(remove_dm_annotation, self.kube, ref, ANNOTATION_PROMOTE)
+        await Kube.run(self.kube.remove_dm_annotation, ref, ANNOTATION_PROMOTE)
 
     async def _steady(
         self,

@@ -23,8 +23,6 @@ import logging
 from dataclasses import dataclass, field
 from typing import Any
 
-from kubernetes.client.rest import ApiException
-
 from controller.reconciler.cache import DirectReader, ObjectReader, create_or_wait
 from controller.reconciler.settings import ControllerSettings
 from controller.reconciler.store_recovery import StoreHealth, StoreRecoveries, store_health
@@ -57,6 +55,7 @@ from decisionmodel.rollout.spec_mapping import stable_objects_input
 from decisionmodel.vocabulary import ConditionType, Reason
 from kube.client import Kube
 from kube.controller_status import Cond
+from kube.errors import Forbidden, Invalid
 from kube.pod_gate import (
     gate_event,
     gate_true,
@@ -357,9 +356,7 @@ class SteadyState:
                     inp.dm.namespace,
                     {"spec": {"resources": {"requests": {"storage": inp.cache.size}}}},
                 )
-            except ApiException as e:
-                if e.status not in (403, 422):
-                    raise
+            except (Forbidden, Invalid):
                 immutable.append(
                     f"size grow to {inp.cache.size} refused: the StorageClass does not allow "
                     "volume expansion"

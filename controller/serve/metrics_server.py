@@ -14,7 +14,6 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any, Final
 
-from kubernetes.client import ApiClient
 from prometheus_client.exposition import CONTENT_TYPE_PLAIN_0_0_4
 
 from controller.serve.health import METRICS_PATH, ServedInThread, reply
@@ -22,6 +21,7 @@ from controller.serve.metrics_auth import MetricsAuth
 from controller.serve.metrics_settings import MetricsSettings
 from controller.serve.metrics_tls import ServingCertificate
 from kube.access_review import AccessReviews
+from kube.client import Kube
 
 log = logging.getLogger("dmrollout.metrics.server")
 
@@ -95,7 +95,7 @@ class SecureMetricsServer(ServedInThread):
 
 
 def build_secure_metrics_server(
-    settings: MetricsSettings, api_client: ApiClient, metrics: Callable[[], bytes]
+    settings: MetricsSettings, kube: Kube, metrics: Callable[[], bytes]
 ) -> SecureMetricsServer | None:
     """The HTTPS server the settings ask for, or None when plain HTTP was opted into (then
     the health server serves ``/metrics``)."""
@@ -109,7 +109,7 @@ def build_secure_metrics_server(
         else ServingCertificate()
     )
     auth = MetricsAuth(
-        AccessReviews(api_client, settings.review_timeout_seconds),
+        AccessReviews(kube, settings.review_timeout_seconds),
         ttl_seconds=settings.auth_cache_ttl_seconds,
         max_entries=settings.auth_cache_entries,
     )

@@ -134,7 +134,7 @@ async def run_worker(temporal: TemporalSettings, settings: RolloutSettings) -> i
     sdk = temporal.metrics_bind_address if serving.secure else None
     render = with_sdk_series(lambda: generate_latest(metrics.registry), sdk)
     health = _health_server(None if serving.secure else render, progress)
-    secure = build_secure_metrics_server(serving, kube.api_client, render)
+    secure = build_secure_metrics_server(serving, kube, render)
     if secure is not None:
         secure.start()
     worker = build_worker(

@@ -20,7 +20,6 @@ from typing import Any
 import httpx
 import pytest
 from helpers import assert_eventually
-from kubernetes.client.rest import ApiException
 from temporalio.exceptions import ApplicationError
 from temporalio.testing import ActivityEnvironment
 
@@ -52,6 +51,7 @@ from decisionmodel.rollout.render_params import apikey_checksum
 from decisionmodel.rollout.settings import RolloutSettings
 from decisionmodel.rollout.spec_mapping import rollout_policy
 from kube.client import CONTROLLER_FIELD_MANAGER, ROLLOUT_FIELD_MANAGER, Kube
+from kube.errors import Conflict
 from localenv.cluster import POD_NETWORK, LocalCluster
 from localenv.env import Simulators
 
@@ -547,7 +547,7 @@ async def test_record_status_coexists_with_the_controller(
     status = _dm_obj(local_cluster, dm)["status"]
     assert (status["phase"], status["candidateRevision"]["hash"]) == ("Caching", record.hash)
     assert status["replicas"]["modelReady"] == 1
-    with pytest.raises(ApiException) as refused:
+    with pytest.raises(Conflict) as refused:
         await Kube.run(kube.apply_dm_status, dm, {"phase": "Ready"}, resource_version=stale)
     assert refused.value.status == 409
 

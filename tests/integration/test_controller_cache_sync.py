@@ -7,7 +7,6 @@ even after an etcd compaction, so it cannot be made to answer 410 here)."""
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Iterator
 from typing import Any
 
@@ -65,7 +64,7 @@ async def test_nothing_is_read_before_the_first_list_then_the_watch_keeps_it_cur
     with pytest.raises(CacheNotSynced):
         cache.get("Service", namespace, "a")
     keys = Keys()
-    watcher = Watcher(kube, asyncio.get_running_loop(), keys.add, [namespace], cache)
+    watcher = Watcher(kube, keys.add, [namespace], cache)
     watcher.start()
     try:
         await eventually(lambda: watcher.synced, 30, what="every kind listed")

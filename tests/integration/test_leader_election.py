@@ -21,7 +21,10 @@ from helpers import async_assert_eventually, eventually
 from kubernetes import client, config
 from kubernetes.client.rest import ApiException
 
-from controller.reconciler.leader import LeaderElector, format_micro_time
+from controller.reconciler.leader import LeaderElector
+from kube.client import Kube
+from kube.errors import Unavailable
+from kube.lease import LeaseStore, format_micro_time
 from localenv.cluster import LocalCluster
 
 pytestmark = [pytest.mark.cluster]
@@ -86,9 +89,7 @@ async def pair(api_client: Any, lease_name: str) -> AsyncIterator[tuple[Candidat
     a, b = (
         Candidate(
             LeaderElector(
-                api_client,
-                NAMESPACE,
-                lease_name,
+                LeaseStore(Kube(api_client), NAMESPACE, lease_name),
                 identity,
                 lease_duration=LEASE,
                 renew_deadline=RENEW,
@@ -227,9 +228,9 @@ async def test_leader_steps_down_when_renewals_fail(
 
     # The leader's API calls now fail (a partition between it and the API server).
     def unavailable(*args: Any, **kwargs: Any) -> Any:
-        raise ApiException(status=503, reason="injected: API server unreachable")
+        raise Unavailable("injected: API server unreachable", status=503)
 
-    api = leader.elector._api
+    api = leader.elector.leases._api
     api.read_namespaced_lease = unavailable
     api.replace_namespaced_lease = unavailable
     broken = time.monotonic()
@@ -275,9 +276,7 @@ async def test_race_for_an_expired_lease_has_one_winner(
     )
     electors = [
         LeaderElector(
-            api_client,
-            NAMESPACE,
-            lease_name,
+            LeaseStore(Kube(api_client), NAMESPACE, lease_name),
             f"racer-{i}",
             lease_duration=LEASE,
             renew_deadline=RENEW,
@@ -332,9 +331,7 @@ async def test_an_acquisition_that_lands_after_its_deadline_is_renewed_not_dropp
 
     candidate = Candidate(
         LeaderElector(
-            api_client,
-            NAMESPACE,
-            lease_name,
+            LeaseStore(Kube(api_client), NAMESPACE, lease_name),
             "replica-slow",
             lease_duration=LEASE,
             renew_deadline=RENEW,

@@ -8,13 +8,11 @@ tests/integration/test_controller_cache.py."""
 from __future__ import annotations
 
 import asyncio
-import json
-import threading
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
-import urllib3
+from fake_api_server import FakeAPIServer
+from helpers import eventually
 
 from controller.reconciler.cache import CacheNotSynced, ObjectCache
 from controller.reconciler.watch import Watcher, WatchSpec, _labelled_key
@@ -90,105 +88,58 @@ def test_what_no_reader_uses_is_not_kept_and_the_rest_is_kept_whole() -> None:
     assert got["metadata"]["labels"] == {LABEL_NAME: "m1"}
 
 
-class Stream:
-    """A watch response: JSON lines, then the end of the stream."""
-
-    status = 200
-
-    def __init__(self, events: list[dict[str, Any]]) -> None:
-        self.lines = [json.dumps(e).encode() + b"\n" for e in events]
-
-    def stream(self, amt: Any = None, decode_content: Any = None) -> Iterator[bytes]:
-        yield from self.lines
-
-    def close(self) -> None: ...
-
-    def release_conn(self) -> None: ...
-
-
-class Listed:
-    def __init__(self, items: list[dict[str, Any]], rv: str) -> None:
-        self.data = json.dumps({"items": items, "metadata": {"resourceVersion": rv}}).encode()
-
-
-class ScriptedAPI:
-    """Answers lists with ``items`` and watches with the scripted steps, in order; once the
-    script is done, a watch waits for the watcher to stop."""
-
-    def __init__(self, items: list[dict[str, Any]], script: list[Any], stop: threading.Event):
-        self.items = items
-        self.script = script
-        self.stop = stop
-        self.lists = 0
-        self.watched_from: list[str | None] = []
-
-    def lister(self, namespace: str, **kw: Any) -> Any:
-        """:return: V1ServiceList"""
-        if not kw.get("watch"):
-            self.lists += 1
-            return Listed(self.items, "100")
-        self.watched_from.append(kw.get("resource_version"))
-        if not self.script:
-            self.stop.wait(10)
-            return Stream([])
-        step = self.script.pop(0)
-        if isinstance(step, Exception):
-            raise step
-        return Stream(step)
-
-
-def run_watcher(
-    api_items: list[dict[str, Any]], script: list[Any], cache: ObjectCache, resume: str | None
-) -> tuple[Watcher, ScriptedAPI, list[str], threading.Thread]:
-    loop = asyncio.new_event_loop()
+def key_log() -> tuple[list[str], Any]:
     keys: list[str] = []
-    watcher = Watcher(None, loop, keys.append, ["ns"], cache)  # type: ignore[arg-type]
-    watcher._emit = lambda key: keys.append(key) if key else None  # type: ignore[method-assign]
-    api = ScriptedAPI(api_items, script, watcher.stop_event)
-    spec = WatchSpec("services", "Service", api.lister, api.lister, _labelled_key, {})
-    thread = threading.Thread(target=watcher.watch_kind, args=(spec, "ns", resume), daemon=True)
-    thread.start()
-    return watcher, api, keys, thread
+    return keys, keys.append
 
 
-def wait_for(check: Any) -> None:
-    from helpers import assert_eventually
-
-    assert_eventually(check, 10)
-
-
-def test_410_gone_relists_drops_what_was_deleted_and_reconciles_its_decision_model() -> None:
+async def test_410_gone_relists_drops_what_was_deleted_and_reconciles_its_decision_model() -> None:
     cache = ObjectCache()
     cache.replace("Service", "ns", [obj("ghost", "m3"), obj("kept", "m1")])  # before a disconnect
-    gone = {"type": "ERROR", "object": {"kind": "Status", "code": 410, "reason": "Expired",
-                                        "message": "too old resource version"}}  # fmt: skip
-    added = {"type": "ADDED", "object": obj("after", "m4", rv="101")}
-    watcher, api, keys, thread = run_watcher([obj("kept", "m1", rv="5")], [[gone], [added]],
-                                             cache, resume="7")  # fmt: skip
-    try:
-        wait_for(lambda: cache.get("Service", "ns", "after") is not None)
-        assert api.lists == 1  # one relist, after the 410
-        assert api.watched_from[:2] == ["7", "100"]  # the resume point, then the list's version
+    added = [{"type": "ADDED", "object": obj("after", "m4", rv="101")}]
+    async with FakeAPIServer(items=[obj("kept", "m1", rv="5")], script=["410", added]) as fake:
+        keys, enqueue = key_log()
+        watcher = Watcher(fake.kube(), enqueue, ["ns"], cache)
+        spec = WatchSpec("Service", _labelled_key, LABEL_NAME)
+        task = asyncio.create_task(watcher.watch_kind(spec, "ns", resume="7"))
+        try:
+            await eventually(lambda: cache.get("Service", "ns", "after") is not None, 10)
+        finally:
+            task.cancel()
+        assert fake.lists == 1  # one relist, after the 410
+        assert fake.watched_from[:2] == ["7", "100"]  # the resume point, then the list's version
         assert cache.get("Service", "ns", "ghost") is None
         assert "ns/m3" in keys  # the vanished object's DecisionModel is reconciled again
         assert {"ns/m1", "ns/m4"} <= set(keys)
-    finally:
-        watcher.stop()
-        thread.join(15)
 
 
-def test_a_dropped_connection_resumes_from_the_last_version_without_a_relist() -> None:
+async def test_a_dropped_connection_resumes_from_the_last_version_without_a_relist() -> None:
     cache = ObjectCache()
-    modified = {"type": "MODIFIED", "object": obj("a", "m1", rv="120")}
-    deleted = {"type": "DELETED", "object": obj("a", "m1", rv="130")}
-    reset = urllib3.exceptions.ProtocolError("Connection reset by peer")
-    watcher, api, keys, thread = run_watcher([obj("a", "m1")], [[modified], reset, [deleted]],
-                                             cache, resume=None)  # fmt: skip
-    try:
-        wait_for(lambda: len(api.watched_from) >= 3 and cache.get("Service", "ns", "a") is None)
-        assert api.lists == 1
-        assert api.watched_from[:3] == ["100", "120", "120"]
+    modified = [{"type": "MODIFIED", "object": obj("a", "m1", rv="120")}]
+    deleted = [{"type": "DELETED", "object": obj("a", "m1", rv="130")}]
+    async with FakeAPIServer(items=[obj("a", "m1")], script=[modified, "reset", deleted]) as fake:
+        keys, enqueue = key_log()
+        watcher = Watcher(fake.kube(), enqueue, ["ns"], cache)
+        spec = WatchSpec("Service", _labelled_key, LABEL_NAME)
+        task = asyncio.create_task(watcher.watch_kind(spec, "ns"))
+        try:
+            await eventually(
+                lambda: fake.watches >= 3 and cache.get("Service", "ns", "a") is None, 10
+            )
+        finally:
+            task.cancel()
+        assert fake.lists == 1
+        assert fake.watched_from[:3] == ["100", "120", "120"]
         assert keys.count("ns/m1") == 3  # listed, modified, deleted
-    finally:
-        watcher.stop()
-        thread.join(15)
+
+
+async def test_synced_once_every_kind_is_listed_in_every_namespace() -> None:
+    async with FakeAPIServer(items=[]) as fake:
+        watcher = Watcher(fake.kube(), lambda key: None, ["a", "b"], ObjectCache())
+        watcher.start()
+        try:
+            assert not watcher.synced
+            await eventually(lambda: watcher.synced, 10, what="every first list")
+            assert fake.lists == 2 * 7  # 7 kinds in each of 2 namespaces
+        finally:
+            watcher.stop()

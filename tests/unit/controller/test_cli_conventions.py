@@ -5,7 +5,6 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from kubernetes.client.rest import ApiException
 from temporalio.service import RPCError, RPCStatusCode
 
 from controller.cli.completion import completion_script
@@ -13,7 +12,7 @@ from controller.cli.errors import CliError, ExitCode, Where, explain
 from controller.cli.main import build_parser
 from controller.reconciler.settings import ControllerSettings
 from controller.temporal.client import TemporalSettings
-from kube.client import APIServerUnavailable
+from kube.errors import Forbidden, NotFound, Unavailable
 
 WHERE = Where(temporal_address="t:7233", temporal_namespace="ns", kube_server="https://k:6443")
 
@@ -24,9 +23,9 @@ WHERE = Where(temporal_address="t:7233", temporal_namespace="ns", kube_server="h
         (RuntimeError("Failed client connect: Connection refused"), ExitCode.UNREACHABLE, "t:7233"),
         (RPCError("x", RPCStatusCode.UNAVAILABLE, b""), ExitCode.UNREACHABLE, "t:7233"),
         (RPCError("x", RPCStatusCode.PERMISSION_DENIED, b""), ExitCode.SETUP, "API key"),
-        (APIServerUnavailable("timed out"), ExitCode.UNREACHABLE, "https://k:6443"),
-        (ApiException(status=403, reason="Forbidden"), ExitCode.SETUP, "RBAC"),
-        (ApiException(status=404, reason="Not Found"), ExitCode.SETUP, "install the CRD"),
+        (Unavailable("timed out"), ExitCode.UNREACHABLE, "https://k:6443"),
+        (Forbidden("x", status=403, reason="Forbidden"), ExitCode.SETUP, "RBAC"),
+        (NotFound("x", status=404, reason="NotFound"), ExitCode.SETUP, "install the CRD"),
         (FileNotFoundError(2, "No such file or directory", "/ca.crt"), ExitCode.SETUP, "/ca.crt"),
         (KeyboardInterrupt(), ExitCode.INTERRUPTED, "interrupted"),
         (ZeroDivisionError("boom"), ExitCode.INTERNAL, "DMROLLOUT_DEBUG=1"),

@@ -29,6 +29,7 @@ from controller.temporal.client import TemporalSettings
 from controller.worker.run import WorkerMetrics
 from decisionmodel.rollout.settings import RolloutSettings
 from kube.access_review import AccessReviews, ReviewedUser, ReviewUnavailable
+from kube.client import Kube
 
 
 def get(url: str) -> httpx.Response:
@@ -169,7 +170,7 @@ def test_a_silent_api_server_gives_no_verdict_within_the_bound(silent_api_server
     cfg.host = silent_api_server
     cfg.verify_ssl = False
     cfg.retries = 0
-    reviews = AccessReviews(client.ApiClient(cfg), timeout_seconds=0.5)
+    reviews = AccessReviews(Kube(client.ApiClient(cfg)), timeout_seconds=0.5)
     with pytest.raises(ReviewUnavailable):
         reviews.authenticate("t")
     auth = MetricsAuth(reviews)

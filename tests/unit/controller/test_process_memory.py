@@ -30,6 +30,7 @@ def test_the_command_never_loads_the_httpx_cli() -> None:
     development environment has them installed; ``dmrollout`` leaves it out."""
     code = (
         "import sys\nfrom controller.cli.main import main\nmain(['--version'])\n"
+        "import httpx  # as the commands that reach a registry, a runtime or a watch do\n"
         "print('httpx' in sys.modules, 'rich' in sys.modules, 'click' in sys.modules)"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)

@@ -7,11 +7,11 @@ from datetime import UTC, datetime, timedelta, timezone
 from typing import Any, cast
 
 import pytest
-from kubernetes.client.rest import ApiException
 
 from decisionmodel.engine.runtime_client import GateVerdict
 from decisionmodel.vocabulary import Reason
 from kube.client import Kube
+from kube.errors import KubeError, NotFound, Unavailable
 from kube.pod_gate import (
     GATE_TYPE,
     MAX_MESSAGE_CHARS,
@@ -210,7 +210,7 @@ def test_status_flip_moves_the_transition_time() -> None:
 class FakeKube:
     """Records patch_pod_condition calls; optionally refuses them."""
 
-    def __init__(self, refuse: ApiException | None = None) -> None:
+    def __init__(self, refuse: KubeError | None = None) -> None:
         self.calls: list[tuple[str, str, dict[str, Any]]] = []
         self.refuse = refuse
 
@@ -233,13 +233,13 @@ async def test_set_gate_writes_the_patch_once_and_not_again() -> None:
 
 
 async def test_set_gate_on_a_pod_gone_is_not_an_error() -> None:
-    fake = FakeKube(refuse=ApiException(status=404))
+    fake = FakeKube(refuse=NotFound("gone", status=404))
     assert await set_gate(cast(Kube, fake), pod(), READY, NOW) is False
     assert len(fake.calls) == 1
 
 
 async def test_set_gate_other_api_errors_propagate() -> None:
-    fake = FakeKube(refuse=ApiException(status=500))
-    with pytest.raises(ApiException) as err:
+    fake = FakeKube(refuse=Unavailable("down", status=500))
+    with pytest.raises(Unavailable) as err:
         await set_gate(cast(Kube, fake), pod(), READY, NOW)
     assert err.value.status == 500

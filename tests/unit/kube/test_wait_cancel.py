@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from kube import wait
+from kube.watch import ListWatch, Source
 
 
 def _event(rv: int) -> dict[str, Any]:
@@ -21,17 +21,19 @@ def _event(rv: int) -> dict[str, Any]:
 
 
 async def test_a_cancel_that_meets_an_event_still_ends_the_wait() -> None:
-    queue: asyncio.Queue[wait.Item] = asyncio.Queue()
-    checks: list[int] = []
+    queues: list[asyncio.Queue[Any]] = []
 
-    async def check(objects: list[dict[str, Any]]) -> None:
-        checks.append(len(objects))
+    async def stream(http: Any, rv: str, queue: asyncio.Queue[Any]) -> None:
+        queues.append(queue)  # the test plays the watch's events
+        await asyncio.Event().wait()
 
-    relist_at = time.monotonic() + 3600
-    follow = asyncio.create_task(wait._follow(queue, {}, "1", check, 3600, relist_at))
-    while not queue._getters:  # blocked on the queue, as between two watch events
+    watch = ListWatch(kube=None, src=Source(path="/api/v1/pods"), rv="1")  # type: ignore[arg-type]
+    watch._stream = stream  # type: ignore[method-assign]
+    events = watch._watch(None, 3600, time.monotonic() + 3600)  # type: ignore[arg-type]
+    follow = asyncio.create_task(anext(events))  # type: ignore[arg-type]
+    while not queues or not queues[0]._getters:  # blocked on the queue, between two events
         await asyncio.sleep(0)
-    queue.put_nowait(_event(2))
+    queues[0].put_nowait(_event(2))
     follow.cancel()
     # The event's wake-up runs before the cancel's: the race, every time.
     done, _ = await asyncio.wait({follow}, timeout=5)
@@ -41,3 +43,4 @@ async def test_a_cancel_that_meets_an_event_still_ends_the_wait() -> None:
             follow.result()
     finally:
         follow.cancel()
+        await events.aclose()

@@ -8,20 +8,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import httpx
-import pytest
 from aiohttp import web
 
-from localenv.cluster import in_private_netns
 from simulators import registry as registry_sim
 
 
-def require_netns() -> None:
-    if not in_private_netns():
-        pytest.fail("socket tests run inside the test netns: hack/in-netns.sh .venv/bin/pytest …")
-
-
 async def serve(app: web.Application, host: str = "127.0.0.1") -> tuple[web.AppRunner, int]:
-    require_netns()
     runner = web.AppRunner(app)
     await runner.setup()
     await web.TCPSite(runner, host, 0).start()

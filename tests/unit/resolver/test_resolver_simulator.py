@@ -134,8 +134,8 @@ async def test_tag_moved_gives_a_new_digest(registry: RegistrySim) -> None:
 async def test_registry_client_goes_through_the_env_proxy(
     registry: RegistrySim, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """An HTTP proxy on loopback forwards to the simulator. The model's host does not resolve
-    inside the netns, so the resolve can only succeed through the proxy."""
+    """An HTTP proxy on loopback forwards to the simulator. The model's host is under .invalid,
+    which never resolves (RFC 6761), so the resolve can only succeed through the proxy."""
     seen: list[tuple[str, str]] = []
 
     async def forward(request: web.Request) -> web.Response:

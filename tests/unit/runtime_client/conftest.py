@@ -9,20 +9,25 @@ import pytest
 from aiohttp import web
 from runtime_harness import RuntimeSim
 
-from localenv.cluster import in_private_netns
 from simulators import runtime as runtime_sim
 from simulators.pods import StaticPodDirectory
+
+# Simulated Pods use 127.0.0.1 to 127.0.0.<POD_ADDRESSES + 1>.
+POD_ADDRESSES = 20
 
 
 @pytest.fixture
 async def runtime(tmp_path: Path) -> AsyncIterator[RuntimeSim]:
-    if not in_private_netns():
-        pytest.fail("socket tests run inside the test netns: hack/in-netns.sh .venv/bin/pytest …")
     directory = StaticPodDirectory()
     runner = web.AppRunner(runtime_sim.make_app(directory))
     await runner.setup()
-    await web.TCPSite(runner, "0.0.0.0", 0).start()
+    # One listener per loopback address a simulated Pod has, all on one port: loopback only,
+    # never a host interface, so the tier needs no network namespace.
+    await web.TCPSite(runner, "127.0.0.1", 0).start()
+    port = int(runner.addresses[0][1])
+    for last in range(2, POD_ADDRESSES + 2):
+        await web.TCPSite(runner, f"127.0.0.{last}", port).start()
     try:
-        yield RuntimeSim(directory=directory, port=int(runner.addresses[0][1]), tmp=tmp_path)
+        yield RuntimeSim(directory=directory, port=port, tmp=tmp_path)
     finally:
         await runner.cleanup()

@@ -1,8 +1,8 @@
 """The runtime simulator on loopback, with one simulated Pod per 127.0.0.x address.
 
-The simulator tells Pods apart by the local address a request arrived on, so it listens on
-0.0.0.0 (all of 127/8 is local on ``lo``); the fixture refuses to start outside the private
-network namespace of ``hack/in-netns.sh``.
+The simulator tells Pods apart by the local address a request arrived on (all of 127/8 is
+local on ``lo``), so the fixture listens on each 127.0.0.x a Pod uses, one port for all: only
+loopback, which the test opens itself, so no network namespace is needed.
 """
 
 from __future__ import annotations
