@@ -19,6 +19,20 @@ import enum
 from typing import Final
 
 
+class Engine(enum.StrEnum):
+    """The model runtime that serves the model (spec.engine)."""
+
+    OLLAYA = "ollaya"
+
+
+class Device(enum.StrEnum):
+    """The device class the model must be loaded on (spec.device; checked by the readiness
+    gate against the class of what ``/api/ps`` reports)."""
+
+    CPU = "cpu"
+    CUDA = "cuda"
+
+
 class Phase(enum.StrEnum):
     """The lifecycle phase shown in `kubectl get dm`."""
 

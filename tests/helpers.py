@@ -95,3 +95,22 @@ def scratch_namespace(cluster: _Kubectl, prefix: str) -> Iterator[str]:
     cluster.kubectl("create", "namespace", name)
     yield name
     cluster.kubectl("delete", "namespace", name, "--wait=false", check=False)
+
+
+def spec_hash(spec: Any, digest: str, image: str) -> str:
+    """The revision hash of a DecisionModelSpec with ``digest`` and ``image``, each identity
+    field named here by hand: a construction independent of the product's generic copy."""
+    from decisionmodel.rollout.contracts import RevisionSpec
+    from decisionmodel.rollout.identity import revision_hash
+
+    return revision_hash(
+        RevisionSpec(
+            engine=spec.engine,
+            model=spec.model,
+            digest=digest,
+            device=spec.device,
+            image=image,
+            resources=spec.resources,
+            scheduling=spec.scheduling.to_wire(),
+        )
+    )

@@ -891,13 +891,7 @@ def _watched_previous(inp: RolloutInput, previous: str) -> RevisionRecord | None
 
 def _unresolved_record(inp: RolloutInput) -> RevisionRecord:
     """The requested revision as failedRevision, for a rollout that failed before resolve."""
-    return RevisionRecord(
-        hash=inp.requested_revision,
-        engine=inp.revision.engine,
-        model=inp.revision.model,
-        digest=inp.revision.digest or "",
-        device=inp.revision.device,
-    )
+    return inp.revision.unresolved_record(inp.requested_revision)
 
 
 def _failure_of(error: ActivityError, step: str, timeout_reason: Reason | None) -> RolloutFailure:

@@ -12,7 +12,6 @@ resolved hash. Either way a spec maps to one workflow ID, so dispatch is idempot
 
 from __future__ import annotations
 
-import hashlib
 from dataclasses import dataclass
 from typing import Literal
 
@@ -25,7 +24,7 @@ from decisionmodel.rollout.contracts import (
     RolloutInput,
     RolloutTuning,
 )
-from decisionmodel.rollout.identity import canonical_json, placement_hash
+from decisionmodel.rollout.identity import unresolved_hash
 from decisionmodel.rollout.spec_mapping import (
     api_key_ref,
     cache_policy,
@@ -97,7 +96,7 @@ def runtime_update_available(dm: DecisionModel, settings: DispatchSettings) -> s
 def image_for(dm: DecisionModel, settings: DispatchSettings) -> str:
     if dm.spec.image:
         return dm.spec.image
-    return default_image(_runtime_version(dm, settings), dm.spec.device.value)
+    return default_image(_runtime_version(dm, settings), dm.spec.device)
 
 
 def _recorded_digest(dm: DecisionModel) -> str | None:
@@ -124,16 +123,8 @@ def desired_revision(dm: DecisionModel, settings: DispatchSettings) -> DesiredRe
     if digest is not None:
         requested = record_for(revision, digest, image).hash
         return DesiredRevision(revision, requested, resolved=True, image=image)
-    unresolved = {
-        "engine": spec.engine.value,
-        "model": spec.model,
-        "device": spec.device.value,
-        "image": image,
-        "resources": spec.resources,
-        "placement": placement_hash(spec.scheduling),
-    }
-    digest_of = hashlib.sha256(("unresolved:" + canonical_json(unresolved)).encode()).hexdigest()
-    return DesiredRevision(revision, "u" + digest_of[:15], resolved=False, image=image)
+    unresolved = unresolved_hash(revision.model_copy(update={"image": image}))
+    return DesiredRevision(revision, unresolved, resolved=False, image=image)
 
 
 def rollout_input(
@@ -165,19 +156,10 @@ def rollout_input(
 
 
 def record_of(rev: RevisionStatus | None) -> RevisionRecord | None:
-    """A recorded revision from status, as the rollout contracts carry it (None if incomplete)."""
+    """A recorded revision from status, as the rollout contracts carry it (None if incomplete):
+    every identity field by name."""
     if rev is None or not rev.digest or not rev.model:
         return None
-    return RevisionRecord(
-        hash=rev.hash,
-        engine=rev.engine.value if rev.engine else "ollaya",
-        model=rev.model,
-        digest=rev.digest,
-        device=rev.device.value if rev.device else "cpu",
-        image=rev.image,
-        runtime_version=rev.runtime_version,
-        resources=rev.resources or {},
-        precision=rev.precision,
-        placement=rev.placement,
-        scheduling=rev.scheduling.to_wire() if rev.scheduling else {},
-    )
+    recorded = rev.model_dump(mode="json", exclude_none=True)
+    recorded["scheduling"] = rev.scheduling.to_wire() if rev.scheduling else {}
+    return RevisionRecord.model_validate(recorded)

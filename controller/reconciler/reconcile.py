@@ -56,7 +56,6 @@ from decisionmodel.rollout.contracts import (
     ConditionUpdate,
     DMRef,
     Phase,
-    RevisionRecord,
     RolloutTuning,
     StatusUpdate,
 )
@@ -285,14 +284,7 @@ class Reconciler:
         self.metrics.record_restart(ref.namespace, ref.name, "exhausted")
         has_stable = bool(dm.status and dm.status.stable_revision)
         reason = Reason.ROLLOUT_RESTARTS_EXHAUSTED
-        revision = desired.revision
-        failed = RevisionRecord(
-            hash=desired.requested_hash,
-            engine=revision.engine,
-            model=revision.model,
-            digest=revision.digest or "",
-            device=revision.device,
-        )
+        failed = desired.revision.unresolved_record(desired.requested_hash)
         update = StatusUpdate(
             dm=ref,
             phase=Phase.ROLLED_BACK if has_stable else Phase.FAILED,

@@ -28,9 +28,7 @@ from decisionmodel.api.spec import (
     ConfigMapKeySelector,
     DatasetRef,
     DecisionModelSpec,
-    Device,
     DurationError,
-    Engine,
     EvaluationSpec,
     Promotion,
     RolloutSpec,
@@ -53,6 +51,7 @@ from decisionmodel.api.status import (
     ReplicasStatus,
     RevisionStatus,
 )
+from decisionmodel.vocabulary import Device, Engine
 
 GROUP: Final = "decisionmodel.io"
 VERSION: Final = "v1alpha1"

@@ -30,7 +30,7 @@ from pydantic import (
 )
 from pydantic.alias_generators import to_camel
 
-from decisionmodel.vocabulary import Phase
+from decisionmodel.vocabulary import Device, Engine, Phase
 
 # --- messages shared by the CEL rules (crd.py) and the pydantic validators -----------------
 
@@ -337,19 +337,6 @@ def decimal_or_none(value: str | None) -> Decimal | None:
 
 
 # --- enums ----------------------------------------------------------------------------------
-
-
-class Engine(enum.StrEnum):
-    """The model runtime that serves the model."""
-
-    OLLAYA = "ollaya"
-
-
-class Device(enum.StrEnum):
-    """The device class the model must be loaded on (checked by the readiness gate)."""
-
-    CPU = "cpu"
-    CUDA = "cuda"
 
 
 class AccessMode(enum.StrEnum):

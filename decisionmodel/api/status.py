@@ -14,7 +14,8 @@ from typing import Any, Final, Literal
 
 from pydantic import Field
 
-from decisionmodel.api.spec import DIGEST_PATTERN, Device, Engine, SchedulingSpec, WireModel
+from decisionmodel.api.spec import DIGEST_PATTERN, SchedulingSpec, WireModel
+from decisionmodel.vocabulary import Device, Engine
 from decisionmodel.vocabulary import EvaluationResult as EvaluationResult
 from decisionmodel.vocabulary import Phase as Phase
 

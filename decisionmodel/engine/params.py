@@ -18,6 +18,8 @@ from typing import Any, Final, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 from pydantic.alias_generators import to_camel
 
+from decisionmodel.vocabulary import Device
+
 API_VERSION: Final = "decisionmodel.io/v1alpha1"
 KIND: Final = "DecisionModel"
 
@@ -32,7 +34,6 @@ DEFAULT_SCRATCH_SIZE_LIMIT = "1Gi"
 # spec.rollout.timeouts.caching default, 30m (REFERENCE "API").
 DEFAULT_CACHING_TIMEOUT_SECONDS = 30 * 60
 
-Device = Literal["cpu", "cuda"]
 # ReadOnlyMany is not a valid store mode: the prefetch Job must write the store (seed 001,
 # "Scaling").
 AccessMode = Literal["ReadWriteOnce", "ReadWriteMany", "ReadWriteOncePod"]
@@ -47,13 +48,15 @@ _STORE_SEGMENT_RE = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]*$")
 _URL_RE = re.compile(r"^https?://[^\s/@]+(/[^\s@]*)?$")
 
 
-def default_image(runtime_version: str = DEFAULT_RUNTIME_VERSION, device: Device = "cpu") -> str:
+def default_image(
+    runtime_version: str = DEFAULT_RUNTIME_VERSION, device: Device = Device.CPU
+) -> str:
     """The engine's image for a runtime version and device: ``-cuda`` images for GPUs
     (seed 000 §2: ``:0.10.0-cuda`` is a separate, amd64-only build). The ghcr tag has no
     ``v`` prefix."""
     if not _RUNTIME_VERSION_RE.match(runtime_version):
         raise ValueError(f"runtime version must be x.y.z, got {runtime_version!r}")
-    suffix = "-cuda" if device == "cuda" else ""
+    suffix = "-cuda" if device == Device.CUDA else ""
     return f"{DEFAULT_IMAGE_REPOSITORY}:{runtime_version}{suffix}"
 
 
@@ -173,7 +176,7 @@ class _ModelParams(RevisionParams):
     model: str
     """Pull name as written in spec.model, e.g. ``laya:en``."""
     digest: str
-    device: Device = "cpu"
+    device: Device = Device.CPU
     image: str = Field(min_length=1)
     """Resolved by the caller (``default_image`` unless spec.image / runtimeVersion)."""
     scheduling: Scheduling = Field(default_factory=Scheduling)

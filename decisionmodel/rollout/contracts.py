@@ -13,11 +13,12 @@ import json
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
+from pydantic.alias_generators import to_camel
 
 # One phase vocabulary: the API's (status.phase), also the workflow's DmPhase attribute.
 from decisionmodel.api.status import Phase as Phase
 from decisionmodel.evaluation.aggregates import EvaluationAggregates
-from decisionmodel.vocabulary import EvaluationResult, Gate
+from decisionmodel.vocabulary import Device, Engine, EvaluationResult, Gate
 from decisionmodel.vocabulary import RolloutResult as RolloutResult
 
 # Activity names: the workflow schedules activities by name so that workflows/ never imports
@@ -60,51 +61,55 @@ class KeyRef(Contract):
     key: str
 
 
-class RevisionSpec(Contract):
-    """The identity inputs of the requested revision, from the spec at dispatch time."""
+class RevisionIdentity(Contract):
+    """The fields that make a revision, declared once: what the spec asks for
+    (``RevisionSpec``) and what status records (``RevisionRecord``) both carry them, the hash
+    is computed over them (``identity``), and every copy between the shapes goes by these names.
+    A new identity field is added here, to the spec and the status schema (``decisionmodel.api``),
+    and to ``identity.HASH_FIELDS`` if it is hashed."""
 
-    engine: str = "ollaya"
+    engine: Engine = Engine.OLLAYA
     model: str
-    digest: str | None = None  # spec.digest (pinned by the user) or reused from status
-    digest_pinned: bool = False
-    device: Literal["cpu", "cuda"] = "cpu"
+    digest: str | None = None
+    device: Device = Device.CPU
     image: str | None = None
     runtime_version: str | None = None
     resources: dict[str, Any] = Field(default_factory=dict)
-    scheduling: dict[str, Any] = Field(default_factory=dict)
+    scheduling: dict[str, Any] = Field(default_factory=dict)  # wire form (camelCase)
+
+    def identity(self) -> dict[str, Any]:
+        """The identity fields by name, as values of this revision."""
+        return {name: getattr(self, name) for name in RevisionIdentity.model_fields}
 
 
-class RevisionRecord(Contract):
-    """A revision as status records it (status.stableRevision and friends), camelCase-free."""
+class RevisionSpec(RevisionIdentity):
+    """The identity inputs of the requested revision, from the spec at dispatch time.
+    ``digest``: spec.digest (pinned by the user) or reused from status; ``image``: spec.image
+    only (None: the runtime's default image of ``runtime_version``)."""
+
+    digest_pinned: bool = False
+
+    def unresolved_record(self, requested_hash: str) -> RevisionRecord:
+        """This revision as failedRevision, for a rollout that failed before resolve."""
+        return RevisionRecord(
+            **{**self.identity(), "digest": self.digest or ""}, hash=requested_hash
+        )
+
+
+class RevisionRecord(RevisionIdentity):
+    """A revision as status records it (status.stableRevision and friends): the identity with
+    its digest and the image it runs resolved, the resources its Pods run with, its hash."""
 
     hash: str
-    engine: str = "ollaya"
-    model: str
-    digest: str
-    device: str = "cpu"
-    image: str | None = None
-    runtime_version: str | None = None
-    resources: dict[str, Any] = Field(default_factory=dict)
+    digest: str = Field(pattern=r"^([a-f0-9]{64})?$")  # "": failed before resolve
     precision: str | None = None
     placement: str | None = None
-    scheduling: dict[str, Any] = Field(default_factory=dict)  # wire form, as RevisionSpec's
 
     def to_status(self) -> dict[str, Any]:
-        wire = {
-            "hash": self.hash,
-            "engine": self.engine,
-            "model": self.model,
-            "digest": self.digest,
-            "device": self.device,
-            "image": self.image,
-            "runtimeVersion": self.runtime_version,
-            "resources": self.resources or None,
-            "precision": self.precision,
-            "placement": self.placement,
-            "scheduling": self.scheduling or None,
-        }
-        # An unresolved revision (failed before resolve) has no digest: leave it out.
-        return {k: v for k, v in wire.items() if v not in (None, "")}
+        """The status form: camelCase, unset fields left out (an unresolved revision, failed
+        before resolve, has no digest)."""
+        wire = {to_camel(k): v for k, v in self.model_dump(mode="json").items()}
+        return {k: v for k, v in wire.items() if v not in (None, "", {})}
 
 
 class CachePolicy(Contract):

@@ -1,36 +1,33 @@
 """Revision identity: which spec changes make a new blue-green revision.
 
-A revision is named by a hash over an explicit inputs model, so what counts as identity is
-written down in one place: engine, model, digest, device, image, resources and placement
-(REFERENCE.md "Revision identity"). Everything else — replicas, cache, auth, rollout settings —
-is applied in place to the running stable and must never change the hash.
+A revision is named by a hash over its identity, the fields ``contracts.RevisionIdentity``
+declares once (engine, model, digest, device, image, resources and scheduling, hashed as its
+placement; REFERENCE.md "Revision identity"). Everything else (replicas, cache, auth, rollout
+settings) is applied in place to the running stable and must never change the hash.
 
 Changing the canonical form changes every hash, which starts a rollout of every DecisionModel
-on upgrade; the known-answer test in tests/unit/api/test_revision.py guards against that.
+on upgrade; the known-answer test in tests/unit/api/test_api_revision.py guards against that.
 """
 
 from __future__ import annotations
 
+import enum
 import hashlib
 import json
 from collections.abc import Mapping
 from typing import Any, Final
 
-from pydantic import BaseModel, ConfigDict, Field
-
-from decisionmodel.api.spec import (
-    DIGEST_PATTERN,
-    DecisionModelSpec,
-    Device,
-    Engine,
-    SchedulingSpec,
-)
+from decisionmodel.api.spec import SchedulingSpec
+from decisionmodel.rollout.contracts import RevisionIdentity
 
 REVISION_HASH_LENGTH: Final = 16
 PLACEMENT_HASH_LENGTH: Final = 10
 # The fixed order of the hashed fields. Part of the hash format: never reorder, only append
-# new optional fields that are omitted when unset, so existing hashes stay the same.
+# new optional fields (of RevisionIdentity), which are left out while unset so existing hashes
+# stay the same. ``placement`` is derived from ``scheduling``.
 HASH_FIELDS: Final = ("engine", "model", "digest", "device", "image", "resources", "placement")
+# The fields present in every hash, set or not; every other is left out while unset.
+ALWAYS_HASHED: Final = frozenset({"engine", "model", "digest", "device", "image", "resources"})
 
 
 def _sorted_tree(value: Any) -> Any:
@@ -38,6 +35,8 @@ def _sorted_tree(value: Any) -> Any:
         return {str(k): _sorted_tree(value[k]) for k in sorted(value, key=str)}
     if isinstance(value, list | tuple):
         return [_sorted_tree(v) for v in value]
+    if isinstance(value, enum.Enum):
+        return value.value
     return value
 
 
@@ -70,50 +69,38 @@ def placement_hash(scheduling: SchedulingSpec | Mapping[str, Any] | None) -> str
     return _sha256_hex(canonical_json(doc))[:PLACEMENT_HASH_LENGTH]
 
 
-class RevisionInputs(BaseModel):
-    """Everything that makes a revision, and nothing else."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-    engine: Engine = Field(description="Serving engine.")
-    model: str = Field(min_length=1, description="Model name:tag as written in the spec.")
-    digest: str = Field(pattern=DIGEST_PATTERN, description="Resolved manifest digest.")
-    device: Device = Field(description="Device class.")
-    image: str = Field(min_length=1, description="Runtime image the revision runs.")
-    resources: dict[str, Any] = Field(default_factory=dict, description="Container resources.")
-    placement: str | None = Field(default=None, description="placement_hash of scheduling.")
-
-    @classmethod
-    def from_spec(cls, spec: DecisionModelSpec, digest: str, image: str) -> RevisionInputs:
-        """The identity of `spec` once its digest is resolved and its image chosen."""
-        return cls(
-            engine=spec.engine,
-            model=spec.model,
-            digest=digest,
-            device=spec.device,
-            image=image,
-            resources=spec.resources,
-            placement=placement_hash(spec.scheduling),
-        )
-
-    def canonical_json(self) -> str:
-        """The hashed text: fields in `HASH_FIELDS` order, nested keys sorted, no spaces.
-
-        `placement` is omitted when None so hashes from before it existed are unchanged.
-        """
-        doc: dict[str, Any] = {
-            "engine": self.engine.value,
-            "model": self.model,
-            "digest": self.digest,
-            "device": self.device.value,
-            "image": self.image,
-            "resources": _sorted_tree(self.resources),
-        }
-        if self.placement is not None:
-            doc["placement"] = self.placement
-        return _dumps(doc)
+def _hashed(revision: RevisionIdentity, field: str) -> Any:
+    if field == "placement":
+        return placement_hash(revision.scheduling)
+    return _sorted_tree(getattr(revision, field))
 
 
-def revision_hash(inputs: RevisionInputs) -> str:
-    """sha256 of the canonical inputs JSON, first 16 hex."""
-    return _sha256_hex(inputs.canonical_json())[:REVISION_HASH_LENGTH]
+def canonical_identity(revision: RevisionIdentity) -> str:
+    """The hashed text: ``HASH_FIELDS`` in order, nested keys sorted, no spaces; a field
+    outside ``ALWAYS_HASHED`` is left out while unset (None), so hashes from before it existed
+    are unchanged. ``revision.digest`` is the resolved one."""
+    doc: dict[str, Any] = {}
+    for field in HASH_FIELDS:
+        value = _hashed(revision, field)
+        if field in ALWAYS_HASHED or value is not None:
+            doc[field] = value
+    return _dumps(doc)
+
+
+def revision_hash(revision: RevisionIdentity) -> str:
+    """sha256 of the canonical identity, first 16 hex (``revision`` resolved: its digest and
+    the image it runs set)."""
+    return _sha256_hex(canonical_identity(revision))[:REVISION_HASH_LENGTH]
+
+
+def unresolved_hash(revision: RevisionIdentity) -> str:
+    """The hash of an identity whose digest is not known yet (prefix ``u``): one workflow ID per
+    unresolved spec. ``placement`` is in it even when unset, as it always was."""
+    doc = {
+        field: _hashed(revision, field)
+        for field in HASH_FIELDS
+        if field != "digest"
+        and (field in ALWAYS_HASHED or field == "placement" or _hashed(revision, field) is not None)
+    }
+    digest_of = _sha256_hex("unresolved:" + canonical_json(doc))
+    return "u" + digest_of[: REVISION_HASH_LENGTH - 1]

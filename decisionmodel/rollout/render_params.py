@@ -33,6 +33,7 @@ from decisionmodel.engine.sizing import effective_resources
 from decisionmodel.errors import ImageOverrideNotAllowed, InvalidRevisionParams
 from decisionmodel.rollout.contracts import DMRef, KeyRef, RevisionObjectsInput, RevisionSpec
 from decisionmodel.rollout.settings import RolloutSettings
+from decisionmodel.vocabulary import Device
 
 P = TypeVar("P")
 
@@ -59,7 +60,7 @@ def prefetch_image(revision: RevisionSpec, settings: RolloutSettings) -> str:
     the CPU build of the same runtime version, or the user's image when overrides are on."""
     if revision.image:
         return serving_image(revision, settings)
-    return default_image(revision.runtime_version or settings.runtime_version, "cpu")
+    return default_image(revision.runtime_version or settings.runtime_version, Device.CPU)
 
 
 def model_has_host(model: str) -> bool:

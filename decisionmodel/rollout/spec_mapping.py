@@ -19,8 +19,16 @@ the renderer; if it is part of the identity, in ``revision.RevisionInputs`` too.
 
 from __future__ import annotations
 
+from typing import Any
+
 from decisionmodel.api import DecisionModel
-from decisionmodel.api.spec import CacheSpec, EvaluationSpec, SecretKeySelector
+from decisionmodel.api.spec import (
+    CacheSpec,
+    DecisionModelSpec,
+    EvaluationSpec,
+    SecretKeySelector,
+    WireModel,
+)
 from decisionmodel.api.spec import Timeouts as TimeoutsSpec
 from decisionmodel.engine.params import DEFAULT_RUNTIME_VERSION, default_image
 from decisionmodel.engine.sizing import effective_resources
@@ -30,12 +38,13 @@ from decisionmodel.rollout.contracts import (
     EvaluationPolicy,
     KeyRef,
     PhaseTimeouts,
+    RevisionIdentity,
     RevisionObjectsInput,
     RevisionRecord,
     RevisionSpec,
     RolloutPolicy,
 )
-from decisionmodel.rollout.identity import RevisionInputs, placement_hash, revision_hash
+from decisionmodel.rollout.identity import placement_hash, revision_hash
 
 
 def dm_ref(dm: DecisionModel) -> DMRef:
@@ -49,21 +58,28 @@ def dm_ref(dm: DecisionModel) -> DMRef:
 
 
 def revision_spec(dm: DecisionModel, digest: str | None, runtime_version: str) -> RevisionSpec:
-    """The identity inputs of the spec's revision. ``digest`` is spec.digest or one reused from
-    status (None: resolve finds it); ``runtime_version`` is the one the policy chose (ignored
-    with spec.image, which names the runtime itself)."""
+    """The identity inputs of the spec's revision: every identity field the spec has, by name.
+    ``digest`` is spec.digest or one reused from status (None: resolve finds it);
+    ``runtime_version`` is the one the policy chose (ignored with spec.image, which names the
+    runtime itself)."""
     spec = dm.spec
+    given = {
+        name: _wire(getattr(spec, name))
+        for name in RevisionIdentity.model_fields
+        if name in DecisionModelSpec.model_fields
+    }
     return RevisionSpec(
-        engine=spec.engine.value,
-        model=spec.model,
-        digest=digest,
+        **{
+            **given,
+            "digest": digest,
+            "runtime_version": runtime_version if not spec.image else None,
+        },
         digest_pinned=spec.digest is not None,
-        device=spec.device.value,
-        image=spec.image,
-        runtime_version=runtime_version if not spec.image else None,
-        resources=spec.resources,
-        scheduling=spec.scheduling.to_wire(),
     )
+
+
+def _wire(value: Any) -> Any:
+    return value.to_wire() if isinstance(value, WireModel) else value
 
 
 def digest_hex(digest: str) -> str:
@@ -97,28 +113,19 @@ def record_for(
         image, runtime_version = effective_image(revision, default_runtime_version)
     else:
         runtime_version = revision.runtime_version
-    inputs = RevisionInputs(
-        engine=revision.engine,
-        model=revision.model,
-        digest=bare,
-        device=revision.device,
-        image=image,
-        resources=dict(revision.resources),
-        placement=placement_hash(revision.scheduling),
-    )
+    resolved = revision.model_copy(update={"digest": bare, "image": image})
+    placement = placement_hash(revision.scheduling)
     return RevisionRecord(
-        hash=revision_hash(inputs),
-        engine=revision.engine,
-        model=revision.model,
-        digest=bare,
-        device=revision.device,
-        image=image,
-        runtime_version=runtime_version,
-        # What the Pods run (built-in requests when the spec sets none), recorded so the stable
-        # keeps them; the hash above is over the spec's resources only.
-        resources=effective_resources(revision.model, revision.resources),
-        placement=inputs.placement,
-        scheduling=dict(revision.scheduling) if inputs.placement else {},
+        **{
+            **resolved.identity(),
+            "runtime_version": runtime_version,
+            # What the Pods run (built-in requests when the spec sets none), recorded so the
+            # stable keeps them; the hash is over the spec's resources only.
+            "resources": effective_resources(revision.model, revision.resources),
+            "scheduling": dict(revision.scheduling) if placement else {},
+        },
+        hash=revision_hash(resolved),
+        placement=placement,
     )
 
 
@@ -193,15 +200,12 @@ def stable_objects_input(
     )
     default, _ = effective_image(recorded, default_runtime_version)
     revision = RevisionSpec(
-        engine=stable.engine,
-        model=stable.model,
-        digest=stable.digest,
-        device=stable.device,
-        # A recorded image other than the runtime's default was an override.
-        image=stable.image if stable.image and stable.image != default else None,
-        runtime_version=stable.runtime_version,
-        resources=stable.resources,
-        scheduling=scheduling,
+        **{
+            **stable.identity(),
+            # A recorded image other than the runtime's default was an override.
+            "image": stable.image if stable.image and stable.image != default else None,
+            "scheduling": scheduling,
+        }
     )
     cache = cache_policy(spec.cache).model_copy(update={"download_token": None})
     return RevisionObjectsInput(

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from decisionmodel.engine.params import AccessMode, Device, ServingParams
+from decisionmodel.engine.params import AccessMode, ServingParams
 from decisionmodel.engine.render import labels as L
 from decisionmodel.engine.render.pod import (
     GPU_RESOURCE,
@@ -19,6 +19,7 @@ from decisionmodel.engine.render.pod import (
     store_mount,
     store_volume,
 )
+from decisionmodel.vocabulary import Device
 
 CONTAINER_NAME = "ollaya"
 # The runtime answers GET / with 200 as soon as it listens, even with an API key
@@ -36,7 +37,7 @@ def deployment_strategy(access_modes: tuple[AccessMode, ...], device: Device) ->
     no surge, so an in-place roll needs no extra GPU. Otherwise the Kubernetes default."""
     if "ReadWriteMany" not in access_modes:
         return {"type": "Recreate"}
-    if device == "cuda":
+    if device == Device.CUDA:
         return {"type": "RollingUpdate", "rollingUpdate": {"maxSurge": 0, "maxUnavailable": 1}}
     return {"type": "RollingUpdate", "rollingUpdate": {"maxSurge": "25%", "maxUnavailable": "25%"}}
 
@@ -47,7 +48,7 @@ def serving_resources(resources: dict[str, Any], device: Device) -> dict[str, An
     to be equal for extended resources."""
     requests: dict[str, Any] = canonical(resources.get("requests") or {})
     limits: dict[str, Any] = canonical(resources.get("limits") or {})
-    if device == "cuda" and GPU_RESOURCE not in limits:
+    if device == Device.CUDA and GPU_RESOURCE not in limits:
         limits = canonical({**limits, GPU_RESOURCE: requests.get(GPU_RESOURCE, "1")})
     result: dict[str, Any] = {}
     if requests:
@@ -63,7 +64,7 @@ def _env(p: ServingParams) -> list[dict[str, Any]]:
     env: list[dict[str, Any]] = [
         {"name": "OLLAYA_HOST", "value": f"0.0.0.0:{L.HTTP_PORT}"},
         {"name": "OLLAYA_MODELS", "value": MODELS_PATH},
-        {"name": "OLLAYA_DEVICE", "value": p.device},
+        {"name": "OLLAYA_DEVICE", "value": str(p.device)},
         # Keep the model loaded until the server stops; warmup also pins it via the API.
         {"name": "OLLAYA_KEEP_ALIVE", "value": "-1"},
         {"name": "HOME", "value": HOME_PATH},

@@ -5,7 +5,8 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from decisionmodel.engine.params import Device, Scheduling
+from decisionmodel.engine.params import Scheduling
+from decisionmodel.vocabulary import Device
 
 RUNTIME_UID = 1000  # the image's user (RUNTIME_API "Runtime environment": UID 1000)
 RUNTIME_GID = 1000
@@ -99,7 +100,7 @@ def tolerations(scheduling: Scheduling, device: Device) -> list[dict[str, Any]]:
     """The user's tolerations, plus the GPU node taint's toleration for cuda unless one of
     theirs already tolerates it (seed 000 §8)."""
     result: list[dict[str, Any]] = canonical(list(scheduling.tolerations))
-    if device == "cuda" and not any(_tolerates_gpu(t) for t in result):
+    if device == Device.CUDA and not any(_tolerates_gpu(t) for t in result):
         result.append(dict(GPU_TOLERATION))
     return result
 

@@ -13,13 +13,13 @@ import uuid
 from typing import Any
 
 import pytest
+from helpers import spec_hash
 from temporalio.exceptions import ApplicationError
 from temporalio.testing import ActivityEnvironment
 
 from activities.resolve import ResolveActivities, record_for
 from decisionmodel.api import DecisionModelSpec
 from decisionmodel.rollout.contracts import DMRef, ResolveInput, ResolveResult, RevisionSpec
-from decisionmodel.rollout.identity import RevisionInputs, revision_hash
 from decisionmodel.rollout.settings import RolloutSettings
 
 REGISTRY = "http://127.0.0.1:5000"
@@ -46,7 +46,7 @@ def _app_error(excinfo: pytest.ExceptionInfo[BaseException]) -> ApplicationError
 
 def test_record_for_known_hashes_match_the_spec_construction() -> None:
     # Known answers of tests/unit/api/test_api_revision.py: the record the activity computes
-    # hashes exactly as RevisionInputs.from_spec does for the same DecisionModel spec.
+    # hashes exactly as the spec's own identity does (helpers.spec_hash).
     digest = "c305bd41e2f5f0b4d1b2dcb5f9a1e3c7a4d6e8f0b2c4d6e8f0a2c4e6a8b0c2d4"
     resources = {"requests": {"memory": "3500Mi", "cpu": "1"}, "limits": {"memory": "4Gi"}}
     scheduling = {
@@ -63,7 +63,7 @@ def test_record_for_known_hashes_match_the_spec_construction() -> None:
     spec = DecisionModelSpec.model_validate(
         {"model": "laya:en", "resources": resources, "scheduling": scheduling}
     )
-    assert placed.hash == revision_hash(RevisionInputs.from_spec(spec, digest, placed.image or ""))
+    assert placed.hash == spec_hash(spec, digest, placed.image or "")
     # Not identity: replicas/cache/auth are not RevisionSpec fields at all; the image is.
     cuda = record_for(RevisionSpec(model="laya:en", device="cuda", resources=resources), digest)
     assert cuda.image == "ghcr.io/ollaya-dev/ollaya:0.10.0-cuda"

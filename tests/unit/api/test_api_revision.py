@@ -9,14 +9,16 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from decisionmodel.api import DecisionModelSpec, SchedulingSpec
+from decisionmodel.api import DecisionModel, DecisionModelSpec, SchedulingSpec
+from decisionmodel.rollout.contracts import RevisionIdentity, RevisionSpec
 from decisionmodel.rollout.identity import (
     HASH_FIELDS,
-    RevisionInputs,
+    canonical_identity,
     canonical_json,
     placement_hash,
     revision_hash,
 )
+from decisionmodel.rollout.spec_mapping import record_for, revision_spec
 
 DIGEST = "c305bd41e2f5f0b4d1b2dcb5f9a1e3c7a4d6e8f0b2c4d6e8f0a2c4e6a8b0c2d4"
 OTHER_DIGEST = "0" * 64
@@ -43,7 +45,7 @@ KNOWN_PLACEMENT = "a8ff5af475"
 KNOWN_HASH_WITH_PLACEMENT = "6c1735de78ff390b"
 
 
-def _inputs(**changes: Any) -> RevisionInputs:
+def _inputs(**changes: Any) -> RevisionSpec:
     fields: dict[str, Any] = {
         "engine": "ollaya",
         "model": "laya:en",
@@ -53,12 +55,12 @@ def _inputs(**changes: Any) -> RevisionInputs:
         "resources": RESOURCES,
     }
     fields.update(changes)
-    return RevisionInputs(**fields)
+    return RevisionSpec(**fields)
 
 
 def test_known_answer() -> None:
     inputs = _inputs()
-    assert inputs.canonical_json() == KNOWN_CANONICAL
+    assert canonical_identity(inputs) == KNOWN_CANONICAL
     assert revision_hash(inputs) == KNOWN_HASH
 
 
@@ -66,8 +68,8 @@ def test_known_answer_with_placement() -> None:
     assert canonical_json(SCHEDULING) == KNOWN_PLACEMENT_JSON
     assert placement_hash(SCHEDULING) == KNOWN_PLACEMENT
     assert placement_hash(SchedulingSpec.model_validate(SCHEDULING)) == KNOWN_PLACEMENT
-    inputs = _inputs(placement=KNOWN_PLACEMENT)
-    assert inputs.canonical_json() == KNOWN_CANONICAL[:-1] + ',"placement":"a8ff5af475"}'
+    inputs = _inputs(scheduling=SCHEDULING)
+    assert canonical_identity(inputs) == KNOWN_CANONICAL[:-1] + ',"placement":"a8ff5af475"}'
     assert revision_hash(inputs) == KNOWN_HASH_WITH_PLACEMENT
 
 
@@ -79,8 +81,10 @@ def test_hash_shape() -> None:
 
 
 def test_field_order_is_the_declared_order() -> None:
-    assert tuple(RevisionInputs.model_fields) == HASH_FIELDS
-    text = _inputs(placement="p").canonical_json()
+    # Every hashed field is an identity field (placement: of scheduling), in the hash's order.
+    declared = [f for f in RevisionIdentity.model_fields if f in HASH_FIELDS]
+    assert declared == [f for f in HASH_FIELDS if f != "placement"]
+    text = canonical_identity(_inputs(scheduling=SCHEDULING))
     positions = [text.index(f'"{name}":') for name in HASH_FIELDS]
     assert positions == sorted(positions)
 
@@ -98,7 +102,7 @@ def test_deterministic() -> None:
         {"image": "ghcr.io/ollaya-dev/ollaya:0.10.0-cuda"},
         {"resources": {"requests": {"memory": "3500Mi", "cpu": "2"}, "limits": {"memory": "4Gi"}}},
         {"resources": {}},
-        {"placement": KNOWN_PLACEMENT},
+        {"scheduling": SCHEDULING},
     ],
     ids=lambda c: next(iter(c)),
 )
@@ -112,8 +116,11 @@ def _spec(**changes: Any) -> DecisionModelSpec:
     return DecisionModelSpec.model_validate(wire)
 
 
-def _spec_hash(spec: DecisionModelSpec, image: str = IMAGE) -> str:
-    return revision_hash(RevisionInputs.from_spec(spec, DIGEST, image))
+def _spec_hash(spec: DecisionModelSpec, image: str = IMAGE, digest: str = DIGEST) -> str:
+    dm = DecisionModel.model_validate(
+        {"metadata": {"name": "m", "namespace": "ns"}, "spec": spec.to_wire()}
+    )
+    return record_for(revision_spec(dm, None, "0.10.0"), digest, image).hash
 
 
 def test_from_spec_matches_the_known_answer() -> None:
@@ -165,7 +172,7 @@ def test_spec_identity_fields_change_the_hash(change: dict[str, Any]) -> None:
 def test_image_and_digest_arguments_change_the_hash() -> None:
     spec = _spec()
     assert _spec_hash(spec, image=IMAGE + "-cuda") != KNOWN_HASH
-    assert revision_hash(RevisionInputs.from_spec(spec, OTHER_DIGEST, IMAGE)) != KNOWN_HASH
+    assert _spec_hash(spec, digest=OTHER_DIGEST) != KNOWN_HASH
 
 
 def test_placement_of_empty_scheduling_is_none() -> None:
@@ -182,11 +189,10 @@ def test_toleration_order_is_significant() -> None:
     assert placement_hash({"tolerations": [a, b]}) != placement_hash({"tolerations": [b, a]})
 
 
-def test_inputs_refuse_bad_digest_and_extra_fields() -> None:
+def test_a_record_refuses_a_bad_digest() -> None:
     with pytest.raises(ValueError):
-        _inputs(digest="sha256:abc")
-    with pytest.raises(ValueError):
-        _inputs(replicas=3)
+        record_for(_inputs(), "sha256:abc", IMAGE)
+    assert record_for(_inputs(), "sha256:" + DIGEST, IMAGE).hash == KNOWN_HASH
 
 
 def _shuffled(value: Any, rng: random.Random) -> Any:
@@ -217,10 +223,7 @@ def test_key_order_does_not_matter(
     resources: dict[str, Any], scheduling: dict[str, Any], seed: int
 ) -> None:
     rng = random.Random(seed)
-    original = _inputs(resources=resources, placement=placement_hash(scheduling))
-    shuffled = _inputs(
-        resources=_shuffled(resources, rng),
-        placement=placement_hash(_shuffled(scheduling, rng)),
-    )
+    original = _inputs(resources=resources, scheduling=scheduling)
+    shuffled = _inputs(resources=_shuffled(resources, rng), scheduling=_shuffled(scheduling, rng))
     assert revision_hash(original) == revision_hash(shuffled)
     assert canonical_json(resources) == canonical_json(_shuffled(resources, rng))

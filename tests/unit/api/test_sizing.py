@@ -8,7 +8,7 @@ import pytest
 from decisionmodel.engine.params import default_image
 from decisionmodel.engine.sizing import DEFAULT_REQUESTS, default_requests, effective_resources
 from decisionmodel.rollout.contracts import RevisionSpec
-from decisionmodel.rollout.identity import RevisionInputs, revision_hash
+from decisionmodel.rollout.identity import revision_hash
 from decisionmodel.rollout.spec_mapping import record_for
 
 DIGEST = "d" * 64
@@ -43,7 +43,7 @@ def test_the_revision_records_the_defaults_but_its_hash_is_over_the_spec() -> No
     revision = RevisionSpec(model="laya:en", runtime_version="0.10.0")
     record = record_for(revision, DIGEST)
     assert record.resources == {"requests": {"cpu": "1", "memory": "3456Mi"}}
-    inputs = RevisionInputs(
+    inputs = RevisionSpec(
         engine="ollaya",
         model="laya:en",
         digest=DIGEST,

@@ -6,11 +6,12 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from helpers import spec_hash
 
 from decisionmodel.api import DecisionModel
 from decisionmodel.engine.params import default_image
 from decisionmodel.rollout.contracts import CachePolicy, DMRef, KeyRef, RevisionRecord, RevisionSpec
-from decisionmodel.rollout.identity import RevisionInputs, placement_hash, revision_hash
+from decisionmodel.rollout.identity import placement_hash
 from decisionmodel.rollout.spec_mapping import (
     record_for,
     revision_spec,
@@ -48,7 +49,7 @@ def test_record_for_the_spec_equals_the_identity_built_from_the_crd_types() -> N
     model = dm({"model": "laya:en", "device": "cuda", "scheduling": NODE_SELECTOR})
     revision = revision_spec(model, DIGEST, "0.10.0")
     image = default_image("0.10.0", "cuda")
-    expected = revision_hash(RevisionInputs.from_spec(model.spec, DIGEST, image))
+    expected = spec_hash(model.spec, DIGEST, image)
     assert record_for(revision, DIGEST).hash == expected
     assert record_for(revision, "sha256:" + DIGEST.upper(), image).hash == expected
 

@@ -118,12 +118,13 @@ def test_a_retry_after_a_moved_tag_resolves_again_instead_of_reusing_the_failed_
     """The failed revision recorded the digest the tag had; the tag moved since. Without a new
     token the revision is recognised (no restart); with one, the retry's input carries no
     digest, so resolve asks the registry again (the documented fix works)."""
+    from helpers import spec_hash
+
     from controller.reconciler.dispatch import rollout_input
-    from decisionmodel.rollout.identity import RevisionInputs, revision_hash
 
     spec = {"model": "laya:en"}
     image = desired_revision(dm(spec), DispatchSettings()).image
-    resolved = revision_hash(RevisionInputs.from_spec(dm(spec).spec, DIGEST_A, image))
+    resolved = spec_hash(dm(spec).spec, DIGEST_A, image)
     failed = {"hash": resolved, "model": "laya:en", "digest": DIGEST_A, "reason": "DigestMismatch"}
     held = dm(spec, {"failedRevision": failed})
     desired = desired_revision(held, DispatchSettings())

@@ -6,9 +6,10 @@ from typing import Any
 
 import pytest
 
-from decisionmodel.engine.params import AccessMode, Device, Scheduling, ServingParams
+from decisionmodel.engine.params import AccessMode, Scheduling, ServingParams
 from decisionmodel.engine.render import render_serving_deployment
 from decisionmodel.engine.render.deployment import deployment_strategy
+from decisionmodel.vocabulary import Device
 
 
 def _pod(d: dict[str, Any]) -> dict[str, Any]:
