@@ -266,8 +266,7 @@ class RolloutWorkflow:
                 dm=inp.dm,
                 record=record,
                 model=inp.revision.model,
-                replicas=inp.replicas,
-                api_key=inp.api_key,
+                **inp.in_place(),
                 warmup_timeout_seconds=inp.tuning.warmup_timeout_seconds,
                 status=status,
             ),
@@ -382,10 +381,9 @@ class RolloutWorkflow:
             PromoteInput(
                 dm=dm,
                 candidate=record,
-                replicas=inp.replicas,
+                **inp.in_place(),
                 stable=inp.stable,
                 model=inp.revision.model,
-                api_key=inp.api_key,
                 # What promote re-checks against the live DecisionModel (activity inputs are
                 # not part of the determinism check: no patch needed).
                 policy=inp.policy(),
@@ -415,8 +413,7 @@ class RolloutWorkflow:
                 WatchPromotedInput(
                     dm=inp.dm,
                     stable=record,
-                    replicas=inp.replicas,
-                    api_key=inp.api_key,
+                    **inp.in_place(),
                     window_seconds=window,
                     period_seconds=inp.tuning.watch_period_seconds,
                 ),
@@ -450,7 +447,7 @@ class RolloutWorkflow:
             PromoteInput(
                 dm=inp.dm,
                 candidate=previous,
-                replicas=inp.replicas,
+                **inp.in_place(),
                 stable=record,
                 switch_back=True,
             ),
@@ -852,9 +849,7 @@ def _revision_objects(inp: RolloutInput, resolved: ResolveResult) -> RevisionObj
         record=resolved.record,
         revision=inp.revision,
         store_manifest_path=resolved.store_manifest_path,
-        replicas=inp.replicas,
-        cache=inp.cache,
-        api_key=inp.api_key,
+        **inp.in_place(),
         caching_timeout_seconds=inp.timeouts.caching,
     )
 

@@ -26,9 +26,8 @@ from decisionmodel.rollout.contracts import (
 )
 from decisionmodel.rollout.identity import unresolved_hash
 from decisionmodel.rollout.spec_mapping import (
-    api_key_ref,
-    cache_policy,
     dm_ref,
+    in_place,
     phase_timeouts,
     record_for,
     revision_spec,
@@ -142,9 +141,7 @@ def rollout_input(
         dm=dm_ref(dm),
         requested_revision=desired.requested_hash,
         revision=desired.revision,
-        replicas=spec.replicas,
-        cache=cache_policy(spec.cache),
-        api_key=api_key_ref(dm),
+        **in_place(dm),
         evaluation=policy.evaluation,
         promotion=policy.promotion,
         timeouts=phase_timeouts(spec.rollout.timeouts),

@@ -119,6 +119,22 @@ class CachePolicy(Contract):
     download_token: KeyRef | None = None
 
 
+class InPlace(Contract):
+    """What is applied in place to whichever revision serves, never part of its identity: the
+    replicas, the store and the API key (REFERENCE "Revision identity"). Declared once, carried
+    by every step that renders or probes the Pods, copied by name (``in_place``); built from
+    the spec by ``spec_mapping.in_place``. A new in-place field is added here, to the spec, there,
+    and to the engine's params and renderer."""
+
+    replicas: int = 1
+    cache: CachePolicy = Field(default_factory=CachePolicy)
+    api_key: KeyRef | None = None
+
+    def in_place(self) -> dict[str, Any]:
+        """The in-place settings by name, as values of this input."""
+        return {name: getattr(self, name) for name in InPlace.model_fields}
+
+
 class EvaluationPolicy(Contract):
     dataset: KeyRef
     min_accuracy: str
@@ -191,7 +207,7 @@ class RolloutTuning(Contract):
     watch_period_seconds: int = 10
 
 
-class RolloutInput(Contract):
+class RolloutInput(InPlace):
     """The workflow's only argument: the DecisionModel's requested revision and policy."""
 
     dm: DMRef
@@ -200,9 +216,6 @@ class RolloutInput(Contract):
     # (digest ""). The resolved hash is in the result and the DmRevision search attribute.
     requested_revision: str
     revision: RevisionSpec
-    replicas: int = 1
-    cache: CachePolicy = Field(default_factory=CachePolicy)
-    api_key: KeyRef | None = None
     evaluation: EvaluationPolicy | None = None
     promotion: Promotion = "Automatic"
     timeouts: PhaseTimeouts = Field(default_factory=PhaseTimeouts)
@@ -268,16 +281,13 @@ class ResolveResult(Contract):
     resolved_from_registry: bool
 
 
-class RevisionObjectsInput(Contract):
+class RevisionObjectsInput(InPlace):
     """What prefetch, start and delete need to name and render a revision's objects."""
 
     dm: DMRef
     record: RevisionRecord
     revision: RevisionSpec
     store_manifest_path: str = ""
-    replicas: int = 1
-    cache: CachePolicy = Field(default_factory=CachePolicy)
-    api_key: KeyRef | None = None
     caching_timeout_seconds: int = 1800
     status: StepStatus | None = None  # prefetch and start only
 
@@ -292,12 +302,10 @@ class StartResult(Contract):
     deployment: str
 
 
-class WarmupInput(Contract):
+class WarmupInput(InPlace):
     dm: DMRef
     record: RevisionRecord
     model: str
-    replicas: int
-    api_key: KeyRef | None = None
     warmup_timeout_seconds: int = 300
     status: StepStatus | None = None
 
@@ -341,15 +349,13 @@ class EvaluationOutcome(Contract):
     baseline_aggregates: EvaluationAggregates | None = None
 
 
-class PromoteInput(Contract):
+class PromoteInput(InPlace):
     dm: DMRef
     candidate: RevisionRecord
-    replicas: int
     stable: RevisionRecord | None = None
     # For the re-check of the candidate's Pods right before the promotion is recorded (a
     # candidate held for an approval may have lost its model or its pin since warm-up).
     model: str = ""
-    api_key: KeyRef | None = None
     # The policy the rollout enforced, the approval it accepted (None: it awaited none) and the
     # dataset its evaluation read: promote re-checks all three against the live DecisionModel.
     # A policy of None (scheduled before the check existed) is refused as a mismatch.
@@ -367,13 +373,11 @@ class PromoteResult(Contract):
     previous: str | None  # the revision hash the Service selected before, to delete after grace
 
 
-class WatchPromotedInput(Contract):
+class WatchPromotedInput(InPlace):
     """Watch the new stable's readiness gate for a window after its promotion."""
 
     dm: DMRef
     stable: RevisionRecord  # the revision just promoted
-    replicas: int
-    api_key: KeyRef | None = None
     window_seconds: int
     period_seconds: int = 10
     # Consecutive checks with fewer than ``replicas`` Pods passing the gate before it counts

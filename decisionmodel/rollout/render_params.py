@@ -180,26 +180,26 @@ def serving_params(
     against the placement policy first (PlacementRefused)."""
     if not recorded:
         guard_placement(inp.revision.scheduling, inp.replicas, settings.placement_policy())
-    return _validated(
-        lambda: ServingParams(
-            owner=owner_ref(inp.dm),
-            namespace=inp.dm.namespace,
-            revision=inp.record.hash,
-            model=inp.revision.model,
-            digest=inp.record.digest,
-            device=inp.revision.device,
-            image=serving_image(inp.revision, settings),
-            scheduling=Scheduling.model_validate(inp.revision.scheduling),
-            store_claim_name=store_pvc_name(inp.dm.name, inp.record.hash),
-            registry_url=registry_url(inp.revision.model, settings),
-            replicas=inp.replicas,
-            resources=effective_resources(inp.revision.model, inp.revision.resources),
-            access_modes=tuple(inp.cache.access_modes),
-            api_key_secret_ref=secret_key_ref(inp.api_key),
-            apikey_checksum=checksum,
-            scratch_size_limit=settings.scratch_size_limit,
-        )
-    )
+    derived = {
+        "owner": owner_ref(inp.dm),
+        "namespace": inp.dm.namespace,
+        "revision": inp.record.hash,
+        "digest": inp.record.digest,
+        "image": serving_image(inp.revision, settings),
+        "scheduling": Scheduling.model_validate(inp.revision.scheduling),
+        "store_claim_name": store_pvc_name(inp.dm.name, inp.record.hash),
+        "registry_url": registry_url(inp.revision.model, settings),
+        "resources": effective_resources(inp.revision.model, inp.revision.resources),
+        "access_modes": tuple(inp.cache.access_modes),
+        "api_key_secret_ref": secret_key_ref(inp.api_key),
+        "apikey_checksum": checksum,
+        "scratch_size_limit": settings.scratch_size_limit,
+    }
+    # The identity and in-place fields the params name alike (model, device, replicas, and any
+    # added later) pass through as they are.
+    given = {**inp.revision.identity(), **inp.in_place()}
+    same = {k: v for k, v in given.items() if k in ServingParams.model_fields}
+    return _validated(lambda: ServingParams(**{**same, **derived}))
 
 
 def revision_params(dm: DMRef, revision: str) -> RevisionParams:

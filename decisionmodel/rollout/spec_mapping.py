@@ -146,6 +146,17 @@ def cache_policy(cache: CacheSpec) -> CachePolicy:
     )
 
 
+def in_place(dm: DecisionModel) -> dict[str, Any]:
+    """The spec's in-place settings (``contracts.InPlace``): what every rollout step that renders
+    or probes the Pods is given, and what the steady state applies to the stable."""
+    spec = dm.spec
+    return {
+        "replicas": spec.replicas,
+        "cache": cache_policy(spec.cache),
+        "api_key": api_key_ref(dm),
+    }
+
+
 def evaluation_policy(ev: EvaluationSpec | None) -> EvaluationPolicy | None:
     if ev is None:
         return None
@@ -207,12 +218,6 @@ def stable_objects_input(
             "scheduling": scheduling,
         }
     )
-    cache = cache_policy(spec.cache).model_copy(update={"download_token": None})
-    return RevisionObjectsInput(
-        dm=dm_ref(dm),
-        record=stable,
-        revision=revision,
-        replicas=spec.replicas,
-        cache=cache,
-        api_key=api_key_ref(dm),
-    )
+    settings = in_place(dm)
+    settings["cache"] = settings["cache"].model_copy(update={"download_token": None})
+    return RevisionObjectsInput(dm=dm_ref(dm), record=stable, revision=revision, **settings)
