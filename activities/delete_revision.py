@@ -31,6 +31,7 @@ from decisionmodel.rollout.contracts import (
     DeleteRevisionResult,
 )
 from decisionmodel.rollout.settings import RolloutSettings
+from decisionmodel.vocabulary import StatusKey
 from kube.client import DecisionModelGone, Kube
 from kube.errors import Conflict, NotFound
 
@@ -92,7 +93,7 @@ class DeleteRevisionActivities:
                 # Its objects go with it (owner references); the UID check below still keeps a
                 # re-created namesake's objects safe.
                 status = {}
-            stable = (status.get("stableRevision") or {}).get("hash")
+            stable = (status.get(StatusKey.STABLE_REVISION) or {}).get("hash")
             if inp.revision in (selected_revision(service), stable):
                 log.info("revision %s of %s is live; kept (%s)", inp.revision, dm.name, inp.reason)
                 return DeleteRevisionResult(deleted=[], kept_selected=True)

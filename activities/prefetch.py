@@ -44,7 +44,7 @@ from decisionmodel.errors import DigestMismatch, DmrolloutError, ModelNotFound, 
 from decisionmodel.rollout import render_params
 from decisionmodel.rollout.contracts import PREFETCH, PrefetchResult, RevisionObjectsInput
 from decisionmodel.rollout.settings import RolloutSettings
-from decisionmodel.vocabulary import JOB_FAILED, JOB_FAILURE_TARGET, ConditionType
+from decisionmodel.vocabulary import JOB_FAILED, JOB_FAILURE_TARGET, ConditionStatus, ConditionType
 from kube.client import Kube
 from kube.secrets import SecretCapability, SecretReader
 from kube.wait import wait_until
@@ -60,7 +60,7 @@ _EXIT_CODE_IN_MESSAGE = re.compile(r"exit code (\d+)")
 
 def _condition(job: dict[str, Any], type_: str) -> dict[str, Any] | None:
     for cond in (job.get("status") or {}).get("conditions") or []:
-        if cond.get("type") == type_ and cond.get("status") == "True":
+        if cond.get("type") == type_ and cond.get("status") == ConditionStatus.TRUE:
             return dict(cond)
     return None
 

@@ -44,7 +44,7 @@ from decisionmodel.rollout.contracts import (
 )
 from decisionmodel.rollout.policy_check import check_promotion
 from decisionmodel.rollout.settings import RolloutSettings
-from decisionmodel.vocabulary import ConditionType, Reason
+from decisionmodel.vocabulary import ConditionStatus, ConditionType, Reason
 from kube.client import Kube
 from kube.errors import Conflict
 from kube.pod_gate import (
@@ -114,7 +114,7 @@ class PromoteActivities:
                     conditions=[
                         ConditionUpdate(
                             type=ConditionType.PROMOTED.value,
-                            status="True",
+                            status=ConditionStatus.TRUE,
                             reason=Reason.PROMOTED.value,
                             message=f"revision {candidate} is the stable revision",
                         )

@@ -33,6 +33,33 @@ class Device(enum.StrEnum):
     CUDA = "cuda"
 
 
+class ConditionStatus(enum.StrEnum):
+    """metav1.ConditionStatus: the status of a condition (the DecisionModel's and a Pod's)."""
+
+    TRUE = "True"
+    FALSE = "False"
+    UNKNOWN = "Unknown"
+
+    @classmethod
+    def of(cls, value: bool) -> ConditionStatus:
+        return cls.TRUE if value else cls.FALSE
+
+
+class StatusKey(enum.StrEnum):
+    """The DecisionModel's status fields by their wire names, for the code that writes status
+    as a patch or keeps a compact copy of it (readers use ``decisionmodel.api``'s models)."""
+
+    PHASE = "phase"
+    PHASE_TRANSITION_TIME = "phaseTransitionTime"
+    LAST_PROMOTION_TIME = "lastPromotionTime"
+    OBSERVED_GENERATION = "observedGeneration"
+    STABLE_REVISION = "stableRevision"
+    CANDIDATE_REVISION = "candidateRevision"
+    FAILED_REVISION = "failedRevision"
+    PREVIOUS_REVISION = "previousRevision"
+    LAST_RETRY_TOKEN = "lastRetryToken"
+
+
 class Phase(enum.StrEnum):
     """The lifecycle phase shown in `kubectl get dm`."""
 

@@ -14,25 +14,31 @@ import copy
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any, Final, Literal
+from typing import Any, Final
 
 from decisionmodel.rollout.contracts import ConditionUpdate, DMRef
-from decisionmodel.vocabulary import CONTROLLER_CONDITION_TYPES, ConditionType, Reason
+from decisionmodel.vocabulary import (
+    CONTROLLER_CONDITION_TYPES,
+    ConditionStatus,
+    ConditionType,
+    Reason,
+    StatusKey,
+)
 from kube.client import CONTROLLER_FIELD_MANAGER, Kube
 from kube.status import apply_owned_status, merge_conditions
 
 CONTROLLER_FIELDS: Final = (
-    "observedGeneration",
+    StatusKey.OBSERVED_GENERATION,
     "endpoint",
     "replicas",
-    "lastRetryToken",
+    StatusKey.LAST_RETRY_TOKEN,
     "selector",
 )
 
 
 def Cond(
     type_: ConditionType,
-    status: Literal["True", "False", "Unknown"],
+    status: ConditionStatus,
     reason: Reason | str,
     message: str = "",
 ) -> ConditionUpdate:
@@ -72,13 +78,13 @@ def build_controller_status(
         k: copy.deepcopy(current[k]) for k in CONTROLLER_FIELDS if current.get(k) is not None
     }
     if want.observed_generation is not None:
-        owned["observedGeneration"] = want.observed_generation
+        owned[StatusKey.OBSERVED_GENERATION] = want.observed_generation
     if want.endpoint is not None:
         owned["endpoint"] = want.endpoint
     if want.replicas is not None:
         owned["replicas"] = dict(want.replicas)
     if want.last_retry_token is not None:
-        owned["lastRetryToken"] = want.last_retry_token
+        owned[StatusKey.LAST_RETRY_TOKEN] = want.last_retry_token
     if want.selector is not None:
         owned["selector"] = want.selector
     merged = merge_conditions(

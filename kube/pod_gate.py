@@ -16,12 +16,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any, Final, Literal
+from typing import Any, Final
 
 from decisionmodel.engine.render.labels import READINESS_GATE
 from decisionmodel.engine.runtime_client import GateVerdict
 from decisionmodel.rollout.contracts import DMRef
-from decisionmodel.vocabulary import POD_CONTAINERS_READY, POD_READY, Reason
+from decisionmodel.vocabulary import POD_CONTAINERS_READY, POD_READY, ConditionStatus, Reason
 from kube.client import Kube
 from kube.errors import NotFound
 from kube.status import emit_event
@@ -34,8 +34,6 @@ CONTAINERS_READY_TYPE: Final = POD_CONTAINERS_READY
 # would only add noise (and the API server caps status size).
 MAX_MESSAGE_CHARS: Final = 512
 
-ConditionStatus = Literal["True", "False"]
-
 
 @dataclass(frozen=True)
 class GateState:
@@ -47,7 +45,7 @@ class GateState:
 
     @property
     def status(self) -> ConditionStatus:
-        return "True" if self.ready else "False"
+        return ConditionStatus.of(self.ready)
 
 
 # The runtime's NotPinned message quotes the ever-moving expires_at; a gate message that changes
@@ -96,7 +94,7 @@ def pod_conditions(pod: dict[str, Any]) -> dict[str, dict[str, Any]]:
 
 
 def condition_true(pod: dict[str, Any], type_: str) -> bool:
-    return pod_conditions(pod).get(type_, {}).get("status") == "True"
+    return pod_conditions(pod).get(type_, {}).get("status") == ConditionStatus.TRUE
 
 
 def gate_condition(pod: dict[str, Any]) -> dict[str, Any] | None:

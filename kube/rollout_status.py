@@ -25,7 +25,12 @@ from decisionmodel.rollout.contracts import (
     StatusUpdate,
 )
 from decisionmodel.rollout.evaluation_status import evaluation_status
-from decisionmodel.vocabulary import ROLLOUT_CONDITION_TYPES, ConditionType
+from decisionmodel.vocabulary import (
+    ROLLOUT_CONDITION_TYPES,
+    ConditionStatus,
+    ConditionType,
+    StatusKey,
+)
 from kube.client import ROLLOUT_FIELD_MANAGER, Kube
 from kube.errors import KubeError
 from kube.status import apply_owned_status, emit_event, merge_conditions, wire_time
@@ -34,13 +39,13 @@ log = logging.getLogger(__name__)
 
 ROLLOUT_STATUS_FIELDS: Final = (
     "phase",
-    "phaseTransitionTime",
-    "candidateRevision",
-    "stableRevision",
-    "failedRevision",
-    "previousRevision",
+    StatusKey.PHASE_TRANSITION_TIME,
+    StatusKey.CANDIDATE_REVISION,
+    StatusKey.STABLE_REVISION,
+    StatusKey.FAILED_REVISION,
+    StatusKey.PREVIOUS_REVISION,
     "evaluation",
-    "lastPromotionTime",
+    StatusKey.LAST_PROMOTION_TIME,
 )
 
 
@@ -68,7 +73,7 @@ def _hash_of(obj: Any) -> str | None:
 def _previous(current: Mapping[str, Any], revision: str) -> dict[str, Any]:
     """previousRevision is a recorded identity: copy the full record when status has it (the
     stable being replaced, or an earlier write of the same previous), else the hash alone."""
-    for key in ("stableRevision", "previousRevision"):
+    for key in (StatusKey.STABLE_REVISION, StatusKey.PREVIOUS_REVISION):
         found = current.get(key)
         if _hash_of(found) == revision:
             return copy.deepcopy(dict(found))  # type: ignore[arg-type]
@@ -83,7 +88,7 @@ def _failed(
         failed["reason"] = update.failed_reason
     if update.failed_message:
         failed["message"] = update.failed_message
-    old = current.get("failedRevision")
+    old = current.get(StatusKey.FAILED_REVISION)
     same = (
         isinstance(old, Mapping)
         and old.get("hash") == record.hash
@@ -153,35 +158,37 @@ def build_rollout_status(
     }
     if update.phase is not None:
         phase = update.phase.value
-        if current.get("phase") != phase or not current.get("phaseTransitionTime"):
-            owned["phaseTransitionTime"] = wire_time(now)
+        if current.get("phase") != phase or not current.get(StatusKey.PHASE_TRANSITION_TIME):
+            owned[StatusKey.PHASE_TRANSITION_TIME] = wire_time(now)
         owned["phase"] = phase
 
     if update.clear_candidate:
-        owned.pop("candidateRevision", None)
+        owned.pop(StatusKey.CANDIDATE_REVISION, None)
     if update.candidate is not None:
-        owned["candidateRevision"] = update.candidate.to_status()
+        owned[StatusKey.CANDIDATE_REVISION] = update.candidate.to_status()
 
     if update.previous_revision is not None:
-        owned["previousRevision"] = _previous(current, update.previous_revision)
+        owned[StatusKey.PREVIOUS_REVISION] = _previous(current, update.previous_revision)
     if update.stable is not None:
-        owned["stableRevision"] = update.stable.to_status()
+        owned[StatusKey.STABLE_REVISION] = update.stable.to_status()
     if update.promoted:
         again = (
             update.stable is not None
-            and _hash_of(current.get("stableRevision")) == update.stable.hash
-            and current.get("lastPromotionTime")
+            and _hash_of(current.get(StatusKey.STABLE_REVISION)) == update.stable.hash
+            and current.get(StatusKey.LAST_PROMOTION_TIME)
         )
-        owned["lastPromotionTime"] = current["lastPromotionTime"] if again else wire_time(now)
+        owned[StatusKey.LAST_PROMOTION_TIME] = (
+            current[StatusKey.LAST_PROMOTION_TIME] if again else wire_time(now)
+        )
 
     if update.clear_failed:
-        owned.pop("failedRevision", None)
+        owned.pop(StatusKey.FAILED_REVISION, None)
     if update.failed is not None:
-        owned["failedRevision"] = _failed(current, update, update.failed, now)
+        owned[StatusKey.FAILED_REVISION] = _failed(current, update, update.failed, now)
 
     if update.evaluation is not None or update.evaluation_gates is not None:
         candidate = update.candidate.hash if update.candidate else None
-        candidate = candidate or _hash_of(current.get("candidateRevision"))
+        candidate = candidate or _hash_of(current.get(StatusKey.CANDIDATE_REVISION))
         evaluation = _evaluation(
             current, update.evaluation, update.evaluation_gates, candidate, now
         )
@@ -225,7 +232,9 @@ async def show_guard(
     update = StatusUpdate(
         dm=dm,
         conditions=[
-            ConditionUpdate(type=condition, status="False", reason=reason, message=message)
+            ConditionUpdate(
+                type=condition, status=ConditionStatus.FALSE, reason=reason, message=message
+            )
         ],
     )
 

@@ -71,7 +71,7 @@ def merge_conditions(
     for want in wanted:
         new = condition(
             want.type,
-            want.status,  # type: ignore[arg-type]
+            want.status,
             want.reason,
             want.message[:MAX_CONDITION_MESSAGE],
             observed_generation=generation,

@@ -38,6 +38,8 @@ from temporalio.exceptions import (
     TimeoutError,
 )
 
+from decisionmodel.vocabulary import ConditionStatus
+
 with workflow.unsafe.imports_passed_through():
     from decisionmodel.engine.render.labels import store_pvc_name
     from decisionmodel.rollout import step_status
@@ -340,7 +342,7 @@ class RolloutWorkflow:
             conditions=[
                 ConditionUpdate(
                     type=ConditionType.PROMOTED,
-                    status="False",
+                    status=ConditionStatus.FALSE,
                     reason=Reason.AWAITING_PROMOTION,
                     message=f"candidate {record.hash} awaits approval; {how}",
                 )
@@ -580,7 +582,7 @@ class RolloutWorkflow:
                 conditions=[
                     ConditionUpdate(
                         type=ConditionType.PROMOTED,
-                        status="False",
+                        status=ConditionStatus.FALSE,
                         reason=Reason.APPROVAL_REJECTED,
                         message=why,
                     )
@@ -862,7 +864,7 @@ def _failure_conditions(
     conditions = [
         ConditionUpdate(
             type=ConditionType.PROMOTED,
-            status="False",
+            status=ConditionStatus.FALSE,
             reason=Reason.CANDIDATE_REJECTED if has_stable else reason,
             message=f"revision {failed.hash} {reason}: {message}",
         )
@@ -870,7 +872,10 @@ def _failure_conditions(
     if step == RESOLVE and reason != Reason.ABORTED:
         conditions.append(
             ConditionUpdate(
-                type=ConditionType.RESOLVED, status="False", reason=reason, message=message
+                type=ConditionType.RESOLVED,
+                status=ConditionStatus.FALSE,
+                reason=reason,
+                message=message,
             )
         )
     return conditions

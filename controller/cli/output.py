@@ -23,7 +23,8 @@ def emit_data(data: Any, fmt: str) -> bool:
         sys.stdout.write(json.dumps(data, indent=2, sort_keys=False) + "\n")
         return True
     if fmt == "yaml":
-        sys.stdout.write(yaml.safe_dump(data, sort_keys=False))
+        # Through JSON first: the vocabulary's str enums (keys and values) become plain strings.
+        sys.stdout.write(yaml.safe_dump(json.loads(json.dumps(data)), sort_keys=False))
         return True
     return False
 

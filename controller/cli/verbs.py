@@ -18,6 +18,7 @@ from controller.temporal.rollouts import Rollouts, dm_query
 from decisionmodel.api import GROUP, PLURAL, VERSION
 from decisionmodel.rollout.contracts import Phase
 from decisionmodel.rollout.evaluation_status import report_command
+from decisionmodel.vocabulary import Device, StatusKey
 from kube.client import Kube
 from workflows import search_attributes as sa
 
@@ -59,13 +60,13 @@ def _status_view(namespace: str, obj: dict[str, Any]) -> dict[str, Any]:
         "namespace": namespace,
         "name": obj["metadata"]["name"],
         "model": spec.get("model"),
-        "device": spec.get("device", "cpu"),
+        "device": spec.get("device", Device.CPU),
         "phase": st.get("phase"),
-        "phaseTransitionTime": st.get("phaseTransitionTime"),
+        StatusKey.PHASE_TRANSITION_TIME: st.get(StatusKey.PHASE_TRANSITION_TIME),
         "replicas": st.get("replicas") or {},
-        "stableRevision": st.get("stableRevision"),
-        "candidateRevision": st.get("candidateRevision"),
-        "failedRevision": st.get("failedRevision"),
+        StatusKey.STABLE_REVISION: st.get(StatusKey.STABLE_REVISION),
+        StatusKey.CANDIDATE_REVISION: st.get(StatusKey.CANDIDATE_REVISION),
+        StatusKey.FAILED_REVISION: st.get(StatusKey.FAILED_REVISION),
         "evaluation": st.get("evaluation"),
         # The command that writes the evaluation report (reliability diagram, confusion).
         "report": report_command(namespace, obj["metadata"]["name"])
@@ -105,11 +106,11 @@ def _status_text(v: dict[str, Any]) -> str:
     replicas = v["replicas"]
     lines = [
         f"{v['namespace']}/{v['name']}: {v['model']} on {v['device']}",
-        f"  phase      {v['phase'] or '-'} (since {v['phaseTransitionTime'] or '-'})",
+        f"  phase      {v['phase'] or '-'} (since {v[StatusKey.PHASE_TRANSITION_TIME] or '-'})",
         f"  ready      {replicas.get('modelReady', 0)}/{replicas.get('desired', '-')}",
-        _rev("stable", v["stableRevision"]),
-        _rev("candidate", v["candidateRevision"]),
-        _rev("failed", v["failedRevision"]),
+        _rev("stable", v[StatusKey.STABLE_REVISION]),
+        _rev("candidate", v[StatusKey.CANDIDATE_REVISION]),
+        _rev("failed", v[StatusKey.FAILED_REVISION]),
     ]
     ev = v["evaluation"]
     if ev:
@@ -259,7 +260,7 @@ def _list_dms(kube: Kube, namespace: str | None, name: str | None) -> list[dict[
 
 def _get_row(obj: dict[str, Any]) -> dict[str, Any]:
     meta, spec, st = obj["metadata"], obj.get("spec") or {}, obj.get("status") or {}
-    stable = st.get("stableRevision") or {}
+    stable = st.get(StatusKey.STABLE_REVISION) or {}
     replicas = st.get("replicas") or {}
     desired = spec.get("replicas", 1)
     return {

@@ -17,7 +17,7 @@ from controller.cli.verbs import _dm_or_not_found, _running_rollouts, _status_te
 from controller.temporal.rollouts import RPC_TIMEOUT, Rollouts
 from decisionmodel.api import GROUP, PLURAL, VERSION
 from decisionmodel.engine.render.labels import ANNOTATION_RETRY
-from decisionmodel.vocabulary import Phase
+from decisionmodel.vocabulary import Phase, StatusKey
 from kube.client import Kube
 from workflows.rollout import RolloutWorkflow
 
@@ -29,8 +29,8 @@ FAILED: Final = {Phase.ROLLED_BACK.value, Phase.FAILED.value}
 
 def _settled(obj: dict[str, Any]) -> bool:
     st = obj.get("status") or {}
-    seen = st.get("observedGeneration") == obj["metadata"].get("generation")
-    return seen and st.get("phase") in SETTLED and not st.get("candidateRevision")
+    seen = st.get(StatusKey.OBSERVED_GENERATION) == obj["metadata"].get("generation")
+    return seen and st.get("phase") in SETTLED and not st.get(StatusKey.CANDIDATE_REVISION)
 
 
 async def wait(ctx: CliContext) -> int:
@@ -75,13 +75,13 @@ def _verdict(obj: dict[str, Any]) -> int:
     st = obj.get("status") or {}
     name = f"{obj['metadata']['namespace']}/{obj['metadata']['name']}"
     if st.get("phase") in FAILED:
-        failed = st.get("failedRevision") or {}
+        failed = st.get(StatusKey.FAILED_REVISION) or {}
         raise CliError(
             ExitCode.FAILED,
             f"{name} {st['phase']}: revision {failed.get('hash', '?')} "
             f"{failed.get('reason', '')}: {failed.get('message', '')}",
         )
-    stable = (st.get("stableRevision") or {}).get("hash")
+    stable = (st.get(StatusKey.STABLE_REVISION) or {}).get("hash")
     print(f"{name} Ready: revision {stable} serves")
     return ExitCode.OK
 
@@ -106,7 +106,7 @@ async def retry(ctx: CliContext) -> int:
     namespace = ctx.namespace()
     kube = ctx.kube()
     obj = await Kube.run(_dm_or_not_found, kube, namespace, args.name)
-    failed = (obj.get("status") or {}).get("failedRevision")
+    failed = (obj.get("status") or {}).get(StatusKey.FAILED_REVISION)
     if not failed:
         raise CliError(ExitCode.FAILED, f"{namespace}/{args.name} has no failed revision to retry")
     token = datetime.now(UTC).strftime("%Y%m%dT%H%M%S.%fZ")
@@ -123,7 +123,7 @@ async def undo(ctx: CliContext) -> int:
     namespace = ctx.namespace()
     kube = ctx.kube()
     obj = await Kube.run(_dm_or_not_found, kube, namespace, args.name)
-    previous = (obj.get("status") or {}).get("previousRevision")
+    previous = (obj.get("status") or {}).get(StatusKey.PREVIOUS_REVISION)
     if not previous or not previous.get("digest") or not previous.get("model"):
         raise CliError(
             ExitCode.FAILED,

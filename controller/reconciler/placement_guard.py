@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING
 from decisionmodel.api import DecisionModel
 from decisionmodel.engine.placement import PlacementPolicy, check_placement, refusal_message
 from decisionmodel.rollout.contracts import ConditionUpdate
-from decisionmodel.vocabulary import ConditionType, Reason
+from decisionmodel.vocabulary import ConditionStatus, ConditionType, Reason
 from kube.controller_status import Cond
 
 if TYPE_CHECKING:
@@ -58,10 +58,14 @@ def show_refusal(
     kept = [c for c in conditions if c.type != ConditionType.DEGRADED]
     if not has_stable:
         kept = [c for c in kept if c.type != ConditionType.READY]
-        kept.append(Cond(ConditionType.READY, "False", Reason.PLACEMENT_REFUSED, message))
+        kept.append(
+            Cond(ConditionType.READY, ConditionStatus.FALSE, Reason.PLACEMENT_REFUSED, message)
+        )
     else:
         message += "; the stable revision keeps serving"
-    kept.append(Cond(ConditionType.DEGRADED, "True", Reason.PLACEMENT_REFUSED, message))
+    kept.append(
+        Cond(ConditionType.DEGRADED, ConditionStatus.TRUE, Reason.PLACEMENT_REFUSED, message)
+    )
     return kept
 
 
@@ -70,7 +74,10 @@ def clear_refusal(conditions: list[ConditionUpdate], dm: DecisionModel) -> list[
     saying PlacementRefused, since the controller carries its conditions over; say it is over."""
     if not already_shown(dm) or any(c.type == ConditionType.DEGRADED for c in conditions):
         return conditions
-    return [*conditions, Cond(ConditionType.DEGRADED, "False", Reason.AS_EXPECTED, "")]
+    return [
+        *conditions,
+        Cond(ConditionType.DEGRADED, ConditionStatus.FALSE, Reason.AS_EXPECTED, ""),
+    ]
 
 
 def already_shown(dm: DecisionModel) -> bool:

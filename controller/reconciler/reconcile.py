@@ -60,7 +60,7 @@ from decisionmodel.rollout.contracts import (
     StatusUpdate,
 )
 from decisionmodel.rollout.spec_mapping import dm_ref
-from decisionmodel.vocabulary import ConditionType, EventReason, Reason
+from decisionmodel.vocabulary import ConditionStatus, ConditionType, EventReason, Reason
 from kube.client import DecisionModelGone, Kube
 from kube.controller_status import Cond, ControllerStatus, apply_controller_status
 from kube.rollout_status import write_status
@@ -294,7 +294,10 @@ class Reconciler:
             clear_candidate=True,
             conditions=[
                 ConditionUpdate(
-                    type=ConditionType.PROMOTED, status="False", reason=reason, message=message
+                    type=ConditionType.PROMOTED,
+                    status=ConditionStatus.FALSE,
+                    reason=reason,
+                    message=message,
                 )
             ],
         )
@@ -345,7 +348,7 @@ class Reconciler:
         want.conditions.append(
             Cond(
                 ConditionType.RUNTIME_UPDATE_AVAILABLE,
-                "True",
+                ConditionStatus.TRUE,
                 Reason.RUNTIME_UPDATE_AVAILABLE,
                 message,
             )
@@ -440,7 +443,7 @@ class Reconciler:
             want.conditions.append(
                 Cond(
                     ConditionType.READY,
-                    "True" if stable else "False",
+                    ConditionStatus.of(stable is not None),
                     Reason.ROLLOUT_QUEUED,
                     f"waiting for a rollout slot (--max-concurrent-rollouts "
                     f"{self.settings.max_concurrent_rollouts})",
@@ -476,11 +479,16 @@ def _rejected(
         *kept,
         Cond(
             ConditionType.READY,
-            "True" if serving else "False",
+            ConditionStatus.of(serving),
             Reason.CANDIDATE_REJECTED,
             "the candidate was rejected; the stable revision keeps serving",
         ),
-        Cond(ConditionType.DEGRADED, "True", reason, f"{why}; the stable revision keeps serving"),
+        Cond(
+            ConditionType.DEGRADED,
+            ConditionStatus.TRUE,
+            reason,
+            f"{why}; the stable revision keeps serving",
+        ),
     ]
 
 
@@ -489,7 +497,7 @@ def _no_stable(phase: str | None) -> ConditionUpdate:
     where = f" (phase {phase})" if phase else ""
     return Cond(
         ConditionType.READY,
-        "False",
+        ConditionStatus.FALSE,
         Reason.NO_STABLE_REVISION,
         f"no revision has been promoted yet{where}; the Service serves once the first "
         "rollout promotes",

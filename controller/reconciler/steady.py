@@ -52,7 +52,7 @@ from decisionmodel.rollout.contracts import (
 )
 from decisionmodel.rollout.settings import RolloutSettings
 from decisionmodel.rollout.spec_mapping import stable_objects_input
-from decisionmodel.vocabulary import ConditionType, Reason
+from decisionmodel.vocabulary import ConditionStatus, ConditionType, Reason
 from kube.client import Kube
 from kube.controller_status import Cond
 from kube.errors import Forbidden, Invalid
@@ -146,13 +146,17 @@ class SteadyState:
                 checksum = render_params.apikey_checksum(found.value, found.uid)
         except (SecretNotAllowed, APIKeyInvalid) as e:
             health.degraded_reason = e.reason
-            health.conditions.append(Cond(DEGRADED, "True", e.reason, str(e)))
-            health.conditions.append(Cond(READY, "False", e.reason, str(e)))
+            health.conditions.append(Cond(DEGRADED, ConditionStatus.TRUE, e.reason, str(e)))
+            health.conditions.append(Cond(READY, ConditionStatus.FALSE, e.reason, str(e)))
             return health
         except DmrolloutError as e:  # Secret missing: same treatment as unusable
             health.degraded_reason = Reason.API_KEY_INVALID
-            health.conditions.append(Cond(DEGRADED, "True", Reason.API_KEY_INVALID, str(e)))
-            health.conditions.append(Cond(READY, "False", Reason.API_KEY_INVALID, str(e)))
+            health.conditions.append(
+                Cond(DEGRADED, ConditionStatus.TRUE, Reason.API_KEY_INVALID, str(e))
+            )
+            health.conditions.append(
+                Cond(READY, ConditionStatus.FALSE, Reason.API_KEY_INVALID, str(e))
+            )
             return health
 
         conflicts: list[str] = []
@@ -176,10 +180,15 @@ class SteadyState:
         ready, desired = health.model_ready, health.desired
         if ready >= desired:
             health.conditions += [
-                Cond(READY, "True", Reason.SERVING, f"{ready}/{desired} replicas model-ready"),
+                Cond(
+                    READY,
+                    ConditionStatus.TRUE,
+                    Reason.SERVING,
+                    f"{ready}/{desired} replicas model-ready",
+                ),
                 Cond(
                     MODEL_READY,
-                    "True",
+                    ConditionStatus.TRUE,
                     Reason.MODEL_READY,
                     f"{ready}/{desired} replicas model-ready",
                 ),
@@ -187,31 +196,37 @@ class SteadyState:
         elif ready > 0:
             msg = f"{ready}/{desired} replicas model-ready"
             health.conditions += [
-                Cond(READY, "True", Reason.REPLICAS_NOT_MODEL_READY, msg),
-                Cond(MODEL_READY, "False", Reason.REPLICAS_NOT_MODEL_READY, msg),
+                Cond(READY, ConditionStatus.TRUE, Reason.REPLICAS_NOT_MODEL_READY, msg),
+                Cond(MODEL_READY, ConditionStatus.FALSE, Reason.REPLICAS_NOT_MODEL_READY, msg),
             ]
         else:
             msg = f"0/{desired} replicas model-ready"
             health.conditions += [
-                Cond(READY, "False", Reason.NO_MODEL_READY_PODS, msg),
-                Cond(MODEL_READY, "False", Reason.NO_MODEL_READY_PODS, msg),
+                Cond(READY, ConditionStatus.FALSE, Reason.NO_MODEL_READY_PODS, msg),
+                Cond(MODEL_READY, ConditionStatus.FALSE, Reason.NO_MODEL_READY_PODS, msg),
             ]
         degraded: ConditionUpdate | None = None
         if conflicts:
-            degraded = Cond(DEGRADED, "True", Reason.RESOURCE_CONFLICT, "; ".join(conflicts))
+            degraded = Cond(
+                DEGRADED, ConditionStatus.TRUE, Reason.RESOURCE_CONFLICT, "; ".join(conflicts)
+            )
             health.conditions = [c for c in health.conditions if c.type != READY]
             health.conditions.append(
-                Cond(READY, "False", Reason.RESOURCE_CONFLICT, "; ".join(conflicts))
+                Cond(READY, ConditionStatus.FALSE, Reason.RESOURCE_CONFLICT, "; ".join(conflicts))
             )
         elif store.condition is not None:
             degraded = store.condition
             health.degraded_reason = store.condition.reason
         elif ready < desired:
             reason = Reason.REPLICAS_NOT_MODEL_READY if ready else Reason.NO_MODEL_READY_PODS
-            degraded = Cond(DEGRADED, "True", reason, f"{ready}/{desired} replicas model-ready")
+            degraded = Cond(
+                DEGRADED, ConditionStatus.TRUE, reason, f"{ready}/{desired} replicas model-ready"
+            )
         elif cache_problems:
             degraded = cache_problems[0]
-        health.conditions.append(degraded or Cond(DEGRADED, "False", Reason.AS_EXPECTED, ""))
+        health.conditions.append(
+            degraded or Cond(DEGRADED, ConditionStatus.FALSE, Reason.AS_EXPECTED, "")
+        )
         return health
 
     async def _store(self, model: DecisionModel, inp: RevisionObjectsInput) -> StoreHealth:
@@ -326,7 +341,7 @@ class SteadyState:
             problems.append(
                 Cond(
                     DEGRADED,
-                    "True",
+                    ConditionStatus.TRUE,
                     Reason.CACHE_NOT_SHAREABLE,
                     f"replicas {inp.replicas} with a {'/'.join(modes)} store: Pods on other nodes "
                     "cannot attach it; set spec.cache.accessModes [ReadWriteMany] and an RWX class",
@@ -365,7 +380,7 @@ class SteadyState:
             problems.append(
                 Cond(
                     DEGRADED,
-                    "True",
+                    ConditionStatus.TRUE,
                     Reason.CACHE_SPEC_IMMUTABLE,
                     "; ".join(immutable)
                     + ": the store PVC is left as is; a new revision provisions from spec.cache",

@@ -33,7 +33,7 @@ from decisionmodel.rollout.contracts import (
     StoreRecoveryOutcome,
     store_workflow_id,
 )
-from decisionmodel.vocabulary import ConditionType, Reason
+from decisionmodel.vocabulary import ConditionStatus, ConditionType, Reason
 from workflows.store_recovery import StoreRecoveryWorkflow
 
 log = logging.getLogger("dmrollout.controller.store")
@@ -112,7 +112,7 @@ def _marked(pvc: dict[str, Any]) -> bool:
 def _lost(name: str, digest: str, wid: str) -> ConditionUpdate:
     return ConditionUpdate(
         type=ConditionType.DEGRADED,
-        status="True",
+        status=ConditionStatus.TRUE,
         reason=Reason.STORE_LOST,
         message=f"the model store PVC {name} was lost: recreating it and prefetching digest "
         f"{digest[:12]} (workflow {wid}); the stable keeps serving on the Pods that are ready, "
@@ -123,7 +123,7 @@ def _lost(name: str, digest: str, wid: str) -> ConditionUpdate:
 def _prefetch_failed(name: str, wid: str, outcome: StoreRecoveryOutcome) -> ConditionUpdate:
     return ConditionUpdate(
         type=ConditionType.DEGRADED,
-        status="True",
+        status=ConditionStatus.TRUE,
         reason=Reason.STORE_PREFETCH_FAILED,
         message=f"recovering the model store PVC {name} failed (workflow {wid}): "
         f"{outcome.message}; fix the cause, then set a new decisionmodel.io/retry value to run "
@@ -134,7 +134,7 @@ def _prefetch_failed(name: str, wid: str, outcome: StoreRecoveryOutcome) -> Cond
 def _terminating(name: str, dm: str, revision: str) -> ConditionUpdate:
     return ConditionUpdate(
         type=ConditionType.DEGRADED,
-        status="True",
+        status=ConditionStatus.TRUE,
         reason=Reason.STORE_TERMINATING,
         message=f"the model store PVC {name} is being deleted but the stable Pods still mount "
         "it; dmrollout does not stop the stable by itself. Delete the stable Pods (kubectl "

@@ -18,7 +18,7 @@ from prometheus_client import CollectorRegistry, Histogram, generate_latest
 from prometheus_client.metrics_core import Metric
 
 from controller.serve.dm_series import CounterSpec, DMSeries, DMSeriesCollector, Durations, EventKey
-from decisionmodel.vocabulary import Phase
+from decisionmodel.vocabulary import Phase, StatusKey
 
 # Seed 004's `phase` label values, in its order, plus AwaitingPromotion: dmrollout adds that phase
 # for manual promotion (REFERENCE "Manual promotion"), so the one-hot must cover it too or a held
@@ -167,7 +167,7 @@ class ControllerMetrics:
             _record_evaluation(state, new_status.get("evaluation"))
             # A phase is left when the accepted status names another known phase; the time
             # spent is measured from the old phaseTransitionTime (when it was entered) to now.
-            entered = _timestamp(old.get("phaseTransitionTime"))
+            entered = _timestamp(old.get(StatusKey.PHASE_TRANSITION_TIME))
             if old_phase is not None and new_phase not in (None, old_phase) and entered:
                 seconds = max(0.0, (self._clock() - entered).total_seconds())
                 durations = state.durations.setdefault(
@@ -285,19 +285,25 @@ def _record_rollout_result(
 
 # What a later transition reads of the status before it (phase left and since when, the
 # promotion and the failure already counted): all the controller keeps per DecisionModel.
-_TRANSITION_FIELDS: Final = ("phase", "phaseTransitionTime", "lastPromotionTime")
+_TRANSITION_FIELDS: Final = (
+    "phase",
+    StatusKey.PHASE_TRANSITION_TIME,
+    StatusKey.LAST_PROMOTION_TIME,
+)
 
 
 def transition_memory(status: Mapping[str, Any]) -> dict[str, Any]:
     """The part of an accepted status that ``record_accepted_status`` needs as ``old_status``
     next time (the whole status, conditions and all, is several KiB per DecisionModel)."""
     kept: dict[str, Any] = {k: status[k] for k in _TRANSITION_FIELDS if k in status}
-    stable = _revision_hash(status, "stableRevision")
+    stable = _revision_hash(status, StatusKey.STABLE_REVISION)
     if stable is not None:
-        kept["stableRevision"] = {"hash": stable}
-    failed = status.get("failedRevision")
+        kept[StatusKey.STABLE_REVISION] = {"hash": stable}
+    failed = status.get(StatusKey.FAILED_REVISION)
     if isinstance(failed, Mapping):
-        kept["failedRevision"] = {k: failed[k] for k in ("hash", "failedAt") if k in failed}
+        kept[StatusKey.FAILED_REVISION] = {
+            k: failed[k] for k in ("hash", "failedAt") if k in failed
+        }
     return kept
 
 
@@ -367,10 +373,13 @@ def _revision_hash(status: Mapping[str, Any], field_name: str) -> str | None:
 
 
 def _promotion_key(status: Mapping[str, Any]) -> EventKey:
-    return (_revision_hash(status, "stableRevision"), _text(status.get("lastPromotionTime")))
+    return (
+        _revision_hash(status, StatusKey.STABLE_REVISION),
+        _text(status.get(StatusKey.LAST_PROMOTION_TIME)),
+    )
 
 
 def _failure_key(status: Mapping[str, Any]) -> EventKey:
-    failed = status.get("failedRevision")
+    failed = status.get(StatusKey.FAILED_REVISION)
     failed_at = failed.get("failedAt") if isinstance(failed, Mapping) else None
-    return (_revision_hash(status, "failedRevision"), _text(failed_at))
+    return (_revision_hash(status, StatusKey.FAILED_REVISION), _text(failed_at))

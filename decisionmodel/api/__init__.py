@@ -41,7 +41,6 @@ from decisionmodel.api.spec import (
 )
 from decisionmodel.api.status import (
     Condition,
-    ConditionStatus,
     DecisionModelStatus,
     EvaluationGates,
     EvaluationResult,
@@ -51,7 +50,7 @@ from decisionmodel.api.status import (
     ReplicasStatus,
     RevisionStatus,
 )
-from decisionmodel.vocabulary import Device, Engine
+from decisionmodel.vocabulary import ConditionStatus, Device, Engine
 
 GROUP: Final = "decisionmodel.io"
 VERSION: Final = "v1alpha1"

@@ -7,8 +7,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 from datetime import UTC, datetime
 
-from decisionmodel.api.status import Condition, ConditionStatus
-from decisionmodel.vocabulary import ConditionType, Reason
+from decisionmodel.api.status import Condition
+from decisionmodel.vocabulary import ConditionStatus, ConditionType, Reason
 
 
 def condition(

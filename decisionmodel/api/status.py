@@ -8,14 +8,13 @@ writes them, so a status diff never shows float noise.
 
 from __future__ import annotations
 
-import enum
 from datetime import datetime
 from typing import Any, Final, Literal
 
 from pydantic import Field
 
 from decisionmodel.api.spec import DIGEST_PATTERN, SchedulingSpec, WireModel
-from decisionmodel.vocabulary import Device, Engine
+from decisionmodel.vocabulary import ConditionStatus, Device, Engine
 from decisionmodel.vocabulary import EvaluationResult as EvaluationResult
 from decisionmodel.vocabulary import Phase as Phase
 
@@ -27,14 +26,6 @@ CONDITION_TYPE_PATTERN: Final = (
 CONDITION_REASON_PATTERN: Final = r"^[A-Za-z]([A-Za-z0-9_,:]*[A-Za-z0-9_])?$"
 # Status decimals: what the evaluation writes (4 places), in [0, 1] for every reported metric.
 STATUS_DECIMAL_PATTERN: Final = r"^[0-9]+(\.[0-9]+)?$"
-
-
-class ConditionStatus(enum.StrEnum):
-    """metav1.ConditionStatus."""
-
-    TRUE = "True"
-    FALSE = "False"
-    UNKNOWN = "Unknown"
 
 
 class Condition(WireModel):

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from ipaddress import IPv6Address, ip_address
 from types import TracebackType
-from typing import Any, Literal
+from typing import Any
 
 import httpx
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
@@ -40,7 +40,7 @@ from decisionmodel.errors import (
     RuntimeAnswerInvalid,
     RuntimeRequestRejected,
 )
-from decisionmodel.vocabulary import Reason
+from decisionmodel.vocabulary import Device, Reason
 
 RUNTIME_PORT = 11435
 # RUNTIME_API.md: request bodies are capped at 8 MiB; answers are far smaller, the same cap
@@ -57,7 +57,6 @@ _CUDA_DEVICE_RE = re.compile(r"cuda:[0-9]+")
 _RETRYABLE_4XX = frozenset({401, 404, 408, 429})
 
 Sleep = Callable[[float], Awaitable[None]]
-DeviceClass = Literal["cpu", "cuda"]
 
 
 class PsDetails(BaseModel):
@@ -128,19 +127,19 @@ class RuntimeTimeouts:
     version: float = 10.0
 
 
-def device_class(device: str) -> DeviceClass | None:
+def device_class(device: str) -> Device | None:
     """Class of a device the runtime reports: ``cpu``; only the exact ``cuda:<n>`` is cuda
     (RUNTIME_API.md); anything else (``metal``, a bare ``cuda``) is neither."""
-    if device == "cpu":
-        return "cpu"
+    if device == Device.CPU:
+        return Device.CPU
     if _CUDA_DEVICE_RE.fullmatch(device):
-        return "cuda"
+        return Device.CUDA
     return None
 
 
-def _expected_class(device: str) -> DeviceClass | None:
+def _expected_class(device: str) -> Device | None:
     # spec.device is `cpu` or `cuda`; an operator-side `cuda:<n>` means the class too.
-    return "cuda" if device == "cuda" else device_class(device)
+    return Device.CUDA if device == Device.CUDA else device_class(device)
 
 
 def verdict(

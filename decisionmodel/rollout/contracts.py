@@ -18,7 +18,7 @@ from pydantic.alias_generators import to_camel
 # One phase vocabulary: the API's (status.phase), also the workflow's DmPhase attribute.
 from decisionmodel.api.status import Phase as Phase
 from decisionmodel.evaluation.aggregates import EvaluationAggregates
-from decisionmodel.vocabulary import Device, Engine, EvaluationResult, Gate
+from decisionmodel.vocabulary import ConditionStatus, Device, Engine, EvaluationResult, Gate
 from decisionmodel.vocabulary import RolloutResult as RolloutResult
 
 # Activity names: the workflow schedules activities by name so that workflows/ never imports
@@ -405,7 +405,7 @@ class DeleteRevisionResult(Contract):
 
 class ConditionUpdate(Contract):
     type: str
-    status: Literal["True", "False", "Unknown"]
+    status: ConditionStatus
     reason: str
     message: str = ""
 

@@ -18,7 +18,13 @@ from decisionmodel.rollout.contracts import (
     StatusUpdate,
     WarmupResult,
 )
-from decisionmodel.vocabulary import ConditionType, EvaluationResult, EventReason, Reason
+from decisionmodel.vocabulary import (
+    ConditionStatus,
+    ConditionType,
+    EvaluationResult,
+    EventReason,
+    Reason,
+)
 
 
 def resolved(dm: DMRef, result: ResolveResult) -> StatusUpdate:
@@ -31,7 +37,7 @@ def resolved(dm: DMRef, result: ResolveResult) -> StatusUpdate:
         conditions=[
             ConditionUpdate(
                 type=ConditionType.RESOLVED,
-                status="True",
+                status=ConditionStatus.TRUE,
                 reason=Reason.DIGEST_RESOLVED,
                 message=f"{result.canonical} resolved to digest {record.digest}",
             )
@@ -48,7 +54,7 @@ def cached(dm: DMRef, record: RevisionRecord) -> StatusUpdate:
         conditions=[
             ConditionUpdate(
                 type=ConditionType.CACHED,
-                status="True",
+                status=ConditionStatus.TRUE,
                 reason=Reason.PREFETCHED,
                 message=(
                     f"store {store_pvc_name(dm.name, record.hash)} holds digest {record.digest}"
@@ -90,7 +96,7 @@ def evaluated(dm: DMRef, policy: EvaluationPolicy, outcome: EvaluationOutcome) -
         conditions=[
             ConditionUpdate(
                 type=ConditionType.EVALUATED,
-                status="True" if passed else "False",
+                status=ConditionStatus.of(passed),
                 reason=outcome.reason,
                 message=outcome.message,
             )

@@ -34,7 +34,7 @@ from decisionmodel.engine.render.pod import (
     store_volume,
 )
 from decisionmodel.engine.render.proxy import prefetch_proxy_env
-from decisionmodel.vocabulary import Reason
+from decisionmodel.vocabulary import ConditionStatus, Reason
 
 CONTAINER_NAME = "prefetch"
 BACKOFF_LIMIT = 4
@@ -149,7 +149,9 @@ def _pod_failure_policy() -> dict[str, Any]:
             {
                 # Evictions and preemptions do not count against backoffLimit.
                 "action": "Ignore",
-                "onPodConditions": [{"type": "DisruptionTarget", "status": "True"}],
+                "onPodConditions": [
+                    {"type": "DisruptionTarget", "status": str(ConditionStatus.TRUE)}
+                ],
             },
         ]
     }

@@ -13,19 +13,33 @@ from decisionmodel import errors
 from decisionmodel.vocabulary import (
     PERMANENT_REASONS,
     WORKFLOW_VERDICTS,
+    ConditionStatus,
     ConditionType,
+    Device,
+    Engine,
     EvaluationResult,
     EventReason,
     Phase,
     Reason,
     RolloutResult,
+    StatusKey,
 )
 
 ROOT = Path(__file__).resolve().parents[3]
 PRODUCT = ("decisionmodel", "kube", "activities", "workflows", "controller")
 VOCABULARY = ROOT / "decisionmodel" / "vocabulary.py"
-VOCABULARIES = (Phase, ConditionType, Reason, EventReason, EvaluationResult, RolloutResult)
-WORDS = {str(m) for e in VOCABULARIES for m in e}
+VOCABULARIES = (
+    Phase,
+    ConditionType,
+    Reason,
+    EventReason,
+    EvaluationResult,
+    RolloutResult,
+    ConditionStatus,
+    Device,
+    Engine,
+    StatusKey,
+)
 
 
 def _product_files() -> list[Path]:
@@ -46,7 +60,19 @@ def _docstrings(tree: ast.AST) -> set[int]:
 NOT_OURS = {
     # kubectl get dm's READY printer column (model-ready replicas), not the condition.
     ("decisionmodel/api/crd.py", "Ready"),
+    # Kubernetes resource names (requests and limits), not the device class.
+    ("decisionmodel/engine/sizing.py", "cpu"),
+    ("decisionmodel/engine/render/prefetch_job.py", "cpu"),
+    # The runtime's container, command and app label, not the engine's name in the API.
+    ("decisionmodel/engine/render/deployment.py", "ollaya"),
+    ("decisionmodel/engine/render/labels.py", "ollaya"),
+    # A condition's own observedGeneration, not the DecisionModel's.
+    ("kube/rollout_status.py", "observedGeneration"),
 }
+# Too common a word to scan for: a Pod's status.phase and the metrics' ``phase`` label say it
+# too. StatusKey.PHASE names the DecisionModel's.
+AMBIGUOUS = {StatusKey.PHASE}
+WORDS = {str(m) for e in VOCABULARIES for m in e if m not in AMBIGUOUS}
 
 
 def literal_words(path: Path) -> list[str]:
