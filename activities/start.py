@@ -95,10 +95,9 @@ class StartActivities:
 
             async def started(pods: list[dict[str, Any]]) -> StartResult | None:
                 summary = pods_summary(pods)
-                if summary["started"] >= inp.replicas:
-                    return StartResult(deployment=name)
+                # Every look is progress, the last one too (it shows how the Pods ended up).
                 activity.heartbeat({"deployment": name, "replicas": inp.replicas, **summary})
-                return None
+                return StartResult(deployment=name) if summary["started"] >= inp.replicas else None
 
             # Woken by the Pods' watch events (kube.wait), not a poll.
             src = source("Pod", inp.dm.namespace, labels=selector)

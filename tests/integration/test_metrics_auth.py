@@ -21,6 +21,7 @@ from controller.serve.metrics import ControllerMetrics
 from controller.serve.metrics_server import SecureMetricsServer, build_secure_metrics_server
 from controller.serve.metrics_settings import MetricsSettings
 from controller.serve.metrics_tls import self_signed_pem
+from kube.client import Kube
 from localenv.cluster import LocalCluster
 
 pytestmark = pytest.mark.cluster
@@ -54,7 +55,7 @@ def serve(
 ) -> SecureMetricsServer:
     server = build_secure_metrics_server(
         MetricsSettings(bind="127.0.0.1", port=0, **settings),  # type: ignore[arg-type]
-        api_client_as(cluster, reviewer),
+        Kube(api_client_as(cluster, reviewer)),
         metrics.render,
     )
     assert server is not None
