@@ -14,9 +14,11 @@ XDIST :=
 else
 XDIST := --tx $(TEST_WORKERS)*popen//python=$(CURDIR)/hack/netns-python --dist loadfile --no-loadscope-reorder
 endif
+# `make unit` runs on this many pytest-xdist workers (loopback only, no namespace needed).
+UNIT_WORKERS ?= 2
 HELM = $(shell bash hack/testenv.sh --print)/helm
 
-.PHONY: help venv testenv browser bench bench-startup bench-fleet test chaos fuzz unit lint format manifests demo dev-up image image-test chart release clean
+.PHONY: help venv testenv browser bench bench-startup bench-fleet test e2e chaos fuzz unit lint format manifests demo dev-up image image-test chart release clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-10s %s\n", $$1, $$2}'
@@ -29,8 +31,9 @@ $(STAMP): pyproject.toml
 
 venv: $(STAMP) ## create .venv and install the project with its dev extras
 
-testenv: ## build (once) etcd, kube-apiserver, controller-manager, scheduler, kwok, helm into the cache
+testenv: ## build (once) etcd, kube-apiserver, controller-manager, scheduler, kwok, helm into the cache; fetch Temporal's time-skipping test server
 	bash hack/testenv.sh
+	bash hack/test-server.sh
 
 browser: ## install Debian's chromium for the Temporal UI check (once)
 	bash hack/install-browser.sh
@@ -38,14 +41,17 @@ browser: ## install Debian's chromium for the Temporal UI check (once)
 test: venv testenv browser ## run every test in private network namespaces (TEST_WORKERS=2 in parallel)
 	DMROLLOUT_WORKER_PYTHON=$(abspath $(BIN))/python hack/in-netns.sh $(BIN)/pytest -q $(XDIST) $(PYTEST_ARGS)
 
+e2e: venv testenv ## the full rollouts only (tests/e2e) in private network namespaces
+	DMROLLOUT_WORKER_PYTHON=$(abspath $(BIN))/python hack/in-netns.sh $(BIN)/pytest -q $(XDIST) tests/e2e $(PYTEST_ARGS)
+
 chaos: venv testenv ## the full chaos matrix (every fault at every step, ~2 h); prints a table, also in build/chaos-table.txt
-	DMROLLOUT_CHAOS=full hack/in-netns.sh $(BIN)/pytest -q tests/chaos $(PYTEST_ARGS)
+	DMROLLOUT_FULL=chaos hack/in-netns.sh $(BIN)/pytest -q tests/chaos $(PYTEST_ARGS)
 
 fuzz: venv testenv ## 10,000 generated DecisionModels (pydantic vs the API server), datasets and runtime answers each; prints the counts, also in build/fuzz-counts.txt
-	DMROLLOUT_FUZZ=full hack/in-netns.sh $(BIN)/pytest -q tests/fuzz $(PYTEST_ARGS)
+	DMROLLOUT_FULL=fuzz hack/in-netns.sh $(BIN)/pytest -q tests/fuzz $(PYTEST_ARGS)
 
-unit: venv testenv ## the fast pure tests only (no cluster, no Temporal)
-	$(BIN)/pytest -q tests/unit -m "not cluster and not temporal"
+unit: venv ## the fast pure tests only: no cluster, no Temporal, no built tools, no network namespace
+	$(BIN)/pytest -q -n $(UNIT_WORKERS) tests/unit $(PYTEST_ARGS)
 
 lint: venv testenv ## ruff, format check, mypy --strict, import contracts, hadolint, helm lint
 	$(BIN)/ruff check .
@@ -85,7 +91,7 @@ image: ## build the image without Docker (mmdebstrap + buildah) into build/dmrol
 	bash hack/image.sh
 
 image-test: venv testenv image ## run the worker and the controller from the image for one rollout (slow)
-	DMROLLOUT_IMAGE_TEST=1 hack/in-netns.sh $(BIN)/pytest -q tests/image $(PYTEST_ARGS)
+	DMROLLOUT_FULL=image hack/in-netns.sh $(BIN)/pytest -q tests/image $(PYTEST_ARGS)
 
 chart: testenv ## package the Helm chart into build/dmrollout-<version>.tgz
 	mkdir -p build

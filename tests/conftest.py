@@ -19,7 +19,20 @@ from localenv.env import LocalEnv, Simulators
 from localenv.temporal import TemporalDevServer
 
 sys.path.insert(0, str(Path(__file__).parent))
-import run_summaries
+from harness import run_summaries
+
+TESTS = Path(__file__).parent
+
+# A test's tier is its folder (kopf mirrors its package tree the same way): the marker is set
+# here, never by hand, so `pytest -m unit` and `make unit` mean the same files.
+TIERS = ("unit", "integration", "e2e", "chaos", "fuzz", "image")
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    for item in items:
+        tier = item.path.relative_to(TESTS).parts[0]
+        if tier in TIERS:
+            item.add_marker(tier)
 
 
 @pytest.hookimpl(trylast=True)

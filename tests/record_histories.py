@@ -35,8 +35,8 @@ import uuid
 from pathlib import Path
 from typing import Any
 
-from helpers import async_assert_eventually, eventually
-from rollout_harness import (
+from harness.helpers import async_assert_eventually, eventually
+from harness.rollout_harness import (
     RolloutHarness,
     connect,
     in_process_worker,

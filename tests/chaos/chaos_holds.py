@@ -32,7 +32,7 @@ import httpx
 from chaos_matrix import Cell, FaultKind, Step
 from chaos_observe import Timeline
 from chaos_rig import DM, CellRig
-from helpers import async_assert_eventually
+from harness.helpers import async_assert_eventually
 from temporalio.api.enums.v1 import PendingActivityState
 from temporalio.client import WorkflowHandle
 

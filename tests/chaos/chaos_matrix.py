@@ -1,6 +1,6 @@
 """The cells of the chaos matrix: fault kind x rollout step, and how long each fault lasts.
 
-Two modes (environment ``DMROLLOUT_CHAOS``):
+Two modes (``DMROLLOUT_FULL=chaos`` or not):
 
 - default (unset, as in ``make test``): one representative step per fault kind, six cells,
   each fault held 20 s (a SIGKILLed process is down 5 s), so the whole suite stays under its
@@ -13,8 +13,9 @@ Two modes (environment ``DMROLLOUT_CHAOS``):
 from __future__ import annotations
 
 import enum
-import os
 from dataclasses import dataclass
+
+from harness.tiers import full
 
 
 class FaultKind(enum.StrEnum):
@@ -87,7 +88,7 @@ DEFAULT_STEPS = {
 
 
 def full_mode() -> bool:
-    return os.environ.get("DMROLLOUT_CHAOS", "").strip().lower() == "full"
+    return full("chaos")
 
 
 def cells(full: bool) -> list[Cell]:

@@ -23,8 +23,8 @@ from typing import Any
 
 from chaos_matrix import Cell, FaultKind, Step
 from chaos_observe import WATCH_TIMEOUTS
-from helpers import async_assert_eventually, eventually
-from rollout_harness import (
+from harness.helpers import async_assert_eventually, eventually
+from harness.rollout_harness import (
     ControllerProcess,
     RolloutHarness,
     WorkerProcess,

@@ -1,6 +1,6 @@
 """The chaos matrix's fixtures, its cells, and the table printed at the end of the run.
 
-``DMROLLOUT_CHAOS=full`` runs every cell (``make chaos``); without it six cells run, one per
+``DMROLLOUT_FULL=chaos`` runs every cell (``make chaos``); without it six cells run, one per
 fault kind (``tests/chaos/chaos_matrix.py``). The table goes to the terminal and to
 ``build/chaos-table.txt``; each cell's story and its worker and controller logs go to
 ``build/chaos/<fault>-<step>/``.
@@ -15,11 +15,11 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-import run_summaries
 from chaos_matrix import cells, full_mode
 from chaos_table import CellResult, render
-from rollout_harness import connect, install_crd
-from run_summaries import Summary
+from harness import run_summaries
+from harness.rollout_harness import connect, install_crd
+from harness.run_summaries import Summary
 from temporalio.client import Client
 
 from localenv.cluster import LocalCluster

@@ -22,14 +22,8 @@ from temporalio.client import Client
 from localenv.cluster import LocalCluster
 from localenv.env import LocalEnv
 
-pytestmark = [
-    pytest.mark.chaos,
-    pytest.mark.e2e,
-    pytest.mark.cluster,
-    pytest.mark.temporal,
-    # Up to a 2-minute fault, then up to 5 minutes for the outcome and one for the reaper.
-    pytest.mark.timeout(1200),
-]
+# Up to a 2-minute fault, then up to 5 minutes for the outcome and one for the reaper.
+pytestmark = pytest.mark.timeout(1200)
 
 
 async def test_chaos_cell(

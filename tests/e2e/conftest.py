@@ -11,7 +11,7 @@ import uuid
 from collections.abc import AsyncIterator, Iterator
 
 import pytest
-from codec_env import (
+from harness.codec_env import (
     CODEC_KEY_ID,
     CODEC_SERVER_PORT,
     CODEC_TEMPORAL_PORT,
@@ -19,7 +19,13 @@ from codec_env import (
     CodecEnv,
     listening,
 )
-from rollout_harness import RolloutHarness, WorkerProcess, connect, in_process_worker, install_crd
+from harness.rollout_harness import (
+    RolloutHarness,
+    WorkerProcess,
+    connect,
+    in_process_worker,
+    install_crd,
+)
 from temporalio.client import Client
 
 from controller.temporal.client import connect as connect_as_controller

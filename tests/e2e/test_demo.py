@@ -8,10 +8,6 @@ import os
 import subprocess
 from pathlib import Path
 
-import pytest
-
-pytestmark = pytest.mark.e2e
-
 REPO = Path(__file__).resolve().parents[2]
 
 

@@ -35,8 +35,8 @@ from typing import Any
 
 import httpx
 import pytest
-from helpers import async_assert_eventually, eventually
-from rollout_harness import (
+from harness.helpers import async_assert_eventually, eventually
+from harness.rollout_harness import (
     SIM_PREFIX,
     RolloutHarness,
     WorkerProcess,
@@ -55,8 +55,6 @@ from localenv.env import REGISTRY_URL, LocalEnv, Simulators
 from localenv.kwok_stages import JOB_POD_LABEL
 from localenv.temporal import TemporalDevServer
 from simulators.answers import expected_accuracy, make_golden_set
-
-pytestmark = [pytest.mark.e2e, pytest.mark.cluster, pytest.mark.temporal]
 
 EVAL_CASES = 40
 EVAL_LATENCY_MS = 250  # 40 cases x 250 ms = 10 s of decisions for an uninterrupted pass

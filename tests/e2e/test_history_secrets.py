@@ -20,14 +20,11 @@ import uuid
 from collections.abc import Iterator
 from typing import Any
 
-import pytest
 import record_histories as rec
-from rollout_harness import RolloutHarness
+from harness.rollout_harness import RolloutHarness
 from temporalio.client import WorkflowHistory
 
 from decisionmodel.rollout.contracts import RolloutResult
-
-pytestmark = [pytest.mark.e2e, pytest.mark.cluster, pytest.mark.temporal]
 
 
 def _strings(value: Any) -> Iterator[str]:

@@ -15,8 +15,8 @@ import json
 from typing import Any
 
 import pytest
-from helpers import async_assert_eventually, eventually
-from rollout_harness import RolloutHarness, golden_jsonl, put_model
+from harness.helpers import async_assert_eventually, eventually
+from harness.rollout_harness import RolloutHarness, golden_jsonl, put_model
 from temporalio.client import WorkflowHandle, WorkflowUpdateFailedError
 
 from decisionmodel.rollout.contracts import (
@@ -29,8 +29,6 @@ from decisionmodel.rollout.contracts import (
 from localenv.paths import python_tool
 from localenv.temporal import TemporalDevServer
 from workflows.rollout import RolloutWorkflow
-
-pytestmark = [pytest.mark.e2e, pytest.mark.cluster, pytest.mark.temporal]
 
 EVALUATION = {
     "datasetRef": {"configMapRef": {"name": "golden", "key": "cases.jsonl"}},

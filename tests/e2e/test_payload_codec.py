@@ -19,11 +19,10 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import pytest
-from codec_env import CODEC_KEY_ID, CodecEnv
 from google.protobuf import json_format
-from helpers import eventually
-from rollout_harness import ControllerProcess, RolloutHarness, put_model
+from harness.codec_env import CODEC_KEY_ID, CodecEnv
+from harness.helpers import eventually
+from harness.rollout_harness import ControllerProcess, RolloutHarness, put_model
 from temporalio.api.common.v1 import Payload
 from temporalio.api.failure.v1 import Failure
 from temporalio.client import Client
@@ -34,8 +33,6 @@ from controller.temporal.payload_codec import ENCODING, KEY_ID_METADATA
 from controller.temporal.rollouts import Rollouts
 from decisionmodel.rollout.contracts import RolloutInput, RolloutResult
 from localenv.cluster import LocalCluster
-
-pytestmark = [pytest.mark.e2e, pytest.mark.cluster, pytest.mark.temporal]
 
 # Indexed by the server, hence clear with any codec: documented in docs/payload-encryption.md.
 CLEAR_BY_DESIGN = ("searchAttributes", "workflowId")

@@ -4,12 +4,9 @@ object exists. The workflow input is not trusted: the controller's check is not 
 
 from __future__ import annotations
 
-import pytest
-from rollout_harness import RolloutHarness
+from harness.rollout_harness import RolloutHarness
 
 from decisionmodel.rollout.contracts import RolloutResult
-
-pytestmark = [pytest.mark.e2e, pytest.mark.cluster, pytest.mark.temporal]
 
 
 async def test_a_hand_started_rollout_with_a_control_plane_toleration_fails_for_good(

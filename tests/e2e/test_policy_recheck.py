@@ -11,15 +11,12 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
-import pytest
-from helpers import async_assert_eventually
-from rollout_harness import RolloutHarness, golden_jsonl, put_model
+from harness.helpers import async_assert_eventually
+from harness.rollout_harness import RolloutHarness, golden_jsonl, put_model
 from temporalio.client import WorkflowHandle
 
 from decisionmodel.rollout.contracts import Phase, RolloutOutcome, RolloutProgress, RolloutResult
 from workflows.rollout import RolloutWorkflow
-
-pytestmark = [pytest.mark.e2e, pytest.mark.cluster, pytest.mark.temporal]
 
 EVALUATION = {
     "datasetRef": {"configMapRef": {"name": "golden", "key": "cases.jsonl"}},

@@ -4,14 +4,17 @@ from __future__ import annotations
 
 import asyncio
 
-import pytest
-from helpers import eventually
-from rollout_harness import SIM_PREFIX, RolloutHarness, golden_jsonl, put_model, registry_digest
+from harness.helpers import eventually
+from harness.rollout_harness import (
+    SIM_PREFIX,
+    RolloutHarness,
+    golden_jsonl,
+    put_model,
+    registry_digest,
+)
 
 from decisionmodel.rollout.contracts import PhaseTimeouts, RolloutResult
 from simulators.answers import expected_accuracy, make_golden_set
-
-pytestmark = [pytest.mark.e2e, pytest.mark.cluster, pytest.mark.temporal]
 
 
 def model_ready_gates(h: RolloutHarness, dm: str, revision: str) -> list[str]:

@@ -21,15 +21,15 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
-from codec_env import CodecEnv
+from harness.codec_env import CodecEnv
+from harness.rollout_harness import RolloutHarness
 from playwright.async_api import Browser, Page, async_playwright, expect
-from rollout_harness import RolloutHarness
 from temporalio.client import Client
 
 from decisionmodel.rollout.contracts import RolloutResult, workflow_id
 from localenv.temporal import TemporalDevServer
 
-pytestmark = [pytest.mark.e2e, pytest.mark.cluster, pytest.mark.temporal, pytest.mark.browser]
+pytestmark = pytest.mark.browser
 
 REPO = Path(__file__).resolve().parents[2]
 CHROMIUM = "/usr/bin/chromium"

@@ -1,6 +1,6 @@
 """The fuzz wall (issue 12, item 8): fixtures and the counts printed at the end of the run.
 
-`make fuzz` (DMROLLOUT_FUZZ=full) generates 10,000 examples per target; without it (`make
+`make fuzz` (DMROLLOUT_FULL=fuzz) generates 10,000 examples per target; without it (`make
 test`) 200, derandomised, so the subset is the same every run. The counts go to the terminal
 and to build/fuzz-counts.txt.
 """
@@ -8,9 +8,9 @@ and to build/fuzz-counts.txt.
 from __future__ import annotations
 
 import pytest
-import run_summaries
 from fuzz_tally import Tally
-from run_summaries import Summary
+from harness import run_summaries
+from harness.run_summaries import Summary
 
 TALLIES = pytest.StashKey[list[Tally]]()
 

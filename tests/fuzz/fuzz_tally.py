@@ -6,8 +6,10 @@ import os
 from collections import Counter
 from dataclasses import dataclass, field
 
-# `make fuzz` sets DMROLLOUT_FUZZ=full: 10,000 examples per target; `make test` runs 200.
-FULL = os.environ.get("DMROLLOUT_FUZZ") == "full"
+from harness.tiers import full
+
+# `make fuzz` sets DMROLLOUT_FULL=fuzz: 10,000 examples per target; `make test` runs 200.
+FULL = full("fuzz")
 EXAMPLES = int(os.environ.get("DMROLLOUT_FUZZ_EXAMPLES", "10000" if FULL else "200"))
 SHOWN = 5  # problems quoted per kind in a failure message
 

@@ -14,11 +14,11 @@ from fuzz_checks import check_spec
 from fuzz_run import draw_examples
 from fuzz_strategies import decision_models
 from fuzz_tally import EXAMPLES, Tally
-from rollout_harness import install_crd
+from harness.rollout_harness import install_crd
 
 from localenv.cluster import LocalCluster
 
-pytestmark = [pytest.mark.cluster, pytest.mark.timeout(3600)]
+pytestmark = pytest.mark.timeout(3600)
 
 # Dry-runs in flight at once: the API server validates on its own cores while this process
 # draws and checks; more would only queue on a 2-core machine.

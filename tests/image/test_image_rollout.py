@@ -2,7 +2,7 @@
 `make image` (buildah, user 65532, read-only mounts of the local cluster's kubeconfig and
 certificates) roll out one DecisionModel on the local environment until it is Ready.
 
-Opt-in (DMROLLOUT_IMAGE_TEST=1, `make image-test`), inside hack/in-netns.sh.
+Opt-in (DMROLLOUT_FULL=image, `make image-test`), inside hack/in-netns.sh.
 """
 
 from __future__ import annotations
@@ -15,17 +15,21 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from helpers import eventually
+from harness.helpers import eventually
+from harness.rollout_harness import (
+    ControllerProcess,
+    RolloutHarness,
+    connect,
+    install_crd,
+    worker_env,
+)
 from image_process import ImageProcess, image_ref, image_size_bytes, mountable_kubeconfig
-from rollout_harness import ControllerProcess, RolloutHarness, connect, install_crd, worker_env
 from temporalio.client import WorkflowExecutionStatus
 
 from controller.temporal.rollouts import dm_query
 from localenv.cluster import LocalCluster
 from localenv.env import Simulators
 from localenv.temporal import TemporalDevServer
-
-pytestmark = [pytest.mark.e2e, pytest.mark.cluster, pytest.mark.temporal]
 
 
 @pytest.fixture(scope="module")

@@ -19,7 +19,7 @@ from typing import Any
 
 import httpx
 import pytest
-from helpers import assert_eventually
+from harness.helpers import assert_eventually
 from temporalio.exceptions import ApplicationError
 from temporalio.testing import ActivityEnvironment
 
@@ -54,8 +54,6 @@ from kube.client import CONTROLLER_FIELD_MANAGER, ROLLOUT_FIELD_MANAGER, Kube
 from kube.errors import Conflict
 from localenv.cluster import POD_NETWORK, LocalCluster
 from localenv.env import Simulators
-
-pytestmark = [pytest.mark.cluster]
 
 REGISTRY = "http://127.0.0.1:5000"
 CRD_FILE = "deploy/crd/decisionmodels.decisionmodel.io.yaml"

@@ -27,7 +27,7 @@ from typing import Any
 
 import httpx
 import pytest
-from helpers import assert_eventually, async_assert_eventually
+from harness.helpers import assert_eventually, async_assert_eventually
 from temporalio.exceptions import ApplicationError
 from temporalio.testing import ActivityEnvironment
 
@@ -73,8 +73,6 @@ from simulators.answers import (
     make_golden_set,
     true_answer,
 )
-
-pytestmark = [pytest.mark.cluster]
 
 REGISTRY = "http://127.0.0.1:5000"
 RUN = uuid.uuid4().hex[:6]

@@ -19,15 +19,13 @@ from typing import Any
 
 import pytest
 import yaml
-from rollout_harness import grant_namespaces
-from shipped import kustomize
+from harness.rollout_harness import grant_namespaces
+from harness.shipped import kustomize
 from test_render_dry_run import _objects
 
 from localenv.cluster import LocalCluster
 from localenv.identities import CONTROLLER, WORKER
 from localenv.paths import python_tool
-
-pytestmark = pytest.mark.cluster
 
 Obj = dict[str, Any]
 
@@ -67,7 +65,7 @@ def rendered(namespace: str) -> dict[str, Obj]:
 def _eventually_admitted(cluster: LocalCluster, account: str, obj: Obj) -> None:
     """A new policy is picked up by the API server within a second or so; the first admitted
     request of a known-good object proves it is loaded (the refusals below then mean it)."""
-    from helpers import assert_eventually
+    from harness.helpers import assert_eventually
 
     def admitted() -> bool:
         result = create(cluster, account, obj)

@@ -11,16 +11,14 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from helpers import eventually, scratch_namespace
-from rollout_harness import install_crd
+from harness.helpers import eventually, scratch_namespace
+from harness.rollout_harness import install_crd
 
 from controller.reconciler.cache import CacheNotSynced, ObjectCache
 from controller.reconciler.watch import Watcher
 from decisionmodel.engine.render.labels import LABEL_NAME
 from kube.client import Kube
 from localenv.cluster import LocalCluster
-
-pytestmark = pytest.mark.cluster
 
 
 @pytest.fixture

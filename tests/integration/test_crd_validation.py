@@ -17,7 +17,7 @@ from typing import Any, Protocol
 
 import pytest
 import yaml
-from helpers import assert_eventually, scratch_namespace
+from harness.helpers import assert_eventually, scratch_namespace
 
 from decisionmodel.api import (
     Condition,
@@ -33,8 +33,6 @@ from decisionmodel.api import (
     RevisionStatus,
 )
 from decisionmodel.api.crd import CRD_NAME, render_crd_yaml
-
-pytestmark = pytest.mark.cluster
 
 CASES_FILE = Path(__file__).parents[1] / "unit" / "api" / "testdata" / "decisionmodels.yaml"
 DIGEST = "c305bd41e2f5f0b4d1b2dcb5f9a1e3c7a4d6e8f0b2c4d6e8f0a2c4e6a8b0c2d4"

@@ -14,7 +14,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from helpers import eventually
+from harness.helpers import eventually
 
 from kube.client import Kube
 from kube.wait import wait_until
@@ -67,7 +67,6 @@ class Checks:
         return await _annotated(objects)
 
 
-@pytest.mark.cluster
 async def test_an_event_wakes_the_wait_before_any_poll(kube: Kube, ns: str) -> None:
     kube.core.create_namespaced_service(ns, _service("svc", ns))
     checks = Checks()
@@ -83,7 +82,6 @@ async def test_an_event_wakes_the_wait_before_any_poll(kube: Kube, ns: str) -> N
     assert await asyncio.wait_for(task, BOUND) == "svc"
 
 
-@pytest.mark.cluster
 async def test_an_object_created_after_the_list_is_seen(kube: Kube, ns: str) -> None:
     checks = Checks()
     src = source("Service", ns, labels={"app": "late"})

@@ -17,7 +17,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
-from helpers import async_assert_eventually, eventually
+from harness.helpers import async_assert_eventually, eventually
 from kubernetes import client, config
 from kubernetes.client.rest import ApiException
 
@@ -26,8 +26,6 @@ from kube.client import Kube
 from kube.errors import Unavailable
 from kube.lease import LeaseStore, format_micro_time
 from localenv.cluster import LocalCluster
-
-pytestmark = [pytest.mark.cluster]
 
 NAMESPACE = "default"
 LEASE = 3.0

@@ -7,12 +7,9 @@ import json
 import socket
 import uuid
 
-import pytest
-from helpers import assert_eventually
+from harness.helpers import assert_eventually
 
 from localenv.cluster import LocalCluster
-
-pytestmark = pytest.mark.cluster
 
 
 def _ns(cluster: LocalCluster) -> str:

@@ -212,9 +212,6 @@ def _server_dry_run_lines(stdout: str) -> int:
 
 
 # --- deploy/ ------------------------------------------------------------------------------------
-
-
-@pytest.mark.cluster
 def test_kustomize_deploy_dry_run(cluster: LocalCluster) -> None:
     rendered = cluster.kubectl("kustomize", str(ROOT / "deploy")).stdout
     out = dry_run(cluster, "-k", str(ROOT / "deploy"))
@@ -230,7 +227,6 @@ def test_kustomize_deploy_dry_run(cluster: LocalCluster) -> None:
         assert expected in out
 
 
-@pytest.mark.cluster
 def test_kustomize_namespaced_variant_dry_run(cluster: LocalCluster) -> None:
     out = dry_run(cluster, "-k", str(ROOT / "deploy" / "namespaced"))
     assert "role.rbac.authorization.k8s.io/dmrollout-controller" in out
@@ -238,7 +234,6 @@ def test_kustomize_namespaced_variant_dry_run(cluster: LocalCluster) -> None:
     assert _server_dry_run_lines(out) == 4
 
 
-@pytest.mark.cluster
 def test_examples_dry_run(cluster: LocalCluster) -> None:
     out = dry_run(cluster, "-k", str(EXAMPLES), "-n", EXAMPLES_NS)
     assert "decisionmodel.decisionmodel.io/triage" in out
@@ -246,7 +241,6 @@ def test_examples_dry_run(cluster: LocalCluster) -> None:
     assert "networkpolicy.networking.k8s.io/decisionmodel-serving" in out
 
 
-@pytest.mark.cluster
 def test_server_dry_run_really_validates_decisionmodels(cluster: LocalCluster) -> None:
     """The dry runs above are not vacuous: the same DecisionModel with a tag-less model is
     refused by the CRD's validation."""
@@ -267,9 +261,6 @@ def test_server_dry_run_really_validates_decisionmodels(cluster: LocalCluster) -
 
 
 # --- the Helm chart ---------------------------------------------------------------------------
-
-
-@pytest.mark.cluster
 @pytest.mark.parametrize("values", [None, ALL_ON], ids=["default", "all-on"])
 def test_helm_template_dry_run(cluster: LocalCluster, values: Path | None, tmp_path: Path) -> None:
     rendered = helm_template(*(["-f", str(values)] if values else []), tmp=tmp_path)
@@ -447,7 +438,6 @@ REFUSALS = {
 LEASE = "leases.coordination.k8s.io"
 
 
-@pytest.mark.cluster
 def test_cluster_wide_rbac_grants_exactly_what_is_needed(
     cluster: LocalCluster, applied: list[dict[str, Any]]
 ) -> None:
@@ -491,7 +481,6 @@ def test_cluster_wide_rbac_grants_exactly_what_is_needed(
     assert_access(cluster, "dmrollout-worker", SYSTEM_NS, [], [Access("create", LEASE), *own_lease])
 
 
-@pytest.mark.cluster
 def test_namespaced_rbac_grants_only_in_its_namespace(
     cluster: LocalCluster, applied: list[dict[str, Any]]
 ) -> None:

@@ -14,8 +14,8 @@ from pathlib import Path
 
 import httpx
 import pytest
+from harness.metrics_identities import Tokens, metrics_tokens
 from kubernetes import client, config
-from metrics_identities import Tokens, metrics_tokens
 
 from controller.serve.metrics import ControllerMetrics
 from controller.serve.metrics_server import SecureMetricsServer, build_secure_metrics_server
@@ -23,8 +23,6 @@ from controller.serve.metrics_settings import MetricsSettings
 from controller.serve.metrics_tls import self_signed_pem
 from kube.client import Kube
 from localenv.cluster import LocalCluster
-
-pytestmark = pytest.mark.cluster
 
 
 @pytest.fixture(scope="module")

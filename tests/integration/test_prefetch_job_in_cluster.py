@@ -23,7 +23,7 @@ from typing import Any
 
 import httpx
 import pytest
-from helpers import assert_eventually
+from harness.helpers import assert_eventually
 
 from decisionmodel.engine.names import parse_model_name
 from decisionmodel.engine.params import OwnerRef, PrefetchParams, StoreParams, default_image
@@ -43,8 +43,6 @@ from decisionmodel.engine.render.prefetch_job import (
 from localenv.cluster import LocalCluster
 from localenv.env import Simulators
 from simulators.volumes import volume_dir
-
-pytestmark = pytest.mark.cluster
 
 REVISION = "0a1b2c3d4e5f6a7b"
 # The Job controller's first pod-failure backoff: 10 s (DefaultJobPodFailureBackOff).

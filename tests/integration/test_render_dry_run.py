@@ -32,8 +32,6 @@ from decisionmodel.engine.render import (
 from decisionmodel.engine.render.labels import store_pvc_name
 from localenv.cluster import LocalCluster
 
-pytestmark = pytest.mark.cluster
-
 NS = "default"
 REV = "0123456789abcdef"
 DIGEST = "c3" * 32

@@ -25,7 +25,7 @@ from typing import Any
 
 import httpx
 import pytest
-from helpers import assert_eventually
+from harness.helpers import assert_eventually
 
 from decisionmodel.engine.names import parse_model_name
 from decisionmodel.engine.params import (
@@ -52,8 +52,6 @@ from localenv.cluster import LocalCluster
 from localenv.env import Simulators
 from simulators.answers import answer_case
 from simulators.volumes import volume_dir
-
-pytestmark = pytest.mark.cluster
 
 REVISION = "5e4d3c2b1a0f9e8d"
 SIM = "sim.dmrollout.dev/"

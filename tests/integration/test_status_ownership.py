@@ -10,8 +10,7 @@ from __future__ import annotations
 import asyncio
 import uuid
 
-import pytest
-from rollout_harness import install_crd
+from harness.rollout_harness import install_crd
 
 from decisionmodel.rollout.contracts import (
     ConditionUpdate,
@@ -25,8 +24,6 @@ from kube.client import Kube
 from kube.controller_status import Cond, ControllerStatus, apply_controller_status
 from kube.rollout_status import show_guard, write_status
 from localenv.cluster import LocalCluster
-
-pytestmark = pytest.mark.cluster
 
 DIGEST = "c" * 64
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 import uuid
 from datetime import timedelta
 
-import pytest
 from temporalio import activity, workflow
 from temporalio.client import Client
 from temporalio.worker import Worker
@@ -13,8 +12,6 @@ from temporalio.worker import Worker
 with workflow.unsafe.imports_passed_through():
     from localenv.temporal import TemporalDevServer
     from workflows import search_attributes as sa
-
-pytestmark = pytest.mark.temporal
 
 
 @activity.defn

@@ -7,12 +7,8 @@ import subprocess
 import sys
 import uuid
 
-import pytest
-
 from localenv.paths import python_tool
 from localenv.temporal import TemporalDevServer
-
-pytestmark = pytest.mark.temporal
 
 
 def dmrollout(

@@ -21,8 +21,6 @@ from controller.temporal.rollouts import Rollouts
 from localenv.temporal import TemporalDevServer
 from workflows.rollout import RolloutWorkflow
 
-pytestmark = pytest.mark.temporal
-
 
 @dataclass
 class Receiver:

@@ -6,8 +6,7 @@ from __future__ import annotations
 import asyncio
 import uuid
 
-import pytest
-from helpers import eventually
+from harness.helpers import eventually
 from temporalio import activity, workflow
 from temporalio.client import Client
 from temporalio.worker import Worker
@@ -15,8 +14,6 @@ from temporalio.worker import Worker
 from controller.serve.liveness import LoopProgress
 from controller.worker.progress import ProgressInterceptor
 from localenv.temporal import TemporalDevServer
-
-pytestmark = pytest.mark.temporal
 
 release = asyncio.Event()
 progress = LoopProgress(stall_seconds=1.5)

@@ -13,7 +13,12 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from rollout_harness import ControllerProcess, RolloutHarness, WorkerProcess, grant_namespaces
+from harness.rollout_harness import (
+    ControllerProcess,
+    RolloutHarness,
+    WorkerProcess,
+    grant_namespaces,
+)
 from temporalio.client import Client
 
 from localenv.cluster import LocalCluster

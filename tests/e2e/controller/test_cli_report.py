@@ -16,13 +16,13 @@ import uuid
 from pathlib import Path
 
 import pytest
+from harness.rollout_harness import RolloutHarness, golden_jsonl, put_model
 from playwright.async_api import async_playwright
-from rollout_harness import RolloutHarness, golden_jsonl, put_model
 from temporalio.api.sdk.v1 import WorkflowMetadata
 
 from controller.temporal.rollouts import revision_query
 
-pytestmark = [pytest.mark.e2e, pytest.mark.cluster, pytest.mark.temporal, pytest.mark.browser]
+pytestmark = pytest.mark.browser
 
 REPO = Path(__file__).resolve().parents[3]
 CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",

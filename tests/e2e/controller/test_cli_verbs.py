@@ -8,15 +8,12 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pytest
 import yaml
-from helpers import eventually
-from rollout_harness import RolloutHarness, put_model
+from harness.helpers import eventually
+from harness.rollout_harness import RolloutHarness, put_model
 
 from controller.cli.errors import ExitCode
 from localenv.paths import python_tool
-
-pytestmark = [pytest.mark.e2e, pytest.mark.cluster, pytest.mark.temporal]
 
 
 def run(

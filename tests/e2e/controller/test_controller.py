@@ -2,13 +2,10 @@
 
 from __future__ import annotations
 
-import pytest
-from helpers import eventually
-from rollout_harness import SIM_PREFIX, ControllerProcess, RolloutHarness, put_model
+from harness.helpers import eventually
+from harness.rollout_harness import SIM_PREFIX, ControllerProcess, RolloutHarness, put_model
 
 from controller.temporal.rollouts import dm_query
-
-pytestmark = [pytest.mark.e2e, pytest.mark.cluster, pytest.mark.temporal]
 
 
 def phase(h: RolloutHarness, name: str) -> str | None:

@@ -10,13 +10,10 @@ controller's steady state refuses a stable's key rotated to one (Degraded, APIKe
 
 from __future__ import annotations
 
-import pytest
-from helpers import eventually
-from rollout_harness import RolloutHarness
+from harness.helpers import eventually
+from harness.rollout_harness import RolloutHarness
 from test_controller import phase, workflows_of
 from test_history_secrets import searchable
-
-pytestmark = [pytest.mark.e2e, pytest.mark.cluster, pytest.mark.temporal]
 
 BAD_KEY = "sk-zq9-caf\u00e9-key"
 # What must appear nowhere: the key, its character (raw or escaped), a position, the class

@@ -4,13 +4,10 @@ reference's form (the candidate's hash) is accepted. Issue 11, point 5."""
 from __future__ import annotations
 
 import httpx
-import pytest
-from helpers import eventually
-from rollout_harness import RolloutHarness, golden_jsonl, put_model
+from harness.helpers import eventually
+from harness.rollout_harness import RolloutHarness, golden_jsonl, put_model
 
 from localenv.env import RUNTIME_PORT
-
-pytestmark = [pytest.mark.e2e, pytest.mark.cluster, pytest.mark.temporal]
 
 
 def models_loaded(pod_ip: str) -> list[object]:
@@ -59,7 +56,7 @@ async def test_a_candidate_that_lost_its_model_while_held_is_not_promoted(
 ) -> None:
     """Issue 11, point 4: the candidate is inspected again right before the promotion is
     recorded; one that lost its model while it waited is rolled back, the stable serves."""
-    from rollout_harness import SIM_PREFIX
+    from harness.rollout_harness import SIM_PREFIX
 
     ctl.create_dm("held", {"model": "laya:en", "rollout": {"promotion": "Manual"}})
     await eventually(lambda: ctl.status("held").get("phase") == "Ready", 120, what="Ready")

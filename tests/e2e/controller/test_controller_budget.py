@@ -14,15 +14,13 @@ from datetime import datetime
 from pathlib import Path
 
 import pytest
-from helpers import eventually
-from rollout_harness import SIM_PREFIX, ControllerProcess, RolloutHarness, WorkerProcess
+from harness.helpers import eventually
+from harness.rollout_harness import SIM_PREFIX, ControllerProcess, RolloutHarness, WorkerProcess
 from temporalio.client import Client, WorkflowExecution
 
 from controller.temporal.rollouts import dm_query
 from localenv.cluster import LocalCluster
 from localenv.env import LocalEnv
-
-pytestmark = [pytest.mark.e2e, pytest.mark.cluster, pytest.mark.temporal]
 
 NAMESPACE = "budget-0"
 GRACE_SECONDS = 25

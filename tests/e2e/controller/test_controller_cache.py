@@ -16,16 +16,19 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from helpers import eventually
-from rollout_harness import ControllerProcess, RolloutHarness, WorkerProcess, grant_namespaces
+from harness.helpers import eventually
+from harness.rollout_harness import (
+    ControllerProcess,
+    RolloutHarness,
+    WorkerProcess,
+    grant_namespaces,
+)
 from temporalio.client import Client
 
 from localenv import audit
 from localenv.cluster import LocalCluster
 from localenv.env import LocalEnv
 from localenv.identities import CONTROLLER, username
-
-pytestmark = [pytest.mark.e2e, pytest.mark.cluster, pytest.mark.temporal]
 
 NAMESPACE = f"cache-{uuid.uuid4().hex[:6]}"
 PORT = 18093

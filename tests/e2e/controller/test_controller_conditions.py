@@ -9,11 +9,14 @@ import uuid
 from typing import Any
 
 import httpx
-import pytest
-from helpers import eventually
-from rollout_harness import REGISTRY_URL, SIM_PREFIX, RolloutHarness, golden_jsonl, put_model
-
-pytestmark = [pytest.mark.e2e, pytest.mark.cluster, pytest.mark.temporal]
+from harness.helpers import eventually
+from harness.rollout_harness import (
+    REGISTRY_URL,
+    SIM_PREFIX,
+    RolloutHarness,
+    golden_jsonl,
+    put_model,
+)
 
 
 def condition(h: RolloutHarness, name: str, type_: str) -> dict[str, Any] | None:

@@ -9,13 +9,10 @@ import uuid
 from typing import Any
 
 import httpx
-import pytest
-from helpers import eventually
-from rollout_harness import REGISTRY_URL, RolloutHarness, put_model
+from harness.helpers import eventually
+from harness.rollout_harness import REGISTRY_URL, RolloutHarness, put_model
 
 from controller.temporal.rollouts import dm_query
-
-pytestmark = [pytest.mark.e2e, pytest.mark.cluster, pytest.mark.temporal]
 
 # The controller fixture runs with DMROLLOUT_CONTROLLER_MAX_ROLLOUT_RESTARTS=2, a 1 s restart
 # backoff and a 15 s reap grace (tests/e2e/controller/conftest.py).

@@ -5,11 +5,8 @@ from __future__ import annotations
 
 import json
 
-import pytest
-from helpers import eventually
-from rollout_harness import RolloutHarness, golden_jsonl, put_model
-
-pytestmark = [pytest.mark.e2e, pytest.mark.cluster, pytest.mark.temporal]
+from harness.helpers import eventually
+from harness.rollout_harness import RolloutHarness, golden_jsonl, put_model
 
 # The fix must take effect within this, far below the default phase deadlines (10 and 30 min):
 # the step is retried at most 30 s apart.
@@ -78,7 +75,7 @@ async def test_an_unlabelled_dataset_secret_holds_evaluation_then_goes_on(
 async def test_a_foreign_object_is_a_resource_conflict_until_it_is_removed(
     ctl: RolloutHarness,
 ) -> None:
-    from rollout_harness import registry_digest
+    from harness.rollout_harness import registry_digest
 
     from controller.reconciler.dispatch import DispatchSettings, desired_revision
     from decisionmodel.api import DecisionModel

@@ -5,12 +5,9 @@ from __future__ import annotations
 import asyncio
 import json
 
-import pytest
-from helpers import eventually
-from rollout_harness import RolloutHarness
+from harness.helpers import eventually
+from harness.rollout_harness import RolloutHarness
 from test_controller import phase, workflows_of
-
-pytestmark = [pytest.mark.e2e, pytest.mark.cluster, pytest.mark.temporal]
 
 CHECKSUM = "decisionmodel.io/apikey-checksum"
 

@@ -12,9 +12,9 @@ from typing import Any
 
 import httpx
 import pytest
-from helpers import eventually
-from metrics_identities import Tokens, metrics_tokens
-from rollout_harness import ControllerProcess, WorkerProcess, grant_namespaces
+from harness.helpers import eventually
+from harness.metrics_identities import Tokens, metrics_tokens
+from harness.rollout_harness import ControllerProcess, WorkerProcess, grant_namespaces
 
 from localenv.cluster import LocalCluster
 from localenv.env import LocalEnv

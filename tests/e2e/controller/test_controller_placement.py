@@ -13,9 +13,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
-import pytest
-from helpers import eventually
-from rollout_harness import RolloutHarness
+from harness.helpers import eventually
+from harness.rollout_harness import RolloutHarness
 from temporalio.service import RPCError
 from test_controller import phase
 
@@ -23,8 +22,6 @@ from controller.reconciler.dispatch import DispatchSettings, desired_revision
 from decisionmodel.api import DecisionModel
 from decisionmodel.rollout.contracts import workflow_id
 from decisionmodel.rollout.spec_mapping import dm_ref
-
-pytestmark = [pytest.mark.e2e, pytest.mark.cluster, pytest.mark.temporal]
 
 CONTROL_PLANE = "node-role.kubernetes.io/control-plane"
 

@@ -8,17 +8,14 @@ import json
 import uuid
 from typing import Any
 
-import pytest
-from helpers import async_assert_eventually, eventually
-from rollout_harness import ControllerProcess, RolloutHarness, golden_jsonl, put_model
+from harness.helpers import async_assert_eventually, eventually
+from harness.rollout_harness import ControllerProcess, RolloutHarness, golden_jsonl, put_model
 
 from controller.reconciler.dispatch import DispatchSettings, rollout_input
 from controller.temporal.rollouts import dm_query
 from decisionmodel.api import DecisionModel
 from decisionmodel.rollout.contracts import RolloutResult
 from workflows.rollout import RolloutWorkflow
-
-pytestmark = [pytest.mark.e2e, pytest.mark.cluster, pytest.mark.temporal]
 
 EVALUATION = {
     "datasetRef": {"configMapRef": {"name": "golden", "key": "cases.jsonl"}},

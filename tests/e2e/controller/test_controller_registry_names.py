@@ -15,10 +15,8 @@ from collections.abc import Iterator
 
 import httpx
 import pytest
-from helpers import eventually
-from rollout_harness import REGISTRY_HOST, REGISTRY_URL, RolloutHarness, put_model
-
-pytestmark = [pytest.mark.e2e, pytest.mark.cluster, pytest.mark.temporal]
+from harness.helpers import eventually
+from harness.rollout_harness import REGISTRY_HOST, REGISTRY_URL, RolloutHarness, put_model
 
 # Far below the resolve step's 5 min window: a failed attempt takes the resolver's own budget
 # (five tries, about 8 s), then Temporal retries at most 30 s apart.

@@ -5,11 +5,8 @@ from __future__ import annotations
 
 import json
 
-import pytest
-from helpers import eventually
-from rollout_harness import RolloutHarness
-
-pytestmark = [pytest.mark.e2e, pytest.mark.cluster, pytest.mark.temporal]
+from harness.helpers import eventually
+from harness.rollout_harness import RolloutHarness
 
 CPU_NODES = {"dmrollout.dev/node-class": "cpu"}
 

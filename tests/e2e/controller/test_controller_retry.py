@@ -6,11 +6,8 @@ from __future__ import annotations
 import uuid
 
 import httpx
-import pytest
-from helpers import eventually
-from rollout_harness import REGISTRY_URL, RolloutHarness, put_model
-
-pytestmark = [pytest.mark.e2e, pytest.mark.cluster, pytest.mark.temporal]
+from harness.helpers import eventually
+from harness.rollout_harness import REGISTRY_URL, RolloutHarness, put_model
 
 
 async def test_retry_after_a_moved_tag_resolves_again_and_promotes(ctl: RolloutHarness) -> None:

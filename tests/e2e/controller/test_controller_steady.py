@@ -7,14 +7,12 @@ import re
 
 import httpx
 import pytest
-from helpers import eventually
-from rollout_harness import ControllerProcess, RolloutHarness, golden_jsonl, put_model
+from harness.helpers import eventually
+from harness.rollout_harness import ControllerProcess, RolloutHarness, golden_jsonl, put_model
 from test_controller import phase, workflows_of
 
 from localenv.env import LocalEnv
 from workflows.rollout import RolloutWorkflow
-
-pytestmark = [pytest.mark.e2e, pytest.mark.cluster, pytest.mark.temporal]
 
 
 def metric(text: str, series: str, **labels: str) -> float | None:

@@ -6,13 +6,10 @@ from __future__ import annotations
 
 from typing import Any
 
-import pytest
-from helpers import eventually
-from rollout_harness import RolloutHarness
+from harness.helpers import eventually
+from harness.rollout_harness import RolloutHarness
 
 from decisionmodel.rollout.contracts import DMRef, store_workflow_id
-
-pytestmark = [pytest.mark.e2e, pytest.mark.cluster, pytest.mark.temporal]
 
 
 def degraded(h: RolloutHarness, name: str) -> dict[str, Any]:

@@ -5,11 +5,8 @@ DecisionModel says why."""
 
 from __future__ import annotations
 
-import pytest
-from helpers import eventually
-from rollout_harness import SIM_PREFIX, RolloutHarness
-
-pytestmark = [pytest.mark.e2e, pytest.mark.cluster, pytest.mark.temporal]
+from harness.helpers import eventually
+from harness.rollout_harness import SIM_PREFIX, RolloutHarness
 
 
 def selected(h: RolloutHarness, name: str) -> str | None:

@@ -15,9 +15,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
-import pytest
-from helpers import eventually
-from rollout_harness import (
+from harness.helpers import eventually
+from harness.rollout_harness import (
     LEADER_ELECTION_ROLE,
     RolloutHarness,
     golden_jsonl,
@@ -28,8 +27,6 @@ from rollout_harness import (
 from localenv import audit
 from localenv.cluster import LocalCluster
 from localenv.identities import CONTROLLER, SYSTEM_NAMESPACE, WORKER, username
-
-pytestmark = [pytest.mark.e2e, pytest.mark.cluster, pytest.mark.temporal]
 
 Perm = tuple[str, str, str]  # (apiGroup, resource[/subresource], verb)
 DM = "ev"

@@ -13,7 +13,7 @@ import uuid
 from typing import Any
 
 import pytest
-from helpers import spec_hash
+from harness.helpers import spec_hash
 from temporalio.exceptions import ApplicationError
 from temporalio.testing import ActivityEnvironment
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from helpers import spec_hash
+from harness.helpers import spec_hash
 
 from decisionmodel.api import DecisionModel
 from decisionmodel.engine.params import default_image

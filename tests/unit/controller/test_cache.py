@@ -11,8 +11,8 @@ import asyncio
 from typing import Any
 
 import pytest
-from fake_api_server import FakeAPIServer
-from helpers import eventually
+from harness.fake_api_server import FakeAPIServer
+from harness.helpers import eventually
 
 from controller.reconciler.cache import CacheNotSynced, ObjectCache
 from controller.reconciler.watch import Watcher, WatchSpec, _labelled_key

@@ -118,7 +118,7 @@ def test_a_retry_after_a_moved_tag_resolves_again_instead_of_reusing_the_failed_
     """The failed revision recorded the digest the tag had; the tag moved since. Without a new
     token the revision is recognised (no restart); with one, the retry's input carries no
     digest, so resolve asks the registry again (the documented fix works)."""
-    from helpers import spec_hash
+    from harness.helpers import spec_hash
 
     from controller.reconciler.dispatch import rollout_input
 

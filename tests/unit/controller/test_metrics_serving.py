@@ -50,7 +50,9 @@ def manager(metrics: MetricsSettings) -> Manager:
 
 def test_plain_http_is_an_opt_in_and_serves_metrics_next_to_the_probes() -> None:
     m = manager(MetricsSettings(secure=False))
-    plain = build_secure_metrics_server(m.metrics_settings, Kube(client.ApiClient()), m.metrics.render)
+    plain = build_secure_metrics_server(
+        m.metrics_settings, Kube(client.ApiClient()), m.metrics.render
+    )
     assert plain is None
     m.health.start()
     try:

@@ -12,8 +12,8 @@ from contextlib import aclosing
 from typing import Any
 
 import pytest
-from fake_api_server import FakeAPIServer
-from helpers import eventually
+from harness.fake_api_server import FakeAPIServer
+from harness.helpers import eventually
 
 from kube.errors import Unavailable
 from kube.wait import wait_until

@@ -10,8 +10,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 
 import yaml
-from shipped import kustomize
 
+from harness.shipped import kustomize
 from localenv.cluster import LocalCluster
 from localenv.paths import REPO_ROOT
 

@@ -37,18 +37,16 @@ from localenv.identities import CONTROLLER, SYSTEM_NAMESPACE, WORKER
 from simulators.answers import make_golden_set
 from workflows.rollout import RolloutWorkflow
 
-CRD_FILE = (
-    Path(__file__).resolve().parent.parent / "deploy/crd/decisionmodels.decisionmodel.io.yaml"
-)
+CRD_FILE = Path(__file__).resolve().parents[2] / "deploy/crd/decisionmodels.decisionmodel.io.yaml"
 SIM_PREFIX = "sim.dmrollout.dev/"
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 LEADER_ELECTION_ROLE = ROOT / "deploy/core/leader_election_role.yaml"
 
 
 def install_crd(cluster: LocalCluster) -> None:
     """The CRD and, as a cluster admin installs them with it, the admission policies that hold
     the components' ServiceAccounts (deploy/admission): every rollout here passes them."""
-    from shipped import kustomize
+    from harness.shipped import kustomize
 
     cluster.kubectl("apply", "--server-side", "-f", str(CRD_FILE))
     cluster.apply(kustomize("deploy/admission"))
@@ -69,7 +67,7 @@ _namespaced_rbac: list[dict[str, Any]] = []
 def namespaced_rbac() -> list[dict[str, Any]]:
     """deploy/namespaced rendered once (its Roles and RoleBindings, namespace to be set)."""
     if not _namespaced_rbac:
-        from shipped import kustomize
+        from harness.shipped import kustomize
 
         _namespaced_rbac.extend(kustomize("deploy/namespaced"))
     return _namespaced_rbac

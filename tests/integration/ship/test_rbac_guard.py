@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 import yaml
-from shipped import ALL_ON_VALUES, ROOT, helm_template, kustomize, render_chart
+from harness.shipped import ALL_ON_VALUES, ROOT, helm_template, kustomize, render_chart
 
 from controller.reconciler.settings import ControllerSettings
 

@@ -18,8 +18,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from harness.shipped import ALL_ON_VALUES, CHART, helm_template, kustomize, render_chart
 from prometheus_client import start_http_server
-from shipped import ALL_ON_VALUES, CHART, helm_template, kustomize, render_chart
 
 from controller.worker.run import WorkerMetrics
 

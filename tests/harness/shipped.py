@@ -15,7 +15,7 @@ import yaml
 
 from localenv.paths import bin_dir, python_tool
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 CHART = ROOT / "charts" / "dmrollout"
 ALL_ON_VALUES = CHART / "ci" / "all-on-values.yaml"
 NAMESPACE = "dmrollout-system"

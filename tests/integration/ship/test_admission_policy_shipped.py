@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from shipped import kustomize, render_chart
+from harness.shipped import kustomize, render_chart
 
 KINDS = ("ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding")
 

@@ -24,8 +24,7 @@ from typing import Any
 
 import pytest
 import yaml
-from pydantic_settings import BaseSettings
-from shipped import (
+from harness.shipped import (
     ALL_ON_VALUES,
     CHART,
     NAMESPACE,
@@ -35,6 +34,7 @@ from shipped import (
     kustomize,
     render_chart,
 )
+from pydantic_settings import BaseSettings
 
 from controller.reconciler.settings import ControllerSettings
 from controller.serve.metrics import ControllerMetrics
