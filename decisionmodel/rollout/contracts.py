@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from typing import Any, Literal
+from typing import Annotated, Any, Final, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 from pydantic.alias_generators import to_camel
@@ -61,21 +61,33 @@ class KeyRef(Contract):
     key: str
 
 
+class _Hashed:
+    """Marks an identity field that is part of the revision hash, in declaration order."""
+
+    def __repr__(self) -> str:
+        return "HASHED"
+
+
+HASHED: Final = _Hashed()
+
+
 class RevisionIdentity(Contract):
     """The fields that make a revision, declared once: what the spec asks for
     (``RevisionSpec``) and what status records (``RevisionRecord``) both carry them, the hash
-    is computed over them (``identity``), and every copy between the shapes goes by these names.
-    A new identity field is added here, to the spec and the status schema (``decisionmodel.api``),
-    and to ``identity.HASH_FIELDS`` if it is hashed."""
+    is computed over the ``HASHED`` ones in this order (``identity.HASH_FIELDS``; a field added
+    later is left out of the hash while unset), and every copy between the shapes goes by these
+    names. A new identity field is added here, to the spec and to the status schema
+    (``decisionmodel.api``); the engine's params pass it on by name."""
 
-    engine: Engine = Engine.OLLAYA
-    model: str
-    digest: str | None = None
-    device: Device = Device.CPU
-    image: str | None = None
-    runtime_version: str | None = None
-    resources: dict[str, Any] = Field(default_factory=dict)
-    scheduling: dict[str, Any] = Field(default_factory=dict)  # wire form (camelCase)
+    engine: Annotated[Engine, HASHED] = Engine.OLLAYA
+    model: Annotated[str, HASHED]
+    digest: Annotated[str | None, HASHED] = None
+    device: Annotated[Device, HASHED] = Device.CPU
+    image: Annotated[str | None, HASHED] = None
+    runtime_version: str | None = None  # hashed through the image it selects
+    resources: Annotated[dict[str, Any], HASHED] = Field(default_factory=dict)
+    # Wire form (camelCase); hashed as its placement (identity.placement_hash).
+    scheduling: Annotated[dict[str, Any], HASHED] = Field(default_factory=dict)
 
     def identity(self) -> dict[str, Any]:
         """The identity fields by name, as values of this revision."""

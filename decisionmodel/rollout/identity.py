@@ -18,14 +18,18 @@ from collections.abc import Mapping
 from typing import Any, Final
 
 from decisionmodel.api.spec import SchedulingSpec
-from decisionmodel.rollout.contracts import RevisionIdentity
+from decisionmodel.rollout.contracts import HASHED, RevisionIdentity
 
 REVISION_HASH_LENGTH: Final = 16
 PLACEMENT_HASH_LENGTH: Final = 10
-# The fixed order of the hashed fields. Part of the hash format: never reorder, only append
-# new optional fields (of RevisionIdentity), which are left out while unset so existing hashes
-# stay the same. ``placement`` is derived from ``scheduling``.
-HASH_FIELDS: Final = ("engine", "model", "digest", "device", "image", "resources", "placement")
+# The hashed fields in order: RevisionIdentity's HASHED ones as declared, ``scheduling`` as its
+# ``placement``. Part of the hash format: never reorder, only append new fields at the end of
+# RevisionIdentity, which are left out while unset so existing hashes stay the same.
+HASH_FIELDS: Final = tuple(
+    "placement" if name == "scheduling" else name
+    for name, info in RevisionIdentity.model_fields.items()
+    if HASHED in info.metadata
+)
 # The fields present in every hash, set or not; every other is left out while unset.
 ALWAYS_HASHED: Final = frozenset({"engine", "model", "digest", "device", "image", "resources"})
 
