@@ -11,10 +11,10 @@
 - :func:`stable_objects_input`: the stable revision as recorded with today's in-place settings,
   what the controller's steady state renders.
 
-A spec field that changes the Deployment is added in ``api_spec`` (the CRD), here (into
-``RevisionSpec``/``RevisionObjectsInput``), in ``decisionmodel.rollout.render_params`` (into the
-renderer's params) and in
-the renderer; if it is part of the identity, in ``revision.RevisionInputs`` too. Pure functions.
+Every copy between the shapes goes by the names ``contracts.RevisionIdentity`` and
+``contracts.InPlace`` declare, so a new spec field is declared there, not copied here
+(CONTRIBUTING.md "Where to add a spec field"); only ``in_place`` names the in-place ones. Pure
+functions.
 """
 
 from __future__ import annotations
