@@ -341,8 +341,9 @@ def _rows(node: dict[str, Any], path: str) -> list[str]:
 
 
 _DIFFERENCES: Final = (
-    "`spec.rollout.promotion` (`Automatic` | `EvaluationGated` | `Manual`) replaces the "
-    "reference's `manualPromotion: true`; EvaluationGated without `evaluation` is refused.",
+    "`spec.rollout.promotion` (`Automatic` | `EvaluationGated` | `Manual`) names the mode; the "
+    "reference's `manualPromotion: true` is accepted and means `Manual` (a pair that disagrees "
+    "is refused); EvaluationGated without `evaluation` is refused.",
     "`optional: true` is refused on every Secret reference (the reference refuses it on "
     "`apiKeySecretRef` only): each referenced Secret and key must exist.",
     "`cache.accessModes` is a set: a repeated mode is refused at admission.",

@@ -37,6 +37,10 @@ from decisionmodel.vocabulary import Device, Engine, Phase
 MSG_MODEL_TAG: Final = "model must include an explicit tag, e.g. laya:en"
 MSG_IMAGE_RUNTIME_VERSION: Final = "runtimeVersion and image are mutually exclusive"
 MSG_EVALUATION_GATED: Final = "promotion EvaluationGated requires rollout.evaluation"
+MSG_MANUAL_PROMOTION_CONFLICT: Final = (
+    "spec.rollout.manualPromotion and spec.rollout.promotion disagree: manualPromotion: true "
+    "means promotion: Manual (and false means not Manual); set only one of them"
+)
 MSG_DATASET_ONE_SOURCE: Final = "exactly one of configMapRef or secretRef must be set"
 MSG_READ_ONLY_MANY: Final = (
     "ReadOnlyMany is not supported: the prefetch Job must write the model store"
@@ -546,7 +550,13 @@ class RolloutSpec(WireModel):
                 "|| has(self.evaluation)",
                 MSG_EVALUATION_GATED,
                 ".promotion",
-            )
+            ),
+            cel_rule(
+                "!has(self.manualPromotion) || !has(self.promotion) "
+                "|| self.manualPromotion == (self.promotion == 'Manual')",
+                MSG_MANUAL_PROMOTION_CONFLICT,
+                ".manualPromotion",
+            ),
         )
     )
 
@@ -560,6 +570,14 @@ class RolloutSpec(WireModel):
             "Automatic, EvaluationGated or Manual. Default: EvaluationGated when evaluation is "
             "set, else Automatic. Manual parks a candidate in AwaitingPromotion until approved "
             "(the first revision is never held)."
+        ),
+    )
+    manual_promotion: bool | None = Field(
+        default=None,
+        description=(
+            "The reference operator's switch: true is promotion: Manual (the candidate that "
+            "passed its gates waits in AwaitingPromotion for an approval), false is the default "
+            "mode. Refused together with a promotion that says otherwise."
         ),
     )
     timeouts: Timeouts = Field(
@@ -579,6 +597,10 @@ class RolloutSpec(WireModel):
     def _gated_needs_evaluation(self) -> RolloutSpec:
         if self.promotion is Promotion.EVALUATION_GATED and self.evaluation is None:
             raise ValueError(MSG_EVALUATION_GATED)
+        manual = self.manual_promotion
+        disagree = manual is not None and manual != (self.promotion is Promotion.MANUAL)
+        if disagree and self.promotion is not None:
+            raise ValueError(MSG_MANUAL_PROMOTION_CONFLICT)
         return self
 
     @property
@@ -591,6 +613,8 @@ class RolloutSpec(WireModel):
     def effective_promotion(self) -> Promotion:
         if self.promotion is not None:
             return self.promotion
+        if self.manual_promotion:  # the reference's spelling of promotion: Manual
+            return Promotion.MANUAL
         if self.evaluation is not None:
             return Promotion.EVALUATION_GATED
         return Promotion.AUTOMATIC

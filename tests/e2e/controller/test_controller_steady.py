@@ -97,10 +97,20 @@ async def test_promote_annotation_and_metrics(
     # A rolled-back one.
     ctl.update_spec("met", {"model": "laya:m3"})
     await eventually(lambda: phase(ctl, "met") == "RolledBack", 90)
-    await asyncio.sleep(1)
-    text = controller.metrics()
     labels = {"namespace": ctl.namespace, "name": "met"}
-    assert metric(text, "decisionmodel_phase", phase="RolledBack", **labels) == 1
+    # The series follow the status write the controller's watch delivers a moment later.
+    text = await eventually(
+        lambda: (
+            t
+            if metric(
+                t := controller.metrics(), "decisionmodel_phase", phase="RolledBack", **labels
+            )
+            == 1
+            else None
+        ),
+        30,
+        what="the RolledBack phase in the metrics",
+    )
     assert metric(text, "decisionmodel_phase", phase="Ready", **labels) == 0
     assert metric(text, "decisionmodel_rollouts_total", result="promoted", **labels) == 2
     assert metric(text, "decisionmodel_rollouts_total", result="rolled_back", **labels) == 1

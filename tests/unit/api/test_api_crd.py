@@ -25,6 +25,7 @@ from decisionmodel.api import (
     MSG_DATASET_ONE_SOURCE,
     MSG_EVALUATION_GATED,
     MSG_IMAGE_RUNTIME_VERSION,
+    MSG_MANUAL_PROMOTION_CONFLICT,
     MSG_MODEL_TAG,
     MSG_NAME_DNS1035,
     MSG_NAME_LENGTH,
@@ -193,7 +194,7 @@ def test_cel_rules_sit_on_the_right_fields(schema: dict[str, Any]) -> None:
     assert messages("") == {MSG_NAME_LENGTH, MSG_NAME_DNS1035}
     assert messages("spec.model") == {MSG_MODEL_TAG}
     assert messages("spec") == {MSG_IMAGE_RUNTIME_VERSION}
-    assert messages("spec.rollout") == {MSG_EVALUATION_GATED}
+    assert messages("spec.rollout") == {MSG_EVALUATION_GATED, MSG_MANUAL_PROMOTION_CONFLICT}
     assert messages("spec.rollout.evaluation.datasetRef") == {MSG_DATASET_ONE_SOURCE}
     assert messages("spec.cache.accessModes") == {MSG_READ_ONLY_MANY}
     for phase in ("caching", "starting", "evaluating"):
