@@ -28,6 +28,7 @@ from temporalio import activity
 from activities import step_status
 from activities.pod_inspect import inspect_pod
 from activities.policy import read_live_policy
+from activities.status import stamped
 from activities.step_status import enter_step, writes_step_status
 from activities.typed_errors import show_guards, typed_errors
 from decisionmodel.engine.render import render_pdb, render_service
@@ -104,21 +105,23 @@ class PromoteActivities:
 
             await write_status(
                 self.kube,
-                StatusUpdate(
-                    dm=dm,
-                    phase=Phase.READY,
-                    stable=inp.candidate,
-                    previous_revision=old_stable if old_stable != candidate else None,
-                    clear_candidate=True,
-                    promoted=True,
-                    conditions=[
-                        ConditionUpdate(
-                            type=ConditionType.PROMOTED.value,
-                            status=ConditionStatus.TRUE,
-                            reason=Reason.PROMOTED.value,
-                            message=f"revision {candidate} is the stable revision",
-                        )
-                    ],
+                stamped(
+                    StatusUpdate(
+                        dm=dm,
+                        phase=Phase.READY,
+                        stable=inp.candidate,
+                        previous_revision=old_stable if old_stable != candidate else None,
+                        clear_candidate=True,
+                        promoted=True,
+                        conditions=[
+                            ConditionUpdate(
+                                type=ConditionType.PROMOTED.value,
+                                status=ConditionStatus.TRUE,
+                                reason=Reason.PROMOTED.value,
+                                message=f"revision {candidate} is the stable revision",
+                            )
+                        ],
+                    )
                 ),
             )
             activity.heartbeat("status recorded")

@@ -17,6 +17,7 @@ import functools
 from collections.abc import Awaitable, Callable
 from typing import Protocol, TypeVar
 
+from activities.status import stamped
 from activities.typed_errors import typed_errors
 from decisionmodel.rollout import step_status
 from decisionmodel.rollout.contracts import (
@@ -57,7 +58,7 @@ async def _write(kube: Kube | None, update: StatusUpdate) -> None:
     if kube is None:  # an activity run without a cluster (unit tests): nothing to write to
         return
     async with typed_errors():
-        await write_status(kube, update)
+        await write_status(kube, stamped(update))
         await emit_update_event(kube, update)
 
 

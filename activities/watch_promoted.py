@@ -1,11 +1,14 @@
 """watch_promoted: the post-promotion watch (``spec.rollout.postPromotionWatch``).
 
 For a window after the Service switched to the new stable, its Pods are inspected every period
-the way promote re-checks a held candidate (``/api/ps``: digest, device, pin) and their gate is
-set from the verdict. When fewer than ``replicas`` Pods pass on ``strikes`` checks in a row, the
-watch ends with ``held=False`` and the workflow switches the Service back to the previous
-revision, which is still running (its deletion waits for the watch). One failed check is not a
-verdict: a Pod being replaced misses one.
+the way promote re-checks a held candidate (``/api/ps``: digest, device, pin). What counts as a
+failure is ``decisionmodel/rollout/promoted_watch.py``'s: a gate failure while fewer Pods pass
+than the DecisionModel now desires (read live, so an HPA or ``kubectl scale`` is respected), or
+no passing Pod past the steady state's probe-error window; a Pod being replaced or a runtime
+that misses a probe is not. A failure ends the watch with ``held=False`` and the workflow
+switches the Service back to the previous revision, which is still running (its deletion waits
+for the watch). A gate is set from a verdict only once it is not tolerated, as the steady state
+does, so the two never disagree about a Pod.
 
 Resumable: the window's end travels in the heartbeat details, so an attempt on another worker
 (after a crash) watches what is left of the window, not a fresh one.
@@ -14,6 +17,7 @@ Resumable: the window's end travels in the heartbeat details, so an attempt on a
 from __future__ import annotations
 
 import asyncio
+import time
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -22,9 +26,10 @@ from temporalio import activity
 from activities.pod_inspect import inspect_pod
 from activities.typed_errors import typed_errors
 from decisionmodel.rollout.contracts import WATCH_PROMOTED, WatchPromotedInput, WatchPromotedResult
+from decisionmodel.rollout.promoted_watch import PodLook, WatchJudge
 from decisionmodel.rollout.settings import RolloutSettings
 from kube.client import Kube
-from kube.pod_gate import gate_event, probe_eligible, set_gate, state_from_verdict
+from kube.pod_gate import gate_event, gate_true, probe_eligible, set_gate, state_from_verdict
 from kube.secrets import SecretReader
 
 # Longest quiet stretch between heartbeats, as a share of the heartbeat timeout.
@@ -42,34 +47,53 @@ class WatchActivities:
         async with typed_errors():
             ends = window_end(inp, activity.info().heartbeat_details, datetime.now(UTC))
             api_key = await self.secrets.api_key(inp.dm.namespace, inp.api_key)
-            strikes = checks = 0
+            judge = WatchJudge(inp.probe_error_window_seconds, inp.strikes)
+            checks = 0
             while True:
-                passing, lost = await self._check(inp, api_key)
+                seen = await self._look(inp, api_key)
+                desired = await self._desired(inp)
+                judged = judge.judge([look for _, look in seen], desired, time.monotonic())
+                await self._set_gates(inp, seen, judged.tolerated)
                 checks += 1
-                strikes = strikes + 1 if passing < inp.replicas else 0
-                if strikes >= inp.strikes:
+                if judged.failed:
                     return WatchPromotedResult(
-                        held=False, checks=checks, message=_failed(inp, passing, lost, strikes)
+                        held=False, checks=checks, message=_failed(inp, judged.message)
                     )
                 if datetime.now(UTC) >= ends:
                     return WatchPromotedResult(held=True, checks=checks)
                 await self._wait(min(ends, datetime.now(UTC) + _period(inp)), ends)
 
-    async def _check(self, inp: WatchPromotedInput, api_key: str | None) -> tuple[int, list[str]]:
-        """Inspect every Pod of the new stable that can be probed; set each one's gate."""
+    async def _look(
+        self, inp: WatchPromotedInput, api_key: str | None
+    ) -> list[tuple[dict[str, Any], PodLook]]:
+        """Inspect every Pod of the new stable that can be probed."""
         dm, record = inp.dm, inp.stable
         pods = await Kube.run(self.kube.list_revision_pods, dm.namespace, dm.name, record.hash)
-        passing, lost = 0, []
         registry = self.settings.ollaya_registry
+        looks = []
         for pod in (p for p in pods if probe_eligible(p)):
             found = await inspect_pod(pod, record.model, record, api_key, registry)
-            if await set_gate(self.kube, pod, state_from_verdict(found)):
-                await gate_event(self.kube, dm, pod, found)
-            if found.ready:
-                passing += 1
-            else:
-                lost.append(f"{_name(pod)}: {found.reason} ({found.message[:200]})")
-        return passing, lost
+            looks.append((pod, PodLook(pod["metadata"]["uid"], _name(pod), gate_true(pod), found)))
+        return looks
+
+    async def _desired(self, inp: WatchPromotedInput) -> int:
+        """The replicas the DecisionModel asks for now (an HPA or a user may have scaled it
+        since the promotion); the rollout's own figure when it cannot be read."""
+        live = await Kube.run(self.kube.read_dm, inp.dm.namespace, inp.dm.name)
+        replicas = ((live or {}).get("spec") or {}).get("replicas")
+        return replicas if isinstance(replicas, int) else inp.replicas
+
+    async def _set_gates(
+        self,
+        inp: WatchPromotedInput,
+        seen: list[tuple[dict[str, Any], PodLook]],
+        tolerated: frozenset[str],
+    ) -> None:
+        for pod, look in seen:
+            if look.uid in tolerated:
+                continue
+            if await set_gate(self.kube, pod, state_from_verdict(look.verdict)):
+                await gate_event(self.kube, inp.dm, pod, look.verdict)
 
     async def _wait(self, until: datetime, ends: datetime) -> None:
         """Sleep until ``until``, heartbeating (with the window's end) often enough."""
@@ -99,9 +123,5 @@ def _name(pod: dict[str, Any]) -> str:
     return str(pod["metadata"]["name"])
 
 
-def _failed(inp: WatchPromotedInput, passing: int, lost: list[str], strikes: int) -> str:
-    why = "; ".join(lost) or "no Pod could be inspected"
-    return (
-        f"revision {inp.stable.hash} failed its readiness gate {strikes} checks in a row "
-        f"within the post-promotion watch ({passing}/{inp.replicas} passing: {why})"
-    )
+def _failed(inp: WatchPromotedInput, why: str) -> str:
+    return f"revision {inp.stable.hash} failed within the post-promotion watch: {why}"

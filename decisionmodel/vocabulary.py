@@ -58,6 +58,7 @@ class StatusKey(enum.StrEnum):
     FAILED_REVISION = "failedRevision"
     PREVIOUS_REVISION = "previousRevision"
     LAST_RETRY_TOKEN = "lastRetryToken"
+    ROLLOUT = "rollout"
 
 
 class Phase(enum.StrEnum):
@@ -105,6 +106,8 @@ class ConditionType(enum.StrEnum):
     DEGRADED = "Degraded"
     # Seed 001 "Upgrading the operator": a newer default runtime exists (policy Pinned).
     RUNTIME_UPDATE_AVAILABLE = "RuntimeUpdateAvailable"
+    # False while the controller cannot reach Temporal: rollouts wait, the stable is looked after.
+    TEMPORAL_REACHABLE = "TemporalReachable"
 
 
 class Reason(enum.StrEnum):
@@ -135,6 +138,7 @@ class Reason(enum.StrEnum):
     PROBE_ERROR = "ProbeError"  # readiness gate: the runtime did not answer
     API_KEY_INVALID = "APIKeyInvalid"  # no key, an empty key, or one no header can carry
     ROLLOUT_QUEUED = "RolloutQueued"  # --max-concurrent-rollouts budget exhausted
+    TEMPORAL_UNAVAILABLE = "TemporalUnavailable"  # the controller cannot reach Temporal
     CANDIDATE_REJECTED = "CandidateRejected"  # Ready=True while phase RolledBack
     TAG_MOVED = "TagMoved"  # prefetch exit code 5: the tag's manifest changed mid-pull
     NAMESPACE_NOT_WATCHED = "NamespaceNotWatched"  # outside --watch-namespaces
@@ -265,7 +269,30 @@ ROLLOUT_CONDITION_TYPES: Final = frozenset(
 # RuntimeUpdateAvailable is the controller's too, but written only while it holds: an apply that
 # leaves it out removes it, so it is not among the conditions carried over from status.
 CONTROLLER_CONDITION_TYPES: Final = frozenset(
-    {ConditionType.READY, ConditionType.DEGRADED, ConditionType.MODEL_READY}
+    {
+        ConditionType.READY,
+        ConditionType.DEGRADED,
+        ConditionType.MODEL_READY,
+        ConditionType.RUNTIME_UPDATE_AVAILABLE,
+        ConditionType.TEMPORAL_REACHABLE,
+    }
+)
+# Of those, the ones written only while they hold: left out of a write, they are removed.
+CONTROLLER_WHILE_HELD: Final = frozenset(
+    {ConditionType.RUNTIME_UPDATE_AVAILABLE, ConditionType.TEMPORAL_REACHABLE}
+)
+
+# The phases a rollout is in while it runs (a rollout's steps write them; the controller writes
+# Pending, Ready and Degraded itself).
+ROLLOUT_PHASES: Final = frozenset(
+    {
+        Phase.RESOLVING,
+        Phase.CACHING,
+        Phase.STARTING,
+        Phase.EVALUATING,
+        Phase.AWAITING_PROMOTION,
+        Phase.PROMOTING,
+    }
 )
 
 # The readiness gate's reasons, in the order the gate checks them (REFERENCE.md "Readiness

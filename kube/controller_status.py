@@ -19,6 +19,7 @@ from typing import Any, Final
 from decisionmodel.rollout.contracts import ConditionUpdate, DMRef
 from decisionmodel.vocabulary import (
     CONTROLLER_CONDITION_TYPES,
+    CONTROLLER_WHILE_HELD,
     ConditionStatus,
     ConditionType,
     Reason,
@@ -87,8 +88,11 @@ def build_controller_status(
         owned[StatusKey.LAST_RETRY_TOKEN] = want.last_retry_token
     if want.selector is not None:
         owned["selector"] = want.selector
+    # A while-held condition is carried over (its transition time kept) only when wanted again.
+    wanted = {c.type for c in want.conditions}
+    carried = CONTROLLER_CONDITION_TYPES - (CONTROLLER_WHILE_HELD - wanted)
     merged = merge_conditions(
-        _owned_conditions(current), CONTROLLER_CONDITION_TYPES, want.conditions, generation, now
+        _owned_conditions(current), frozenset(carried), want.conditions, generation, now
     )
     if merged:
         owned["conditions"] = sorted((c.to_wire() for c in merged), key=lambda c: c["type"])

@@ -46,6 +46,7 @@ ROLLOUT_STATUS_FIELDS: Final = (
     StatusKey.PREVIOUS_REVISION,
     "evaluation",
     StatusKey.LAST_PROMOTION_TIME,
+    StatusKey.ROLLOUT,
 )
 
 
@@ -162,6 +163,8 @@ def build_rollout_status(
             owned[StatusKey.PHASE_TRANSITION_TIME] = wire_time(now)
         owned["phase"] = phase
 
+    if update.rollout is not None:
+        owned[StatusKey.ROLLOUT] = update.rollout.to_status()
     if update.clear_candidate:
         owned.pop(StatusKey.CANDIDATE_REVISION, None)
     if update.candidate is not None:

@@ -418,6 +418,7 @@ class RolloutWorkflow:
                     **inp.in_place(),
                     window_seconds=window,
                     period_seconds=inp.tuning.watch_period_seconds,
+                    probe_error_window_seconds=inp.tuning.probe_error_window_seconds,
                 ),
                 WatchPromotedResult,
                 summary=f"watch {record.hash} for {window}s; revision {previous.hash} kept",

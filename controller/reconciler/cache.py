@@ -198,6 +198,11 @@ class ObjectCache:
                 del self._by_dm[(kind, key[0], dm)]
 
     # -- read by reconciles ----------------------------------------------------------------
+    def keys(self, kind: str) -> list[Key]:
+        """Every (namespace, name) of ``kind`` the cache holds."""
+        with self._lock:
+            return list(self._objects.get(kind, {}))
+
     def synced(self, kind: str, namespace: str) -> bool:
         with self._lock:
             return (kind, None) in self._synced or (kind, namespace) in self._synced

@@ -13,7 +13,9 @@ import logging
 import signal
 import time
 
-from controller.reconciler.cache import CacheNotSynced, ObjectCache
+from temporalio.service import RPCError
+
+from controller.reconciler.cache import DECISION_MODEL, CacheNotSynced, ObjectCache
 from controller.reconciler.dispatch import DispatchSettings
 from controller.reconciler.leader import LeaderElector
 from controller.reconciler.reconcile import Reconciler
@@ -31,7 +33,8 @@ from controller.serve.reconcile_metrics import ReconcileMetrics
 from controller.serve.sdk_metrics import with_sdk_series
 from controller.serve.tracing import shutdown_tracing, tracing_interceptors
 from controller.temporal.client import TemporalSettings, check_namespace, connect, make_runtime
-from controller.temporal.rollouts import Rollouts
+from controller.temporal.probe import TemporalProbe
+from controller.temporal.rollouts import Rollouts, is_unreachable
 from decisionmodel.rollout.settings import RolloutSettings
 from kube.client import Kube
 from kube.lease import LeaseStore
@@ -98,14 +101,31 @@ class Manager:
 
     async def run(self) -> int:
         client = await connect(
-            self.temporal, make_runtime(self.temporal), tracing_interceptors("dmrollout-controller")
+            self.temporal,
+            make_runtime(self.temporal),
+            tracing_interceptors("dmrollout-controller"),
+            lazy=True,
         )
-        await check_namespace(client, self.temporal.namespace)
+        where = f"Temporal at {self.temporal.address} (namespace {self.temporal.namespace!r})"
+        try:
+            await check_namespace(client, self.temporal.namespace)
+        except (RPCError, RuntimeError) as e:
+            if not is_unreachable(e):
+                raise
+            # Not a reason to stop: the steady state needs Kubernetes alone, and each
+            # DecisionModel says that Temporal is away (TemporalReachable) until it answers.
+            log.warning("%s did not answer at start: %s; rollouts wait", where, e)
         kube = Kube.from_settings(self.rollout)
-        rollouts = Rollouts(client, self.temporal.task_queue, self.temporal.ui_url)
+        rollouts = Rollouts(client, self.temporal.task_queue, self.temporal.ui_url, where)
         # One watch-fed cache, read by every reconcile and the steady state
         # (controller/reconciler/cache.py).
         cache = ObjectCache()
+
+        def wake_all() -> None:
+            for namespace, name in cache.keys(DECISION_MODEL):
+                self.queue.add(f"{namespace}/{name}")
+
+        probe = TemporalProbe(rollouts, on_change=wake_all)
         reconciler = Reconciler(
             kube=kube,
             rollouts=rollouts,
@@ -124,6 +144,7 @@ class Manager:
             metrics=self.metrics,
             reader=cache,
             wake=self.queue.add_first,
+            temporal=probe,
         )
         self.watcher = Watcher(kube, self.queue.add, self.settings.watch_namespaces, cache)
         # Probes first: /readyz says not ready until the cache is synced anyway.
@@ -132,6 +153,7 @@ class Manager:
         self.secure_metrics = build_secure_metrics_server(self.metrics_settings, kube, self.render)
         if self.secure_metrics is not None:
             self.secure_metrics.start()
+        probing = asyncio.create_task(probe.run(), name="temporal-probe")
         stop = asyncio.Event()
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGTERM, signal.SIGINT):
@@ -171,6 +193,7 @@ class Manager:
         await stop.wait()
         log.info("stopping")
         self.queue.shutdown()
+        probing.cancel()
         election.cancel()
         if elector is not None and not self.lost:
             await elector.release()

@@ -47,7 +47,8 @@ from controller.reconciler.steady import SteadyState
 from controller.serve.logs import current_dm
 from controller.serve.metrics import transition_memory
 from controller.serve.tracing import span
-from controller.temporal.rollouts import Rollouts, RunningRollout
+from controller.temporal.probe import TemporalProbe
+from controller.temporal.rollouts import Rollouts, RunningRollout, TemporalUnavailable
 from decisionmodel.api import DecisionModel, DecisionModelInvalid
 from decisionmodel.api.conditions import is_condition_true
 from decisionmodel.api.status import DecisionModelStatus
@@ -60,7 +61,13 @@ from decisionmodel.rollout.contracts import (
     StatusUpdate,
 )
 from decisionmodel.rollout.spec_mapping import dm_ref
-from decisionmodel.vocabulary import ConditionStatus, ConditionType, EventReason, Reason
+from decisionmodel.vocabulary import (
+    ROLLOUT_PHASES,
+    ConditionStatus,
+    ConditionType,
+    EventReason,
+    Reason,
+)
 from kube.client import DecisionModelGone, Kube
 from kube.controller_status import Cond, ControllerStatus, apply_controller_status
 from kube.rollout_status import write_status
@@ -69,6 +76,21 @@ from kube.status import emit_event
 log = logging.getLogger("dmrollout.controller.reconcile")
 # After a run this process started closes: how soon to look again if no watch event does first.
 JUST_CLOSED_RECHECK_SECONDS = 2.0
+
+
+@dataclass(frozen=True)
+class RolloutStep:
+    """What the rollout part of a reconcile decided, for the steady state that follows."""
+
+    requeue: float | None = None
+    in_flight: bool = False
+    queued: bool = False
+    at_stable: bool = False
+    refusal: str | None = None
+    # The rollouts found running (None: not known, Temporal away: the reaper then waits).
+    running: list[RunningRollout] | None = None
+    just_closed: bool = False
+    temporal_down: str | None = None
 
 
 @dataclass
@@ -100,6 +122,8 @@ class Reconciler:
     # Where the DecisionModel is read: the controller's watch-fed cache
     # (controller/reconciler/cache.py).
     reader: ObjectReader | None = None
+    # Whether Temporal answers, for the DecisionModels that make no call of their own to it.
+    temporal: TemporalProbe | None = None
 
     def __post_init__(self) -> None:
         if self.reader is None:
@@ -131,6 +155,7 @@ class Reconciler:
             heartbeat_timeout_seconds=self.settings.heartbeat_timeout_seconds,
             promotion_grace_seconds=self.settings.promotion_grace_seconds,
             watch_period_seconds=self.settings.post_promotion_watch_period_seconds,
+            probe_error_window_seconds=self.settings.probe_error_window_seconds,
         )
 
     async def reconcile(self, namespace: str, name: str) -> float | None:
@@ -169,20 +194,66 @@ class Reconciler:
             return None
 
     async def _reconcile(self, ref: DMRef, dm: DecisionModel, obj: dict[str, Any]) -> float | None:
+        # The stable is looked after whatever Temporal does: a rollout decision that cannot be
+        # made now (Temporal away) leaves every rollout as it is and says so on the
+        # DecisionModel; the steady state below needs Kubernetes alone.
+        try:
+            async with self.rollouts.reachable():
+                step = await self._rollouts(ref, dm)
+        except TemporalUnavailable as e:
+            status = dm.status
+            phase = status.phase if status else None
+            step = RolloutStep(
+                requeue=self.settings.reinspect_seconds,
+                in_flight=phase in ROLLOUT_PHASES,
+                at_stable=self._at_stable(dm),
+                temporal_down=str(e),
+            )
+        if step.just_closed:
+            return JUST_CLOSED_RECHECK_SECONDS
+        if step.running is not None:
+            await self._reap(ref, dm, obj, step.running)
+        await self._steady(ref, dm, obj, step)
+        return step.requeue
+
+    def _at_stable(self, dm: DecisionModel) -> bool:
+        stable = dm.status.stable_revision if dm.status else None
+        return (
+            stable is not None and desired_revision(dm, self.dispatch).requested_hash == stable.hash
+        )
+
+    async def _running(self, key: str, dm: DecisionModel) -> list[RunningRollout]:
+        """The rollouts of this DecisionModel that may run, without a visibility list: the run
+        its status names while a rollout phase holds (a rollout's steps record it, hand-started
+        ones too) and the run this process started; each confirmed by one bounded describe.
+        An idle DecisionModel costs Temporal nothing."""
+        status = dm.status
+        wids: list[str] = []
+        if status is not None and status.rollout is not None and status.phase in ROLLOUT_PHASES:
+            wids.append(status.rollout.workflow_id)
+        if key in self.started:
+            wids.append(self.started[key])
+        found: list[RunningRollout] = []
+        for wid in dict.fromkeys(wids):
+            run = await self.rollouts.describe_running(wid)
+            if run is not None:
+                found.append(run)
+        return found
+
+    async def _rollouts(self, ref: DMRef, dm: DecisionModel) -> RolloutStep:
+        """Which rollout should run, and the effects: cancel, start (within the budget, after
+        the restart discipline), forward an approval. Every Temporal call is in here."""
         key = f"{ref.namespace}/{ref.name}"
         desired = desired_revision(dm, self.dispatch)
-        running = await self.rollouts.running(ref.namespace, ref.name)
+        running = await self._running(key, dm)
         known = self.started.get(key)
         if known and all(r.workflow_id != known for r in running):
-            if await self.rollouts.is_running(known):
-                running.append(RunningRollout(known, None, None))
-            else:
-                # The run this process started has just closed, and its last status write may
-                # not be in the cache yet (its watch event is on the way). Deciding on this
-                # snapshot started the same revision again (1 DecisionModel in a 300-wave);
-                # that event, or this requeue, reconciles with the outcome.
-                self.started.pop(key, None)
-                return JUST_CLOSED_RECHECK_SECONDS
+            # The run this process started has just closed, and its last status write may
+            # not be in the cache yet (its watch event is on the way). Deciding on this
+            # snapshot started the same revision again (1 DecisionModel in a 300-wave);
+            # that event, or this requeue, reconciles with the outcome.
+            self.started.pop(key, None)
+            return RolloutStep(just_closed=True)
         stable = dm.status.stable_revision if dm.status else None
         self.budget.observe(key, running, stable.hash if stable else None)
         decision = decide(dm, desired, running)
@@ -231,11 +302,14 @@ class Reconciler:
             await self._forward_approval(ref, dm, decision.target_id)
         else:
             self.budget.dequeue(key)
-
-        in_flight = bool(decision.target_id) and not queued and not plan.exhausted
-        await self._reap(ref, dm, obj, running)
-        await self._steady(ref, dm, obj, in_flight, queued, decision.at_stable, refusal)
-        return requeue
+        return RolloutStep(
+            requeue=requeue,
+            in_flight=bool(decision.target_id) and not queued and not plan.exhausted,
+            queued=queued,
+            at_stable=decision.at_stable,
+            refusal=refusal,
+            running=running,
+        )
 
     async def _policy_replaced(self, ref: DMRef, decision: Decision) -> None:
         """Say where a user looks that a run was replaced for its policy (an Event per run)."""
@@ -388,15 +462,14 @@ class Reconciler:
         await Kube.run(self.kube.remove_dm_annotation, ref, ANNOTATION_PROMOTE)
 
     async def _steady(
-        self,
-        ref: DMRef,
-        dm: DecisionModel,
-        obj: dict[str, Any],
-        in_flight: bool,
-        queued: bool,
-        at_stable: bool = False,
-        refusal: str | None = None,
+        self, ref: DMRef, dm: DecisionModel, obj: dict[str, Any], step: RolloutStep
     ) -> None:
+        in_flight, queued, at_stable, refusal = (
+            step.in_flight,
+            step.queued,
+            step.at_stable,
+            step.refusal,
+        )
         status = dm.status
         stable = status.stable_revision if status else None
         want = ControllerStatus(
@@ -415,20 +488,47 @@ class Reconciler:
                 f"{k}={v}" for k, v in sorted(selector_labels(ref.name, record.hash).items())
             )
             want.conditions = list(health.conditions)
-            if phase_now == Phase.ROLLED_BACK and refusal is None:
+            degraded = bool(health.degraded_reason) or health.model_ready < health.desired
+            ended = phase_now in (Phase.ROLLED_BACK, Phase.FAILED)
+            # Rolled back and waiting for a spec change: the spec still names the rejected
+            # revision. Health is never hidden by that history (issue 22): a stable that loses
+            # replicas shows Degraded with the health reason, and RolledBack comes back once it
+            # is whole again; failedRevision stays recorded throughout.
+            rejected = (
+                refusal is None
+                and not at_stable
+                and status is not None
+                and status.failed_revision is not None
+                and (ended or phase_now == Phase.DEGRADED)
+            )
+            if phase_now == Phase.ROLLED_BACK and refusal is None and not degraded:
                 want.conditions = _rejected(want.conditions, status, health.model_ready > 0)
             # Steady phases follow the stable's health; a RolledBack/Failed phase stays until the
             # spec changes — and returning the spec to the stable revision is such a change. A
             # refused spec has no candidate: only the stable is left to report on.
             steady = phase_now in (Phase.READY, Phase.DEGRADED, Phase.PENDING, None)
-            ended = phase_now in (Phase.ROLLED_BACK, Phase.FAILED)
-            if not in_flight and (steady or (at_stable and ended) or refusal is not None):
-                degraded = health.degraded_reason or health.model_ready < health.desired
+            if not in_flight and rejected:
+                new_phase = Phase.DEGRADED if degraded else Phase.ROLLED_BACK
+                if not degraded:
+                    want.conditions = _rejected(want.conditions, status, health.model_ready > 0)
+            elif not in_flight and (steady or (at_stable and ended) or refusal is not None):
                 new_phase = Phase.DEGRADED if degraded else Phase.READY
         else:
             want.replicas = {"desired": dm.spec.replicas, "modelReady": 0}
             want.conditions.append(_no_stable(phase_now))
         await self._runtime_update(ref, dm, want)
+        temporal_down = step.temporal_down or (self.temporal.down if self.temporal else None)
+        if temporal_down is not None:
+            want.conditions.append(
+                Cond(
+                    ConditionType.TEMPORAL_REACHABLE,
+                    ConditionStatus.FALSE,
+                    Reason.TEMPORAL_UNAVAILABLE,
+                    f"{temporal_down}: rollouts wait until it answers (check that the "
+                    "Temporal frontend runs and is reachable from the controller); the stable "
+                    "revision is looked after meanwhile",
+                )
+            )
         if refusal is not None:
             await self._placement_refused(ref, dm, want, refusal)
             if record is None:

@@ -41,10 +41,13 @@ class ControllerSettings(BaseSettings):
         default=60.0,
         description="Re-inspection of the stable revision's Pods (reference: every 60 s).",
     )
-    probe_error_tolerance: int = Field(
-        default=3,
-        description="Consecutive transport/401 errors tolerated before a gate flips False "
-        "(covers an API-key rotation's roll: ~3 min at 60 s).",
+    probe_error_window_seconds: float = Field(
+        default=180.0,
+        ge=0,
+        description="How long a serving Pod's runtime may keep failing to answer (transport "
+        "errors, 401) before its gate flips False, measured in time, not probes: Pod events "
+        "add probes, and an API-key rotation's roll takes ~3 min (seed 001). The post-promotion "
+        "watch tolerates the same window.",
     )
     queued_recheck_seconds: float = Field(
         default=30.0,

@@ -11,8 +11,8 @@ On every reconcile of a DecisionModel with a stable revision (Pod events, and ev
   (CacheSpecImmutable otherwise), API-key Secret change or value rotation (checksum
   annotation on the Pod template rolls the Pods);
 - re-inspects every stable Pod (``/api/ps``; warmup first when the gate is not True), sets the
-  readiness gate, tolerates ``probe_error_tolerance`` consecutive transport/401 errors and
-  flips at once on a lost or wrong model;
+  readiness gate, tolerates transport/401 errors for ``probe_error_window_seconds`` (time, not
+  probes) and flips at once on a lost or wrong model;
 - derives replicas {desired, modelReady} and Ready / ModelReady / Degraded.
 """
 
@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import copy
 import logging
+import time
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -123,8 +124,9 @@ class SteadyState:
         # Starts and reads store recovery workflows (seed 001 StoreLost); None: not checked.
         self.recoveries = recoveries
         self.secrets = SecretReader(kube)
-        # Consecutive probe errors per Pod UID (in memory: a restart forgives, harmlessly).
-        self.probe_errors: dict[str, int] = {}
+        # When each Pod's run of probe errors began, by UID, on the monotonic clock (in
+        # memory: a restart forgives, harmlessly).
+        self.probe_errors: dict[str, float] = {}
 
     async def reconcile(self, model: DecisionModel, stable: RevisionRecord) -> StableHealth:
         inp = stable_objects_input(model, stable, self.rollout.runtime_version)
@@ -424,9 +426,8 @@ class SteadyState:
             error is not None and isinstance(error, ProbeError | OSError) and entry is None
         )
         if transport_error and gate_true(pod):
-            count = self.probe_errors.get(uid, 0) + 1
-            self.probe_errors[uid] = count
-            if count < self.settings.probe_error_tolerance:
+            since = self.probe_errors.setdefault(uid, time.monotonic())
+            if time.monotonic() - since < self.settings.probe_error_window_seconds:
                 return None  # tolerated (e.g. a 401 while an API-key rotation rolls the Pods)
         else:
             self.probe_errors.pop(uid, None)

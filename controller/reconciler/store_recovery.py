@@ -25,6 +25,7 @@ from temporalio.common import WorkflowIDReusePolicy
 from temporalio.exceptions import WorkflowAlreadyStartedError
 from temporalio.service import RPCError
 
+from controller.temporal.rollouts import RPC_TIMEOUT, is_unreachable
 from decisionmodel.engine.render.labels import ANNOTATION_STORE_RECOVERING, store_pvc_name
 from decisionmodel.rollout.contracts import (
     ConditionUpdate,
@@ -63,6 +64,7 @@ class StoreRecoveries:
                 id_reuse_policy=WorkflowIDReusePolicy.ALLOW_DUPLICATE,
                 static_summary=f"Recover the model store of {inp.objects.dm.namespace}/"
                 f"{inp.objects.dm.name} revision {inp.objects.record.hash}",
+                rpc_timeout=RPC_TIMEOUT,
             )
             log.info("started %s", wid)
         except WorkflowAlreadyStartedError:
@@ -72,8 +74,10 @@ class StoreRecoveries:
         """ "running", the closed run's outcome, or None when there is no such workflow."""
         handle = self.client.get_workflow_handle(wid, result_type=StoreRecoveryOutcome)
         try:
-            desc = await handle.describe()
-        except RPCError:
+            desc = await handle.describe(rpc_timeout=RPC_TIMEOUT)
+        except RPCError as e:
+            if is_unreachable(e):
+                raise
             return None
         if desc.status == WorkflowExecutionStatus.RUNNING:
             return "running"
@@ -97,11 +101,20 @@ async def store_health(
     recovering = pvc is not None and _marked(pvc)
     if pvc is not None and not recovering:
         return StoreHealth()
-    state = await recoveries.state(wid)
-    if isinstance(state, StoreRecoveryOutcome) and not state.recovered:
-        return StoreHealth(_prefetch_failed(name, wid, state), probe=False)
-    if state != "running":
-        await recoveries.start(StoreRecoveryInput(objects=inp, retry_token=retry), wid)
+    try:
+        state = await recoveries.state(wid)
+        if isinstance(state, StoreRecoveryOutcome) and not state.recovered:
+            return StoreHealth(_prefetch_failed(name, wid, state), probe=False)
+        if state != "running":
+            await recoveries.start(StoreRecoveryInput(objects=inp, retry_token=retry), wid)
+    except (RPCError, RuntimeError) as e:
+        if not is_unreachable(e):
+            raise
+        # The recovery is a transaction in Temporal: it waits for Temporal, and says so; the
+        # rest of the steady state goes on.
+        lost = _lost(name, inp.record.digest, wid)
+        waiting = f"{lost.message}; the recovery starts once Temporal answers ({e})"
+        return StoreHealth(lost.model_copy(update={"message": waiting}), probe=False)
     return StoreHealth(_lost(name, inp.record.digest, wid), probe=False)
 
 

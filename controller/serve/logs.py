@@ -71,6 +71,9 @@ def configure_logging(fmt: str = "text", level: int = logging.INFO) -> None:
     root = logging.getLogger()
     root.handlers[:] = [handler]
     root.setLevel(level)
+    # httpx says every request at INFO: each watch of the controller every 240 s, each probe of
+    # a Pod every 60 s. A failure is dmrollout's to say, with what it means.
+    logging.getLogger("httpx").setLevel(max(level, logging.WARNING))
 
 
 def add_log_flag(p: Any) -> None:

@@ -140,7 +140,10 @@ async def connect(
     settings: TemporalSettings,
     runtime: Runtime | None = None,
     interceptors: Sequence[Interceptor] = (),
+    lazy: bool = False,
 ) -> Client:
+    """``lazy``: connect on the first call (the controller starts, and looks after the stable,
+    while Temporal is away)."""
     return await Client.connect(
         settings.address,
         namespace=settings.namespace,
@@ -149,6 +152,7 @@ async def connect(
         data_converter=data_converter(settings.payload_codec()),
         runtime=runtime or Runtime.default(),
         interceptors=interceptors,
+        lazy=lazy,
     )
 
 

@@ -9,6 +9,9 @@ rollout from its first moment.
 from __future__ import annotations
 
 import logging
+import time
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Final
@@ -38,6 +41,35 @@ RPC_TIMEOUT: Final = timedelta(seconds=10)
 # workflow_tasks), so what it took finishes well inside this; a worker killed mid-task delays
 # that one workflow by it once (activities' heartbeat timeout is 30 s too).
 WORKFLOW_TASK_TIMEOUT: Final = timedelta(seconds=30)
+
+
+# After Temporal did not answer, calls fail at once for this long instead of each waiting its
+# own timeout: with Temporal away, reconciles go on looking after the stable without delay.
+UNREACHABLE_HOLD_SECONDS: Final = 10.0
+# No answer, or none to act on: the frontend away, timed out, throttling, or failing inside.
+_UNREACHABLE_CODES: Final = frozenset(
+    {
+        RPCStatusCode.UNAVAILABLE,
+        RPCStatusCode.DEADLINE_EXCEEDED,
+        RPCStatusCode.CANCELLED,
+        RPCStatusCode.RESOURCE_EXHAUSTED,
+        RPCStatusCode.INTERNAL,
+        RPCStatusCode.UNKNOWN,
+    }
+)
+
+
+class TemporalUnavailable(Exception):
+    """Temporal did not answer (refused, reset, timed out); the message names where it was
+    asked. Rollouts wait; nothing that needs only Kubernetes does."""
+
+
+def is_unreachable(error: BaseException) -> bool:
+    """A failure that says Temporal is not there (as opposed to an answer: not found, refused)."""
+    if isinstance(error, RPCError):
+        return error.status in _UNREACHABLE_CODES
+    # The SDK's lazy connection raises this while the frontend cannot be reached.
+    return isinstance(error, RuntimeError) and "client connect" in str(error).lower()
 
 
 @dataclass(frozen=True)
@@ -71,12 +103,32 @@ def revision_query(dm_namespace: str, dm_name: str, revision: str) -> str:
 
 
 class Rollouts:
-    def __init__(self, client: Client, task_queue: str, ui_url: str = "") -> None:
+    def __init__(self, client: Client, task_queue: str, ui_url: str = "", where: str = "") -> None:
         self.client = client
         self.task_queue = task_queue
         self.ui_url = ui_url.rstrip("/")
+        # How a TemporalUnavailable names Temporal: address and namespace.
+        self.where = where or f"Temporal namespace {getattr(client, 'namespace', '?')!r}"
         # run ID → policy digest of its input: a run's input never changes, so it is read once.
         self.policies: dict[str, str] = {}
+        self._down_until = 0.0
+        self._down_why = ""
+
+    @asynccontextmanager
+    async def reachable(self) -> AsyncIterator[None]:
+        """Run Temporal calls; their failure to reach Temporal raises TemporalUnavailable, and
+        for UNREACHABLE_HOLD_SECONDS after it every call does so at once."""
+        if time.monotonic() < self._down_until:
+            raise TemporalUnavailable(self._down_why)
+        try:
+            yield
+        except (RPCError, RuntimeError) as e:
+            if not is_unreachable(e):
+                raise
+            detail = e.message if isinstance(e, RPCError) else str(e)
+            self._down_why = f"{self.where} did not answer ({detail.splitlines()[0][:200]})"
+            self._down_until = time.monotonic() + UNREACHABLE_HOLD_SECONDS
+            raise TemporalUnavailable(self._down_why) from None
 
     async def start(self, inp: RolloutInput) -> bool:
         """Start the rollout of ``inp``; False when that workflow was already running."""
@@ -122,6 +174,22 @@ class Rollouts:
             found.append(RunningRollout(wf.id, wf.run_id, revision, policy))
         return found
 
+    async def describe_running(self, wid: str) -> RunningRollout | None:
+        """The workflow ``wid`` when it runs (one bounded describe, no visibility list); None
+        when it is closed or unknown. Temporal away: TemporalUnavailable."""
+        async with self.reachable():
+            try:
+                desc = await self.client.get_workflow_handle(wid).describe(rpc_timeout=RPC_TIMEOUT)
+            except RPCError as e:
+                if e.status == RPCStatusCode.NOT_FOUND:
+                    return None
+                raise
+            if desc.status != WorkflowExecutionStatus.RUNNING:
+                return None
+            revision = desc.typed_search_attributes.get(sa.DM_REVISION)
+            policy = await self.policy_of(wid, desc.run_id)
+        return RunningRollout(wid, desc.run_id, revision, policy)
+
     async def policy_of(self, wid: str, run_id: str) -> str | None:
         """The policy digest of the run's own input (its first history event), not of anything
         its starter declared (a memo, a search attribute): what its steps will enforce. None
@@ -139,6 +207,8 @@ class Rollouts:
             else:
                 return None
         except (RPCError, ValueError, TypeError) as e:
+            if is_unreachable(e):
+                raise
             log.info("policy of %s: %s", wid, e)
             return None
         if not decoded or not isinstance(decoded[0], RolloutInput):
@@ -175,27 +245,16 @@ class Rollouts:
                 runs.append(ClosedRun(wf.status.name, wf.close_time))
         return runs
 
-    async def is_running(self, wid: str) -> bool:
-        """Whether a run this controller started is still open. Only an answer says it is not:
-        a describe that fails (a timeout, a busy or throttling frontend) leaves it running, as
-        believed. Taking it as closed let a 300-wave start a second rollout of the same revision
-        beside the first (visibility did not list the first yet)."""
-        try:
-            desc = await self.client.get_workflow_handle(wid).describe(rpc_timeout=RPC_TIMEOUT)
-        except RPCError as e:
-            if e.status == RPCStatusCode.NOT_FOUND:
-                return False
-            log.info("describe %s: %s; taking it as still running", wid, e.message)
-            return True
-        return desc.status == WorkflowExecutionStatus.RUNNING
-
     async def cancel(self, wid: str) -> None:
         """Cancel (never terminate): the workflow cleans up its own candidate objects."""
-        try:
-            await self.client.get_workflow_handle(wid).cancel(rpc_timeout=RPC_TIMEOUT)
-            log.info("cancelled %s", wid)
-        except RPCError as e:
-            log.info("cancel %s: %s", wid, e.message)
+        async with self.reachable():
+            try:
+                await self.client.get_workflow_handle(wid).cancel(rpc_timeout=RPC_TIMEOUT)
+                log.info("cancelled %s", wid)
+            except RPCError as e:
+                if is_unreachable(e):
+                    raise
+                log.info("cancel %s: %s", wid, e.message)
 
     async def progress(self, wid: str) -> RolloutProgress | None:
         try:

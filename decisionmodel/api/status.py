@@ -188,6 +188,13 @@ class EvaluationStatus(WireModel):
     completed_at: datetime | None = Field(default=None, description="When it finished.")
 
 
+class RolloutRunStatus(WireModel):
+    """One run of a rollout workflow (its history is the audit trail in the Temporal UI)."""
+
+    workflow_id: str = Field(min_length=1, max_length=1024, description="Workflow ID.")
+    run_id: str = Field(default="", max_length=128, description="Run ID within it.")
+
+
 class DecisionModelStatus(WireModel):
     """The observed state of a DecisionModel."""
 
@@ -222,6 +229,11 @@ class DecisionModelStatus(WireModel):
         default=None,
         max_length=1024,
         description="Last consumed value of the decisionmodel.io/retry annotation.",
+    )
+    rollout: RolloutRunStatus | None = Field(
+        default=None,
+        description="The Temporal workflow run of the latest rollout, as its steps recorded "
+        "it: the controller knows which rollout runs without listing Temporal.",
     )
     replicas: ReplicasStatus | None = Field(
         default=None, description="Replica counts of the stable revision."

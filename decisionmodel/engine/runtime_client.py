@@ -113,6 +113,9 @@ class GateVerdict(BaseModel):
     reason: Reason  # one of vocabulary.GATE_REASONS
     message: str
     precision: str | None = None
+    # The runtime did not answer (transport error, 401): a wait may fix it, unlike an answer
+    # that shows the model lost or wrong.
+    unanswered: bool = False
 
 
 @dataclass(frozen=True)
@@ -151,7 +154,12 @@ def verdict(
     """Pure gate decision. Without an entry (the probe failed, or the model is not loaded) the
     verdict is ProbeError; with one, the first of digest, device class, pin that fails."""
     if error is not None:
-        return GateVerdict(ready=False, reason=Reason.PROBE_ERROR, message=f"probe failed: {error}")
+        return GateVerdict(
+            ready=False,
+            reason=Reason.PROBE_ERROR,
+            message=f"probe failed: {error}",
+            unanswered=True,
+        )
     if ps_entry is None:
         return GateVerdict(
             ready=False,

@@ -217,6 +217,8 @@ class RolloutTuning(Contract):
     cleanup_pause_seconds: int = 30
     # Post-promotion watch: how often the new stable's Pods are inspected in the window.
     watch_period_seconds: int = 10
+    # The steady state's probe-error window, which the watch tolerates too.
+    probe_error_window_seconds: float = 180.0
 
 
 class RolloutInput(InPlace):
@@ -392,9 +394,11 @@ class WatchPromotedInput(InPlace):
     stable: RevisionRecord  # the revision just promoted
     window_seconds: int
     period_seconds: int = 10
-    # Consecutive checks with fewer than ``replicas`` Pods passing the gate before it counts
-    # as failed: one missed inspection (a Pod being replaced) is not a verdict.
+    # Consecutive checks with gate failures and fewer Pods passing than desired before the
+    # watch fails (decisionmodel/rollout/promoted_watch.py).
     strikes: int = 2
+    # A Pod that does not answer is tolerated this long, as the steady state tolerates it.
+    probe_error_window_seconds: float = 180.0
 
 
 class WatchPromotedResult(Contract):
@@ -422,6 +426,16 @@ class ConditionUpdate(Contract):
     message: str = ""
 
 
+class RolloutRun(Contract):
+    """The workflow run a status write came from (status.rollout)."""
+
+    workflow_id: str
+    run_id: str = ""
+
+    def to_status(self) -> dict[str, Any]:
+        return {"workflowId": self.workflow_id, "runId": self.run_id}
+
+
 class StatusUpdate(Contract):
     """Rollout-owned status fields to apply (server-side apply, field manager of the rollout).
 
@@ -445,6 +459,9 @@ class StatusUpdate(Contract):
     event_reason: str | None = None
     event_message: str = ""
     event_type: Literal["Normal", "Warning"] = "Normal"
+    # Stamped by the rollout's activities (activities.status.stamped), never by the workflow:
+    # so the controller reads which rollout runs from status, not from visibility.
+    rollout: RolloutRun | None = None
 
 
 # StepStatus and the step inputs that carry it name StatusUpdate before it is defined.

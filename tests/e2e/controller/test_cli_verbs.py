@@ -50,11 +50,18 @@ async def test_get_status_and_not_found(ctl: RolloutHarness, tmp_path: Path) -> 
     ctl.create_dm("listed", {"model": "laya:en"})
     await eventually(lambda: phase(ctl, "listed") == "Ready", 120, what="Ready")
     # No -n: the namespace comes from the kubeconfig context, as kubectl does.
-    got = run(ctl, "get", kubeconfig=context_kubeconfig(ctl, tmp_path))
-    assert got.returncode == 0, got.stderr
-    header, *rows = got.stdout.splitlines()
-    assert header.split() == ["NAME", "MODEL", "PHASE", "READY", "REVISION", "AGE"]
-    assert any(r.split()[:4] == ["listed", "laya:en", "Ready", "1/1"] for r in rows)
+    kubeconfig = context_kubeconfig(ctl, tmp_path)
+
+    def listed() -> bool:
+        got = run(ctl, "get", kubeconfig=kubeconfig)
+        assert got.returncode == 0, got.stderr
+        header, *rows = got.stdout.splitlines()
+        assert header.split() == ["NAME", "MODEL", "PHASE", "READY", "REVISION", "AGE"]
+        # READY is the steady state's count (status.replicas), written by the controller's
+        # next reconcile after the promotion set the phase: it follows within one reconcile.
+        return any(r.split()[:4] == ["listed", "laya:en", "Ready", "1/1"] for r in rows)
+
+    await eventually(listed, 60, interval=1.0, what="the get row with 1/1 model-ready")
     every = run(ctl, "get", "-A", "-o", "json")
     assert any(
         r["namespace"] == ctl.namespace and r["name"] == "listed" for r in json.loads(every.stdout)

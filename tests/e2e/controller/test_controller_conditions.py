@@ -69,6 +69,25 @@ async def test_a_rejected_candidate_sets_degraded_with_its_reason(ctl: RolloutHa
     assert ctl.status("gated")["phase"] == "RolledBack"
     assert has(ctl, "gated", "Ready", "True", "CandidateRejected")
 
+    # Health is never hidden by that history (issue 22): the stable losing its only Pod's
+    # model shows as Degraded with the health reason; failedRevision stays recorded; once it is
+    # whole again the phase is RolledBack again.
+    stable = ctl.status("gated")["stableRevision"]["hash"]
+    pod = ctl.pods("gated", stable)[0]["metadata"]["name"]
+    ctl.kubectl("annotate", "pod", pod, f"{SIM_PREFIX}lose-model=true")
+    await eventually(
+        lambda: ctl.status("gated").get("phase") == "Degraded", 120, what="Degraded after loss"
+    )
+    degraded = condition(ctl, "gated", "Degraded")
+    assert degraded is not None and degraded["status"] == "True"
+    assert degraded["reason"] in ("NoModelReadyPods", "ReplicasNotModelReady"), degraded
+    assert ctl.status("gated")["failedRevision"]["reason"] == "EvaluationFailed"
+    ctl.kubectl("annotate", "pod", pod, f"{SIM_PREFIX}lose-model-")
+    await eventually(
+        lambda: has(ctl, "gated", "Degraded", "True", "EvaluationFailed"), 120, what="whole again"
+    )
+    assert ctl.status("gated")["phase"] == "RolledBack"
+
 
 async def test_a_pod_serving_another_digest_raises_an_event(ctl: RolloutHarness) -> None:
     ctl.create_dm("wrongdigest", {"model": "laya:en"})

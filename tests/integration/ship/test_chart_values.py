@@ -88,7 +88,7 @@ MAPPING: tuple[Mapping, ...] = (
     Mapping("controller.workers", "controller", "workers"),
     Mapping("controller.healthPort", "controller", "health_port"),
     Mapping("controller.reinspectSeconds", "controller", "reinspect_seconds"),
-    Mapping("controller.probeErrorTolerance", "controller", "probe_error_tolerance"),
+    Mapping("controller.probeErrorWindowSeconds", "controller", "probe_error_window_seconds"),
     Mapping("controller.leaderElection.enabled", "controller", "leader_election"),
     Mapping(
         "controller.leaderElection.leaseDurationSeconds", "controller", "lease_duration_seconds"

@@ -53,6 +53,7 @@ from decisionmodel.api.crd import (
     render_crd,
     render_crd_yaml,
 )
+from decisionmodel.api.status import RolloutRunStatus
 
 REPO = Path(__file__).resolve().parents[3]
 REGENERATE = (
@@ -347,6 +348,9 @@ def _full_status() -> DecisionModelStatus:
         ),
         previous_revision=revision.model_copy(update={"hash": "aaaabbbbccccdddd"}),
         last_retry_token="1700000000",
+        rollout=RolloutRunStatus(
+            workflow_id="rollout/default/triage/1111222233334444", run_id="r1"
+        ),
         replicas=ReplicasStatus(desired=2, model_ready=1),
         selector="decisionmodel.io/name=triage,decisionmodel.io/revision=7c9f0a1b2c3d4e5f",
         evaluation=EvaluationStatus(

@@ -70,8 +70,8 @@ NOT_OURS = {
     ("kube/rollout_status.py", "observedGeneration"),
 }
 # Too common a word to scan for: a Pod's status.phase and the metrics' ``phase`` label say it
-# too. StatusKey.PHASE names the DecisionModel's.
-AMBIGUOUS = {StatusKey.PHASE}
+# too; "rollout" is in workflow IDs and prose. StatusKey names the DecisionModel's fields.
+AMBIGUOUS = {StatusKey.PHASE, StatusKey.ROLLOUT}
 WORDS = {str(m) for e in VOCABULARIES for m in e if m not in AMBIGUOUS}
 
 

@@ -4,6 +4,8 @@ must not start the same revision again from that stale snapshot (seen once in a 
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import AsyncIterator
 from typing import Any
 
 from controller.reconciler.dispatch import DispatchSettings
@@ -18,16 +20,19 @@ FIRST_RUN = "rollout/ns/m/u123"
 
 
 class ClosedRollouts:
-    """Visibility no longer lists the run this controller started: it has completed."""
+    """The run this controller started has completed (its describe says it is closed)."""
 
     def __init__(self) -> None:
         self.starts: list[Any] = []
+        self.described: list[str] = []
 
-    async def running(self, namespace: str, name: str) -> list[RunningRollout]:
-        return []
+    @contextlib.asynccontextmanager
+    async def reachable(self) -> AsyncIterator[None]:
+        yield
 
-    async def is_running(self, wid: str) -> bool:
-        return False
+    async def describe_running(self, wid: str) -> RunningRollout | None:
+        self.described.append(wid)
+        return None
 
     async def start(self, *args: Any, **kwargs: Any) -> bool:
         self.starts.append(args)
@@ -65,4 +70,5 @@ async def test_a_run_that_just_closed_is_looked_at_again_not_started_again() -> 
     again = await reconciler._reconcile(ref, DecisionModel.from_k8s(obj), obj)
     assert again == JUST_CLOSED_RECHECK_SECONDS
     assert rollouts.starts == []
+    assert rollouts.described == [FIRST_RUN]  # one describe, no visibility list
     assert "ns/m" not in reconciler.started  # the next reconcile decides on fresh status

@@ -54,20 +54,56 @@ class DescribingClient:
 
 
 @pytest.mark.parametrize(
-    ("status", "running"),
+    ("status", "closed"),
     [
-        (RPCStatusCode.DEADLINE_EXCEEDED, True),
-        (RPCStatusCode.RESOURCE_EXHAUSTED, True),
-        (RPCStatusCode.UNAVAILABLE, True),
-        (RPCStatusCode.NOT_FOUND, False),
-        (None, False),  # answered: completed
+        (RPCStatusCode.DEADLINE_EXCEEDED, None),
+        (RPCStatusCode.RESOURCE_EXHAUSTED, None),
+        (RPCStatusCode.UNAVAILABLE, None),
+        (RPCStatusCode.NOT_FOUND, True),
+        (None, True),  # answered: completed
     ],
     ids=["timeout", "throttled", "unavailable", "not-found", "closed"],
 )
 async def test_a_run_is_closed_only_when_temporal_says_so(
-    status: RPCStatusCode | None, running: bool
+    status: RPCStatusCode | None, closed: bool | None
 ) -> None:
     """A failed describe is no evidence that the run ended: taking it as ended started a second
-    rollout of the same revision beside the first."""
+    rollout of the same revision beside the first. It says Temporal did not answer (the
+    reconcile then leaves every rollout as it is), never "closed"."""
+    from controller.temporal.rollouts import TemporalUnavailable
+
     rollouts = Rollouts(DescribingClient(status), "q")  # type: ignore[arg-type]
-    assert await rollouts.is_running("rollout/ns/dm/u000000000000001") is running
+    if closed is None:
+        with pytest.raises(TemporalUnavailable):
+            await rollouts.describe_running("rollout/ns/dm/u000000000000001")
+    else:
+        assert await rollouts.describe_running("rollout/ns/dm/u000000000000001") is None
+
+
+class DownClient:
+    """A client whose every call fails as when the frontend cannot be reached."""
+
+    namespace = "default"
+
+    def __init__(self) -> None:
+        self.calls = 0
+
+    def get_workflow_handle(self, wid: str) -> DownClient:
+        return self
+
+    async def describe(self, **kwargs: Any) -> Any:
+        self.calls += 1
+        raise RPCError("tcp connect error", RPCStatusCode.UNAVAILABLE, b"")
+
+
+async def test_an_unreachable_temporal_is_said_once_then_answered_at_once() -> None:
+    from controller.temporal.rollouts import TemporalUnavailable
+
+    client = DownClient()
+    rollouts = Rollouts(client, "q", where="Temporal at t:7233")  # type: ignore[arg-type]
+    with pytest.raises(TemporalUnavailable, match="Temporal at t:7233 did not answer"):
+        await rollouts.describe_running("rollout/ns/dm/r")
+    # Within the hold, no call waits its own timeout: the answer is known.
+    with pytest.raises(TemporalUnavailable):
+        await rollouts.describe_running("rollout/ns/dm/r")
+    assert client.calls == 1

@@ -265,3 +265,19 @@ async def test_a_steady_decision_model_costs_no_write() -> None:
     assert (manager, version) == (CONTROLLER_FIELD_MANAGER, "41")
     assert status["replicas"] == {"desired": 2, "modelReady": 1}
     assert "phase" not in status
+
+
+def test_a_while_held_condition_is_removed_once_it_no_longer_holds() -> None:
+    """TemporalReachable=False (and RuntimeUpdateAvailable) stay only while wanted: once
+    Temporal answers again the controller's next write leaves it out, and that write happens
+    even when nothing else changed (the recorded share includes it)."""
+    down = Cond(ConditionType.TEMPORAL_REACHABLE, "False", Reason.TEMPORAL_UNAVAILABLE, "x")
+    held = build_controller_status(recorded(), ControllerStatus(conditions=[down]), 3, NOW)
+    assert "TemporalReachable" in by_type(held)
+    again = build_controller_status(
+        held, ControllerStatus(conditions=[down]), 3, NOW + timedelta(minutes=1)
+    )
+    assert by_type(again)["TemporalReachable"]["lastTransitionTime"] == NOW_WIRE  # kept
+    back = build_controller_status(held, ControllerStatus(), 3, NOW + timedelta(minutes=2))
+    assert "TemporalReachable" not in by_type(back)
+    assert back != recorded_controller_status(held)

@@ -1,0 +1,107 @@
+"""The post-promotion watch's judgement: when a new stable has really failed (pure).
+
+The watch (``activities/watch_promoted.py``) inspects the new stable's Pods every period and
+hands what it saw here. A promotion is rolled back only for a reason that waiting would not
+fix, never because the fleet changed size under it:
+
+- a Pod that answers with the wrong digest, device or pin is a *gate failure*; when there are
+  fewer passing Pods than the live desired replicas (the DecisionModel's ``spec.replicas`` as
+  it is now, so an HPA or ``kubectl scale`` down is respected) while gate failures are present,
+  that is a strike, and ``strikes`` in a row fail the watch;
+- a serving Pod that does not answer (transport error, 401 during an API-key rotation) is
+  tolerated for ``error_window`` seconds, the steady state's window, and is left in
+  the Service meanwhile; past the window it counts as a gate failure;
+- a Pod that never passed its gate (a replacement or a scale-up still warming) is neither
+  passing nor failing, unless it reports a gate failure;
+- no passing Pod at all for ``error_window`` seconds, while some are desired, fails the watch.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from decisionmodel.engine.runtime_client import GateVerdict
+from decisionmodel.vocabulary import Reason
+
+
+@dataclass(frozen=True)
+class PodLook:
+    """One inspection of one Pod: who, whether it was serving (gate True), what it said."""
+
+    uid: str
+    name: str
+    serving: bool
+    verdict: GateVerdict
+
+
+@dataclass(frozen=True)
+class Judgement:
+    failed: bool
+    passing: int
+    # Pods whose verdict is tolerated for now: their gate is left as it is.
+    tolerated: frozenset[str]
+    message: str = ""
+
+
+@dataclass
+class WatchJudge:
+    error_window: float
+    strikes_needed: int = 2
+    errors_since: dict[str, float] = field(default_factory=dict)
+    no_ready_since: float | None = None
+    strikes: int = 0
+    # Pods seen serving (gate True, or passing) in this watch: once its gate is set False, a
+    # Pod that lost its model is not "still warming".
+    served: set[str] = field(default_factory=set)
+
+    def judge(self, looks: list[PodLook], desired: int, now: float) -> Judgement:
+        passing = sum(1 for look in looks if look.verdict.ready)
+        tolerated, failures = self._sort(looks, now)
+        self.strikes = self.strikes + 1 if failures and passing < desired else 0
+        if self.strikes >= self.strikes_needed:
+            why = "; ".join(failures)
+            return Judgement(
+                True,
+                passing,
+                tolerated,
+                f"{self.strikes} checks in a row with {passing}/{desired} Pods passing its "
+                f"readiness gate ({why})",
+            )
+        gone = self._without_ready(passing, desired, now)
+        if gone is not None:
+            return Judgement(True, passing, tolerated, gone)
+        return Judgement(False, passing, tolerated)
+
+    def _sort(self, looks: list[PodLook], now: float) -> tuple[frozenset[str], list[str]]:
+        """The Pods tolerated for now, and the gate failures (named with their reason)."""
+        tolerated: set[str] = set()
+        failures: list[str] = []
+        unanswered = {look.uid for look in looks if look.verdict.unanswered}
+        for uid in list(self.errors_since):
+            if uid not in unanswered:
+                del self.errors_since[uid]  # it answered again (or went away): forgiven
+        for look in looks:
+            said = f"{look.name}: {look.verdict.reason} ({look.verdict.message[:200]})"
+            if look.serving or look.verdict.ready:
+                self.served.add(look.uid)
+            if look.verdict.ready:
+                continue
+            if look.uid not in self.served and look.verdict.reason == Reason.PROBE_ERROR:
+                tolerated.add(look.uid)  # still warming: not a verdict on the revision
+            elif not look.verdict.unanswered:
+                failures.append(said)  # an answer: wrong digest, device, pin, or model lost
+            elif now - self.errors_since.setdefault(look.uid, now) < self.error_window:
+                tolerated.add(look.uid)
+            else:
+                failures.append(f"{said} for {self.error_window:.0f}s")
+        return frozenset(tolerated), failures
+
+    def _without_ready(self, passing: int, desired: int, now: float) -> str | None:
+        if passing > 0 or desired == 0:
+            self.no_ready_since = None
+            return None
+        if self.no_ready_since is None:
+            self.no_ready_since = now
+        if now - self.no_ready_since < self.error_window:
+            return None
+        return f"no Pod passed its readiness gate for {self.error_window:.0f}s ({desired} desired)"

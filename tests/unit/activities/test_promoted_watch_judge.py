@@ -1,0 +1,93 @@
+"""The post-promotion watch fails a promotion only for a reason waiting would not fix (issue 22):
+a scale-down, a Pod being replaced, or a runtime missing probes for less than the steady
+state's window keep it; a gate failure with too few passing Pods, or no passing Pod past the
+window, end it."""
+
+from __future__ import annotations
+
+from decisionmodel.engine.runtime_client import GateVerdict
+from decisionmodel.rollout.promoted_watch import PodLook, WatchJudge
+from decisionmodel.vocabulary import Reason
+
+PASS = GateVerdict(ready=True, reason=Reason.MODEL_READY, message="ok")
+DIGEST = GateVerdict(ready=False, reason=Reason.DIGEST_MISMATCH, message="loaded digest eee")
+LOST = GateVerdict(ready=False, reason=Reason.PROBE_ERROR, message="the model is not loaded")
+SILENT = GateVerdict(ready=False, reason=Reason.PROBE_ERROR, message="401", unanswered=True)
+
+
+def look(uid: str, verdict: GateVerdict, serving: bool = True) -> PodLook:
+    return PodLook(uid=uid, name=f"pod-{uid}", serving=serving, verdict=verdict)
+
+
+def test_fewer_pods_than_the_rollout_started_with_is_no_failure_when_they_pass() -> None:
+    judge = WatchJudge(error_window=180)
+    for now in range(0, 100, 10):  # scaled from 3 to 1: one Pod left, passing
+        assert not judge.judge([look("a", PASS)], desired=1, now=now).failed
+
+
+def test_a_replacement_still_warming_is_neither_passing_nor_failing() -> None:
+    judge = WatchJudge(error_window=180)
+    looks = [look("a", PASS), look("b", PASS), look("c", LOST, serving=False)]
+    for now in range(0, 100, 10):
+        judged = judge.judge(looks, desired=3, now=now)
+        assert not judged.failed and "c" in judged.tolerated
+
+
+def test_a_runtime_that_misses_probes_is_tolerated_for_the_window_then_fails() -> None:
+    judge = WatchJudge(error_window=60)
+    looks = [look("a", PASS), look("b", SILENT)]
+    early = judge.judge(looks, desired=2, now=0)
+    assert not early.failed and early.tolerated == {"b"}
+    assert not judge.judge(looks, desired=2, now=50).failed
+    assert not judge.judge(looks, desired=2, now=60).failed  # first strike past the window
+    late = judge.judge(looks, desired=2, now=70)
+    assert late.failed and "pod-b" in late.message and "for 60s" in late.message
+
+
+def test_an_answer_in_between_forgives_the_errors_before_it() -> None:
+    judge = WatchJudge(error_window=60)
+    judge.judge([look("b", SILENT)], desired=1, now=0)
+    judge.judge([look("b", PASS)], desired=1, now=50)
+    assert not judge.judge([look("b", SILENT)], desired=1, now=100).failed
+    assert not judge.judge([look("b", SILENT)], desired=1, now=150).failed
+
+
+def test_a_wrong_digest_on_every_pod_fails_on_the_second_check() -> None:
+    judge = WatchJudge(error_window=180)
+    looks = [look("a", DIGEST), look("b", DIGEST)]
+    assert not judge.judge(looks, desired=2, now=0).failed
+    failed = judge.judge(looks, desired=2, now=10)
+    assert failed.failed and failed.tolerated == frozenset()
+    assert "0/2 Pods passing" in failed.message and "DigestMismatch" in failed.message
+
+
+def test_a_gate_failure_with_enough_pods_passing_is_no_strike() -> None:
+    judge = WatchJudge(error_window=180)
+    looks = [look("a", PASS), look("b", PASS), look("c", DIGEST)]
+    for now in range(0, 100, 10):  # scaled down to 2 while one Pod is wrong: 2 serve right
+        assert not judge.judge(looks, desired=2, now=now).failed
+
+
+def test_a_serving_pod_that_lost_its_model_is_a_gate_failure() -> None:
+    judge = WatchJudge(error_window=180)
+    assert not judge.judge([look("a", LOST)], desired=1, now=0).failed
+    assert judge.judge([look("a", LOST)], desired=1, now=10).failed
+
+
+def test_no_passing_pod_past_the_window_fails_and_scale_to_zero_does_not() -> None:
+    judge = WatchJudge(error_window=60)
+    warming = [look("a", LOST, serving=False)]
+    assert not judge.judge(warming, desired=1, now=0).failed
+    assert not judge.judge(warming, desired=1, now=59).failed
+    gone = judge.judge([], desired=1, now=60)
+    assert gone.failed and "no Pod passed its readiness gate for 60s" in gone.message
+    zero = WatchJudge(error_window=60)
+    assert not zero.judge([], desired=0, now=0).failed
+    assert not zero.judge([], desired=0, now=600).failed
+
+
+def test_a_pod_that_served_and_lost_its_model_is_no_longer_warming_once_its_gate_fell() -> None:
+    judge = WatchJudge(error_window=180)
+    assert not judge.judge([look("a", LOST, serving=True)], desired=1, now=0).failed
+    # Its gate was set False (by the watch or the steady state): it still failed.
+    assert judge.judge([look("a", LOST, serving=False)], desired=1, now=10).failed
