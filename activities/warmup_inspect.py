@@ -6,10 +6,12 @@ model up (``POST /api/decide keep_alive -1``, bounded by ``warmup_timeout_second
 it (``GET /api/ps``), judge it with ``runtime_client.verdict`` and write the gate (only when it
 changes). Pods are probed concurrently, so one slow load does not hold the others back.
 
-The activity never gives up on its own: DigestMismatch, DeviceMismatch and NotPinned keep the
-gate False and the next round probes again (NotPinned is usually transient; a re-warm pins).
-The deadline is the workflow's starting timeout, set as the activity's schedule-to-close
-timeout. To let the workflow say *why* the Pods never became ready, every round heartbeats a
+DigestMismatch, DeviceMismatch and NotPinned keep the gate False and the next round probes
+again (NotPinned is usually transient; a re-warm pins), with one exception: every live Pod
+reporting the same DigestMismatch or DeviceMismatch round after round fails the step at once
+(``activities/warmup_unfixable.py``), since waiting cannot fix it. The deadline is the
+workflow's starting timeout, set as the activity's schedule-to-close timeout. To let the
+workflow say *why* the Pods never became ready, every round heartbeats a
 :class:`WarmupHeartbeat` (counts and gate reasons, never a secret)::
 
     {"ready": 0, "desired": 2, "pods": 2, "reasons": {"DeviceMismatch": 2},
@@ -46,6 +48,7 @@ from temporalio import activity
 from activities import step_status
 from activities.step_status import writes_step_status
 from activities.typed_errors import typed_errors
+from activities.warmup_unfixable import UnfixableWatch
 from decisionmodel.engine.render.labels import selector_labels
 from decisionmodel.engine.runtime_client import GateVerdict, RuntimeClient, RuntimeTimeouts, verdict
 from decisionmodel.errors import ProbeError
@@ -252,6 +255,7 @@ class WarmupActivities:
             stall = inp.warmup_timeout_seconds + STALL_MARGIN_SECONDS
             poll = self.settings.poll_interval_seconds
             holds = HoldDisplay(self.kube, inp.dm)
+            unfixable = UnfixableWatch()
             async with HeartbeatTicker(poll, beat.model_dump(), stall_after=stall) as t:
 
                 async def round_(pods: list[dict[str, Any]]) -> WarmupResult | None:
@@ -272,6 +276,9 @@ class WarmupActivities:
                     ready = [p for p in live if is_model_ready(p)]
                     t.update(self._heartbeat(inp.replicas, live, ready, judged).model_dump())
                     await holds.show(HoldDisplay.hold_of(live, judged))
+                    names = [p["metadata"]["name"] for p in live]
+                    if (hopeless := unfixable.see(names, judged)) is not None:
+                        raise hopeless
                     if len(ready) < inp.replicas:
                         return None
                     await holds.cleared(len(ready), inp.replicas)

@@ -58,6 +58,9 @@ class ControllerStatus:
     last_retry_token: str | None = None
     selector: str | None = None
     conditions: list[ConditionUpdate] = field(default_factory=list)
+    # Conditions held only while wanted this time (beyond CONTROLLER_WHILE_HELD): e.g. the
+    # Degraded of a failed first rollout, gone once a retry runs.
+    while_held: frozenset[str] = frozenset()
 
 
 def _owned_conditions(current: Mapping[str, Any]) -> list[Mapping[str, Any]]:
@@ -90,7 +93,7 @@ def build_controller_status(
         owned["selector"] = want.selector
     # A while-held condition is carried over (its transition time kept) only when wanted again.
     wanted = {c.type for c in want.conditions}
-    carried = CONTROLLER_CONDITION_TYPES - (CONTROLLER_WHILE_HELD - wanted)
+    carried = CONTROLLER_CONDITION_TYPES - ((CONTROLLER_WHILE_HELD | want.while_held) - wanted)
     merged = merge_conditions(
         _owned_conditions(current), frozenset(carried), want.conditions, generation, now
     )

@@ -48,7 +48,7 @@ def decide(dm: DecisionModel, desired: DesiredRevision, running: list[RunningRol
     consumed = status.last_retry_token if status else None
     ref = dm_ref(dm)
 
-    if stable is not None and desired.requested_hash == stable.hash:
+    if stable is not None and desired.is_revision(stable):
         return Decision(
             # A rollout that promoted this very revision is finishing (grace, then deleting the
             # previous revision): leave it be.
@@ -79,18 +79,11 @@ def decide(dm: DecisionModel, desired: DesiredRevision, running: list[RunningRol
     # The rollout of this revision may run under the ID of the unresolved identity (``u…``):
     # it reports the resolved hash in its DmRevision search attribute and in candidateRevision.
     candidate = status.candidate_revision if status else None
-    mine = [
-        r
-        for r in running
-        if r.workflow_id == target or (retry is None and r.revision == desired.requested_hash)
-    ]
-    if (
-        not mine
-        and retry is None
-        and candidate is not None
-        and candidate.hash == desired.requested_hash
-        and len(running) == 1
-    ):
+    is_candidate = candidate is not None and desired.is_revision(candidate)
+    # The hashes this revision goes by: the requested one, and the candidate's resolved one.
+    ours = {desired.requested_hash, *([candidate.hash] if candidate and is_candidate else [])}
+    mine = [r for r in running if r.workflow_id == target or (retry is None and r.revision in ours)]
+    if not mine and retry is None and is_candidate and len(running) == 1:
         mine = list(running)  # visibility not yet showing the upserted revision
     if mine:
         target = mine[0].workflow_id
@@ -99,7 +92,7 @@ def decide(dm: DecisionModel, desired: DesiredRevision, running: list[RunningRol
     others = tuple(
         r.workflow_id
         for r in running
-        if r.workflow_id != target and (r.revision is None or r.revision != desired.requested_hash)
+        if r.workflow_id != target and (r.revision is None or r.revision not in ours)
     )
     # The revision hash leaves the policy out: a run of the right revision may still enforce
     # another policy (started by hand, or spec.rollout changed since). It is replaced as a new

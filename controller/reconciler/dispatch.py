@@ -3,11 +3,13 @@
 Pure functions of the object and the operator settings, so the controller's decisions are
 unit-testable and the same mapping serves the tests, the CLI and the controller.
 
-Digest (REFERENCE.md "Revision identity"): ``spec.digest`` if set; else the digest already
-recorded for the same model on the stable, candidate or failed revision; else unknown until the
-workflow resolves it. With the digest known, the requested revision is the real revision hash;
-without, it is the hash of the unresolved identity (prefix ``u``), and the workflow reports the
-resolved hash. Either way a spec maps to one workflow ID, so dispatch is idempotent.
+Digest: ``spec.digest`` if set; else unknown until the workflow resolves the tag. The reference
+reused the digest recorded on the stable or candidate for the same model, which pinned a new
+revision to a tag's old bytes after the tag moved (issue 22); a recorded revision is still
+recognised as the one a spec asks for (``DesiredRevision.is_revision``). With the digest known,
+the requested revision is the real revision hash; without, it is the hash of the unresolved
+identity (prefix ``u``), and the workflow reports the resolved hash. Either way a spec maps to
+one workflow ID, so dispatch is idempotent.
 """
 
 from __future__ import annotations
@@ -98,25 +100,14 @@ def image_for(dm: DecisionModel, settings: DispatchSettings) -> str:
     return default_image(_runtime_version(dm, settings), dm.spec.device)
 
 
-def _recorded_digest(dm: DecisionModel) -> str | None:
-    # The stable's or the candidate's digest only, as the reference: a failed revision's digest
-    # may be the very thing that failed (a tag moved under it), and reusing it would make a
-    # retry skip the registry and fail the same way again.
-    if dm.status is None:
-        return None
-    recorded: list[RevisionStatus | None] = [
-        dm.status.stable_revision,
-        dm.status.candidate_revision,
-    ]
-    for rev in recorded:
-        if rev is not None and rev.model == dm.spec.model and rev.digest:
-            return rev.digest
-    return None
-
-
 def desired_revision(dm: DecisionModel, settings: DispatchSettings) -> DesiredRevision:
     spec = dm.spec
-    digest = spec.digest or _recorded_digest(dm)
+    # Only a pinned digest is known at dispatch (issue 22): a new revision of a tag-named model
+    # resolves the tag again, so a tag re-published upstream is followed, and a retry after
+    # DigestMismatch asks the registry instead of failing on the same digest. The stable is
+    # still recognised without a resolve (``DesiredRevision.is_revision``), so an unchanged
+    # spec starts nothing.
+    digest = spec.digest
     revision = revision_spec(dm, digest, _runtime_version(dm, settings))
     image = image_for(dm, settings)
     if digest is not None:

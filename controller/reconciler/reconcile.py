@@ -218,9 +218,7 @@ class Reconciler:
 
     def _at_stable(self, dm: DecisionModel) -> bool:
         stable = dm.status.stable_revision if dm.status else None
-        return (
-            stable is not None and desired_revision(dm, self.dispatch).requested_hash == stable.hash
-        )
+        return stable is not None and desired_revision(dm, self.dispatch).is_revision(stable)
 
     async def _running(self, key: str, dm: DecisionModel) -> list[RunningRollout]:
         """The rollouts of this DecisionModel that may run, without a visibility list: the run
@@ -515,7 +513,8 @@ class Reconciler:
                 new_phase = Phase.DEGRADED if degraded else Phase.READY
         else:
             want.replicas = {"desired": dm.spec.replicas, "modelReady": 0}
-            want.conditions.append(_no_stable(phase_now))
+            want.conditions.extend(_no_stable(phase_now, status))
+            want.while_held = frozenset({ConditionType.DEGRADED})
         await self._runtime_update(ref, dm, want)
         temporal_down = step.temporal_down or (self.temporal.down if self.temporal else None)
         if temporal_down is not None:
@@ -592,16 +591,27 @@ def _rejected(
     ]
 
 
-def _no_stable(phase: str | None) -> ConditionUpdate:
-    """Ready=False before the first promotion (reference: NoStableRevision)."""
+def _no_stable(phase: str | None, status: DecisionModelStatus | None) -> list[ConditionUpdate]:
+    """Ready=False before the first promotion (reference: NoStableRevision). A first rollout
+    that failed puts its own reason on Ready and Degraded (seed 001's table: RegistryNotAllowed,
+    DatasetInvalid, EvaluationFailed, ... land there, where alerts and scripts read them)."""
+    failed = status.failed_revision if status else None
+    if phase == Phase.FAILED and failed is not None and failed.reason:
+        why = f"revision {failed.hash} failed and nothing serves: {failed.message}"
+        return [
+            Cond(ConditionType.READY, ConditionStatus.FALSE, failed.reason, why),
+            Cond(ConditionType.DEGRADED, ConditionStatus.TRUE, failed.reason, why),
+        ]
     where = f" (phase {phase})" if phase else ""
-    return Cond(
-        ConditionType.READY,
-        ConditionStatus.FALSE,
-        Reason.NO_STABLE_REVISION,
-        f"no revision has been promoted yet{where}; the Service serves once the first "
-        "rollout promotes",
-    )
+    return [
+        Cond(
+            ConditionType.READY,
+            ConditionStatus.FALSE,
+            Reason.NO_STABLE_REVISION,
+            f"no revision has been promoted yet{where}; the Service serves once the first "
+            "rollout promotes",
+        )
+    ]
 
 
 __all__ = ["Decision", "Reconciler", "decide"]

@@ -130,7 +130,8 @@ class SteadyState:
 
     async def reconcile(self, model: DecisionModel, stable: RevisionRecord) -> StableHealth:
         inp = stable_objects_input(model, stable, self.rollout.runtime_version)
-        if inp.replicas > self.rollout.max_replicas:
+        cap = self.rollout.replicas_cap
+        if cap is not None and inp.replicas > cap:
             # spec.replicas above the operator's maximum is refused (PlacementRefused, shown by
             # the reconciler): the stable keeps the replicas it runs with.
             inp = inp.model_copy(update={"replicas": await self._current_replicas(inp)})

@@ -32,6 +32,8 @@ from controller.serve.sdk_metrics import with_sdk_series
 from controller.serve.tracing import shutdown_tracing, tracing_interceptors
 from controller.temporal.client import TemporalSettings, check_namespace, connect, make_runtime
 from controller.worker.progress import ProgressInterceptor
+from decisionmodel.engine.render.proxy import skipped_proxy_variables
+from decisionmodel.rollout import render_params
 from decisionmodel.rollout.settings import RolloutSettings
 from kube.client import Kube
 from workflows.rollout import RolloutWorkflow
@@ -117,6 +119,22 @@ def build_worker(
     )
 
 
+def warn_skipped_proxies(settings: RolloutSettings) -> list[str]:
+    """One startup warning naming the proxy variables that look credentialed and are
+    therefore not copied to prefetch Jobs (seed 001: names only, never the value)."""
+    skipped = skipped_proxy_variables(render_params.proxy_env(settings))
+    if skipped:
+        log.warning(
+            "%s carr%s credentials (or cannot be parsed) and %s not copied to prefetch Jobs, "
+            "whose spec a tenant can read: the pull then has no proxy; use a credential-free "
+            'proxy for the Jobs (seed 001 "Behind an HTTP proxy")',
+            " and ".join(skipped),
+            "ies" if len(skipped) == 1 else "y",
+            "is" if len(skipped) == 1 else "are",
+        )
+    return skipped
+
+
 async def run_worker(temporal: TemporalSettings, settings: RolloutSettings) -> int:
     client = await connect(
         temporal, make_runtime(temporal), tracing_interceptors("dmrollout-worker")
@@ -144,6 +162,7 @@ async def run_worker(temporal: TemporalSettings, settings: RolloutSettings) -> i
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, stop.set)
     log.info("worker on task queue %s of %s", temporal.task_queue, temporal.address)
+    warn_skipped_proxies(settings)
     try:
         async with worker:
             await stop.wait()

@@ -78,6 +78,8 @@ class PlacementPolicy(BaseModel):
     runtime_classes: tuple[str, ...] = ()
     priority_classes: tuple[str, ...] = ()
     max_replicas: int = Field(default=DEFAULT_MAX_REPLICAS, ge=1)
+    # False (the Passthrough profile, the operator's default): nothing is refused.
+    enforced: bool = True
 
 
 @dataclass(frozen=True)
@@ -159,6 +161,8 @@ def check_placement(
 ) -> list[Refusal]:
     """Every refused field of ``scheduling`` (wire form, camelCase) and ``replicas``."""
     refusals: list[Refusal] = []
+    if not policy.enforced:
+        return refusals
     for i, tol in _dicts(scheduling.get("tolerations")):
         key = str(tol.get("key") or "")
         if not key_allowed(key, policy.toleration_keys, PROTECTED_TOLERATION_KEYS):

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import Field
+from pydantic import AliasChoices, Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from decisionmodel.api.spec import QUANTITY_PATTERN
@@ -20,7 +20,11 @@ from decisionmodel.engine.placement import DEFAULT_MAX_REPLICAS, PlacementPolicy
 
 
 class RolloutSettings(BaseSettings):
-    model_config = SettingsConfigDict(env_prefix="DMROLLOUT_", extra="ignore")
+    # populate_by_name: the fields below that also answer to the reference's variable names
+    # (OLLAYA_REGISTRY, HTTP_PROXY, ...) keep their field names as keyword arguments.
+    model_config = SettingsConfigDict(
+        env_prefix="DMROLLOUT_", extra="ignore", populate_by_name=True
+    )
 
     log_format: Literal["text", "json"] = Field(
         default="text",
@@ -38,18 +42,33 @@ class RolloutSettings(BaseSettings):
         default=False, description="Permit http:// registries (dev only)."
     )
     allow_image_override: bool = Field(default=False, description="Permit spec.image.")
+    # Each of these answers to DMROLLOUT_<NAME> first, then to the reference operator's own
+    # variable (seed 001: OLLAYA_REGISTRY, OLLAYA_HF_ENDPOINT, HTTP(S)_PROXY, NO_PROXY).
     ollaya_registry: str = Field(
         default="https://ollaya.dev",
+        validation_alias=AliasChoices("DMROLLOUT_OLLAYA_REGISTRY", "OLLAYA_REGISTRY"),
         description="Registry base URL for host-less model names (a mirror in air-gapped sites).",
     )
     ollaya_hf_endpoint: str | None = Field(
-        default=None, description="Weight-download mirror, given to prefetch Jobs only."
+        default=None,
+        validation_alias=AliasChoices("DMROLLOUT_OLLAYA_HF_ENDPOINT", "OLLAYA_HF_ENDPOINT"),
+        description="Weight-download mirror, given to prefetch Jobs only.",
     )
     http_proxy: str | None = Field(
-        default=None, description="Copied to prefetch Jobs if credential-free."
+        default=None,
+        validation_alias=AliasChoices("DMROLLOUT_HTTP_PROXY", "HTTP_PROXY", "http_proxy"),
+        description="Copied to prefetch Jobs if credential-free.",
     )
-    https_proxy: str | None = Field(default=None, description="Same as http_proxy.")
-    no_proxy: str | None = Field(default=None, description="Always copied to prefetch Jobs.")
+    https_proxy: str | None = Field(
+        default=None,
+        validation_alias=AliasChoices("DMROLLOUT_HTTPS_PROXY", "HTTPS_PROXY", "https_proxy"),
+        description="Same as http_proxy.",
+    )
+    no_proxy: str | None = Field(
+        default=None,
+        validation_alias=AliasChoices("DMROLLOUT_NO_PROXY", "NO_PROXY", "no_proxy"),
+        description="Always copied to prefetch Jobs.",
+    )
     runtime_version: str = Field(
         default=_DEFAULT_RUNTIME_VERSION,
         description="Ollaya release of the default image when spec.runtimeVersion is unset.",
@@ -124,6 +143,13 @@ class RolloutSettings(BaseSettings):
     )
     # --- placement guard (decisionmodel.engine.placement): what a DecisionModel may ask of the
     # Pods --
+    placement_profile: Literal["Passthrough", "Strict"] = Field(
+        default="Passthrough",
+        description="Passthrough (the reference's behaviour): spec.scheduling and spec.replicas "
+        "reach the Pods as written, no allow-list and no replicas cap. Strict: the allow-lists "
+        "and max_replicas below apply (a multi-tenant cluster where a DecisionModel editor "
+        "must not reach control-plane nodes or run unbounded replicas).",
+    )
     allowed_toleration_keys: list[str] = Field(
         default_factory=lambda: ["*"],
         description="Taint keys spec.scheduling.tolerations may name: exact keys or prefix* "
@@ -153,7 +179,8 @@ class RolloutSettings(BaseSettings):
     max_replicas: int = Field(
         default=DEFAULT_MAX_REPLICAS,
         ge=1,
-        description="Largest spec.replicas a rollout starts with or the stable is scaled to.",
+        description="Strict profile only: largest spec.replicas a rollout starts with or the "
+        "stable is scaled to.",
     )
     scratch_size_limit: str = Field(
         default=DEFAULT_SCRATCH_SIZE_LIMIT,
@@ -170,7 +197,13 @@ class RolloutSettings(BaseSettings):
             runtime_classes=tuple(self.allowed_runtime_classes),
             priority_classes=tuple(self.allowed_priority_classes),
             max_replicas=self.max_replicas,
+            enforced=self.placement_profile == "Strict",
         )
+
+    @property
+    def replicas_cap(self) -> int | None:
+        """The largest spec.replicas the stable is scaled to; None: no cap (Passthrough)."""
+        return self.max_replicas if self.placement_profile == "Strict" else None
 
     @property
     def default_registry_host(self) -> str:

@@ -108,6 +108,7 @@ def rollout_settings(cluster: LocalCluster) -> RolloutSettings:
         allowed_registries=[REGISTRY_HOST],
         allow_insecure_registries=True,
         poll_interval_seconds=0.2,
+        placement_profile="Strict",  # as worker_env: the e2e placement tests exercise the guard
     )
 
 
@@ -119,6 +120,8 @@ def worker_env(cluster: LocalCluster, temporal_address: str, task_queue: str) ->
         "DMROLLOUT_ALLOWED_REGISTRIES": json.dumps([REGISTRY_HOST]),
         "DMROLLOUT_ALLOW_INSECURE_REGISTRIES": "true",
         "DMROLLOUT_POLL_INTERVAL_SECONDS": "0.2",
+        # The e2e placement tests exercise the guard; Passthrough (the default) is unit-tested.
+        "DMROLLOUT_PLACEMENT_PROFILE": "Strict",
         "DMROLLOUT_TEMPORAL_ADDRESS": temporal_address,
         "DMROLLOUT_TEMPORAL_TASK_QUEUE": task_queue,
         # Plain /metrics on the health port (explicit opt-in): several controllers and workers

@@ -1,9 +1,10 @@
 """The registry and Pod activities against the real control plane and the simulators.
 
 resolve (digest = sha256 of the manifest bytes, the registry's refusals), warmup_inspect (gates
-True and Pods Ready; DeviceMismatch and NotPinned keep the gate False and the activity
-waiting), the labelled-Secret guard, and evaluate (exact accuracy against the simulated model,
-gates, baseline, resume from heartbeat details, QUEUE_FULL, malformed and missing datasets).
+True and Pods Ready; NotPinned keeps the gate False and the activity waiting, DeviceMismatch on
+every Pod fails it after bounded rounds), the labelled-Secret guard, and evaluate (exact
+accuracy against the simulated model, gates, baseline, resume from heartbeat details,
+QUEUE_FULL, malformed and missing datasets).
 Serving objects are rendered with ``decisionmodel.engine.render`` and applied with kubectl; the fake
 kubelet runs the prefetch Job (writing the store the runtime simulator reads) and turns Pods
 Ready once their gate is True.
@@ -541,9 +542,17 @@ async def test_device_mismatch_and_not_pinned_keep_the_gate_false(
             beats: list[Any] = []
             kube.gate_writes.clear()
             inp = WarmupInput(dm=ns.dm, record=resolved.record, model="laya:en", replicas=1)
-            # The activity does not give up: the workflow's starting deadline ends it.
-            with pytest.raises(TimeoutError):
-                await asyncio.wait_for(_run(_env(beats), acts.warmup_inspect, inp), 5)
+            if reason == "DeviceMismatch":
+                # Waiting cannot fix it (issue 22): after a bounded number of rounds with every
+                # Pod on the wrong device the step fails with the reason, for good.
+                with pytest.raises(ApplicationError) as failed:
+                    await asyncio.wait_for(_run(_env(beats), acts.warmup_inspect, inp), 30)
+                assert failed.value.type == reason and failed.value.non_retryable
+                assert "every candidate Pod (1) reported DeviceMismatch" in str(failed.value)
+            else:
+                # NotPinned may pass: the workflow's starting deadline ends the activity.
+                with pytest.raises(TimeoutError):
+                    await asyncio.wait_for(_run(_env(beats), acts.warmup_inspect, inp), 5)
             pod = ns.pods(resolved.record.hash)[0]
             gate = gate_condition(pod)
             assert gate is not None and gate["status"] == "False", pod["status"]
@@ -551,7 +560,7 @@ async def test_device_mismatch_and_not_pinned_keep_the_gate_false(
             assert not condition_true(pod, "Ready")
             assert beats[-1]["ready"] == 0 and beats[-1]["reasons"] == {reason: 1}
             assert beats[-1]["message"]
-            # ~25 probe rounds, one write: the gate is re-written only when it changes.
+            # Several probe rounds, one write: the gate is re-written only when it changes.
             assert kube.gate_writes == [(pod["metadata"]["name"], reason)]
             # decisionmodel_probe_results_total counts the candidate's transition (issue 11).
             result = {"DeviceMismatch": "device_mismatch", "NotPinned": "not_pinned"}[reason]

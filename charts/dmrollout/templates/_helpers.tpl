@@ -126,6 +126,8 @@ app.kubernetes.io/component: {{ .component }}
   value: {{ . | quote }}
 {{- end }}
 {{- $pl := .Values.placement }}
+- name: DMROLLOUT_PLACEMENT_PROFILE
+  value: {{ $pl.profile | default "Passthrough" | quote }}
 - name: DMROLLOUT_ALLOWED_TOLERATION_KEYS
   value: {{ $pl.allowedTolerationKeys | toJson | quote }}
 - name: DMROLLOUT_ALLOWED_NODE_SELECTOR_KEYS

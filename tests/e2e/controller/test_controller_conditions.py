@@ -1,6 +1,7 @@
 """Conditions the reference shows (seed 001), seen through kubectl on a live controller: Ready
 without a stable (NoStableRevision), Resolved=False on ModelNotFound, Degraded=True for a
-rejected candidate, an Event when a Pod serves the wrong digest. Issue 11, point 9."""
+rejected candidate, an Event when a Pod serves the wrong digest. Issue 11, point 9; issue 22:
+a failed first rollout's reason on Ready and Degraded, health after RolledBack."""
 
 from __future__ import annotations
 
@@ -50,7 +51,33 @@ async def test_model_not_found_sets_resolved_false(ctl: RolloutHarness) -> None:
         lambda: has(ctl, "nomodel", "Resolved", "False", "ModelNotFound"), 90, what="Resolved"
     )
     assert ctl.status("nomodel")["phase"] == "Failed"
-    assert has(ctl, "nomodel", "Ready", "False", "NoStableRevision")
+    # Seed 001's table: the reason is on Ready and Degraded, where alerts read it (issue 22).
+    await eventually(
+        lambda: has(ctl, "nomodel", "Ready", "False", "ModelNotFound"), 60, what="Ready reason"
+    )
+    assert has(ctl, "nomodel", "Degraded", "True", "ModelNotFound")
+
+
+async def test_a_first_rollout_failing_its_gates_shows_the_reason_on_ready_and_degraded(
+    ctl: RolloutHarness,
+) -> None:
+    put_model("laya", "weak", accuracy=0.30, revision="weak")
+    ctl.golden_configmap("golden-first", golden_jsonl(20))
+    evaluation = {
+        "datasetRef": {"configMapRef": {"name": "golden-first", "key": "cases.jsonl"}},
+        "minAccuracy": "0.80",
+    }
+    ctl.create_dm("weakfirst", {"model": "laya:weak", "rollout": {"evaluation": evaluation}})
+    await eventually(
+        lambda: has(ctl, "weakfirst", "Degraded", "True", "EvaluationFailed"), 120, what="Degraded"
+    )
+    assert ctl.status("weakfirst")["phase"] == "Failed"
+    assert has(ctl, "weakfirst", "Ready", "False", "EvaluationFailed")
+    # A retry runs again: the failure's Degraded goes while it does.
+    ctl.update_spec("weakfirst", {"model": "laya:en"})
+    await eventually(lambda: has(ctl, "weakfirst", "Ready", "True", "Serving"), 120, what="Serving")
+    degraded = condition(ctl, "weakfirst", "Degraded")
+    assert degraded is not None and degraded["status"] == "False", degraded
 
 
 async def test_a_rejected_candidate_sets_degraded_with_its_reason(ctl: RolloutHarness) -> None:

@@ -74,7 +74,7 @@ async def test_a_scale_down_and_a_pod_replaced_in_the_window_keep_the_promotion(
     old, new = await promoted_again(ctl, spec, "scaled")
     # What an HPA or an operator does right after a promotion: fewer replicas, and one Pod
     # replaced (its successor warms up while the watch looks).
-    ctl.kubectl("scale", "dm/watched", "--replicas=2")
+    ctl.kubectl("scale", "dm/scaled", "--replicas=2")
     ctl.kubectl("delete", "pod", ctl.pods("scaled", new)[0]["metadata"]["name"], "--wait=false")
 
     # The watch ends (the previous revision is deleted after it) with the promotion kept.

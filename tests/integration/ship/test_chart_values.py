@@ -108,6 +108,7 @@ MAPPING: tuple[Mapping, ...] = (
         "runtime_version",
         _empty_is_default(RolloutSettings, "runtime_version"),
     ),
+    Mapping("placement.profile", "rollout", "placement_profile"),
     Mapping("placement.allowedTolerationKeys", "rollout", "allowed_toleration_keys"),
     Mapping("placement.allowedNodeSelectorKeys", "rollout", "allowed_node_selector_keys"),
     Mapping("placement.allowedAffinityKeys", "rollout", "allowed_affinity_keys"),
@@ -737,8 +738,8 @@ ALERTS = {
     "DecisionModelDegraded",
     "DecisionModelModelMismatch",
     "DmrolloutWorkflowTaskFailures",
-    "DmrolloutReconcileErrors",
-    "DmrolloutControllerDown",
+    "DecisionModelOperatorReconcileErrors",
+    "DecisionModelOperatorDown",
 }
 TEMPORAL_SERIES = {"temporal_workflow_task_execution_failed"}
 RUNBOOK_SECTIONS = ("## Signal", "## Likely causes", "## Check", "## Fix")
@@ -801,7 +802,7 @@ def test_alert_expressions_query_series_that_exist(all_on_objs: list[dict[str, A
     rule = find(all_on_objs, "PrometheusRule")
     for r in (r for g in rule["spec"]["groups"] for r in g["rules"]):
         used = series_in(r["expr"])
-        if r["alert"] != "DmrolloutControllerDown":
+        if r["alert"] != "DecisionModelOperatorDown":
             assert used, r["alert"]
         assert used <= known, f"{r['alert']}: {sorted(used - known)}"
 
@@ -813,9 +814,9 @@ def test_operator_alerts_point_at_this_release(all_on_objs: list[dict[str, Any]]
         for r in g["rules"]
     }
     service = find(all_on_objs, "Service", "-controller-metrics")["metadata"]["name"]
-    down = rules["DmrolloutControllerDown"]["expr"]
+    down = rules["DecisionModelOperatorDown"]["expr"]
     assert f'job="{service}"' in down and f'namespace="{NAMESPACE}"' in down
-    assert f'job="{service}"' in rules["DmrolloutReconcileErrors"]["expr"]
+    assert f'job="{service}"' in rules["DecisionModelOperatorReconcileErrors"]["expr"]
     failures = rules["DmrolloutWorkflowTaskFailures"]["expr"]
     assert f'task_queue="{ALL_ON["temporal"]["taskQueue"]}"' in failures
 

@@ -19,7 +19,9 @@ async def test_a_control_plane_toleration_in_the_input_is_refused_for_good() -> 
     def no_registry(_: RolloutSettings) -> object:
         raise AssertionError("the registry must not be asked")
 
-    acts = ResolveActivities(RolloutSettings(), resolver_factory=no_registry)  # type: ignore[arg-type]
+    acts = ResolveActivities(
+        RolloutSettings(placement_profile="Strict"), resolver_factory=no_registry
+    )  # type: ignore[arg-type]
     toleration = {"key": "node-role.kubernetes.io/master", "operator": "Exists"}
     inp = ResolveInput(
         dm=DMRef(namespace="n", name="m", uid="u"),

@@ -13,7 +13,7 @@ from controller.reconciler.dispatch import (
 from controller.temporal.rollouts import RunningRollout
 from decisionmodel.api import DecisionModel
 from decisionmodel.rollout.contracts import DMRef, retry_key, workflow_id
-from decisionmodel.rollout.spec_mapping import rollout_policy
+from decisionmodel.rollout.spec_mapping import record_for, rollout_policy
 
 DIGEST_A = "a" * 64
 DIGEST_B = "b" * 64
@@ -56,15 +56,36 @@ def test_first_apply_starts_unresolved_rollout() -> None:
 
 
 def test_running_under_unresolved_id_is_recognised_by_its_resolved_revision() -> None:
-    pinned = dm(
-        {"model": "laya:en"},
-        {"candidateRevision": {"hash": "x", "model": "laya:en", "digest": DIGEST_A}},
-    )
-    resolved = rev(pinned)
-    assert not resolved.startswith("u")  # digest reused from the candidate
+    tagged = dm({"model": "laya:en"})
+    desired = desired_revision(tagged, DispatchSettings())
+    # The candidate's digest is not reused (issue 22: a tag is resolved again for a new
+    # revision), yet the candidate it resolved to is recognised as this revision.
+    resolved = record_for(desired.revision, DIGEST_A, desired.image).hash
+    candidate = {"hash": resolved, "model": "laya:en", "digest": DIGEST_A}
+    with_candidate = dm({"model": "laya:en"}, {"candidateRevision": candidate})
+    assert rev(with_candidate).startswith("u")
     running = [RunningRollout("rollout/ns/m/u123", None, resolved)]
-    d = decide(pinned, desired_revision(pinned, DispatchSettings()), running)
+    d = decide(with_candidate, desired_revision(with_candidate, DispatchSettings()), running)
     assert not d.start and d.cancel == () and d.target_id == "rollout/ns/m/u123"
+
+
+def test_a_tag_named_spec_at_its_stable_starts_nothing_and_a_new_revision_resolves_again() -> None:
+    tagged = dm({"model": "laya:en"})
+    desired = desired_revision(tagged, DispatchSettings())
+    stable = {
+        "hash": record_for(desired.revision, DIGEST_A, desired.image).hash,
+        "model": "laya:en",
+        "digest": DIGEST_A,
+    }
+    at_stable = dm({"model": "laya:en"}, {"stableRevision": stable})
+    d = decide(at_stable, desired_revision(at_stable, DispatchSettings()), [])
+    assert not d.start and d.at_stable
+    # A resources change is a new revision: its digest is unknown until the tag is resolved.
+    bigger = dm(
+        {"model": "laya:en", "resources": {"requests": {"cpu": "2"}}}, {"stableRevision": stable}
+    )
+    assert rev(bigger).startswith("u")
+    assert decide(bigger, desired_revision(bigger, DispatchSettings()), []).start
 
 
 def test_new_revision_cancels_the_other_and_starts() -> None:

@@ -8,7 +8,7 @@ from datetime import UTC, datetime, timedelta, timezone
 from typing import Any, cast
 
 from decisionmodel.rollout.contracts import DMRef
-from decisionmodel.vocabulary import ConditionType, Reason
+from decisionmodel.vocabulary import ConditionStatus, ConditionType, Reason
 from kube.client import CONTROLLER_FIELD_MANAGER, Kube
 from kube.controller_status import (
     Cond,
@@ -281,3 +281,16 @@ def test_a_while_held_condition_is_removed_once_it_no_longer_holds() -> None:
     back = build_controller_status(held, ControllerStatus(), 3, NOW + timedelta(minutes=2))
     assert "TemporalReachable" not in by_type(back)
     assert back != recorded_controller_status(held)
+
+
+def test_a_condition_held_only_while_wanted_goes_when_not_wanted_again() -> None:
+    now = datetime(2030, 1, 1, tzinfo=UTC)
+    degraded = Cond(ConditionType.DEGRADED, ConditionStatus.TRUE, Reason.EVALUATION_FAILED, "x")
+    first = build_controller_status({}, ControllerStatus(conditions=[degraded]), 1, now)
+    assert [c["type"] for c in first["conditions"]] == ["Degraded"]
+    # Carried over by default (the controller keeps what it said) ...
+    kept = build_controller_status(first, ControllerStatus(), 1, now)
+    assert [c["type"] for c in kept["conditions"]] == ["Degraded"]
+    # ... but not when this reconcile says it holds only while wanted.
+    held = ControllerStatus(while_held=frozenset({ConditionType.DEGRADED}))
+    assert "conditions" not in build_controller_status(first, held, 1, now)

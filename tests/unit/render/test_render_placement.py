@@ -63,7 +63,7 @@ def objects_input(scheduling: dict[str, Any], replicas: int = 1) -> RevisionObje
     )
 
 
-SETTINGS = RolloutSettings()
+SETTINGS = RolloutSettings(placement_profile="Strict")
 
 
 @pytest.mark.parametrize(
@@ -90,10 +90,22 @@ def test_prefetch_params_refuse_the_placement_and_render_the_size_limit() -> Non
 
 
 def test_an_allowed_placement_renders_and_a_recorded_stable_is_restored_as_recorded() -> None:
-    allowed = RolloutSettings(allowed_runtime_classes=["nvidia"])
+    allowed = RolloutSettings(placement_profile="Strict", allowed_runtime_classes=["nvidia"])
     inp = objects_input({"runtimeClassName": "nvidia"}, 3)
     assert render_params.serving_params(inp, allowed).scheduling.runtime_class_name == "nvidia"
     # The stable restored from status passed the policy when it rolled out; a policy tightened
     # since does not stop the controller from restoring it.
     restored = render_params.serving_params(inp, SETTINGS, recorded=True)
     assert restored.scheduling.runtime_class_name == "nvidia"
+
+
+def test_the_default_profile_passes_what_the_reference_passed() -> None:
+    """Passthrough (issue 22): GPU clusters' runtimeClassName, control-plane tolerations and an
+    HPA past 10 replicas reach the Pods as written, as with the reference operator."""
+    default = RolloutSettings()
+    assert default.placement_profile == "Passthrough" and default.replicas_cap is None
+    scheduling = {"tolerations": [CONTROL_PLANE], "runtimeClassName": "nvidia"}
+    params = render_params.serving_params(objects_input(scheduling, 40), default)
+    assert params.scheduling.runtime_class_name == "nvidia"
+    assert params.replicas == 40
+    render_params.prefetch_params(objects_input(scheduling), default)  # nothing refused
