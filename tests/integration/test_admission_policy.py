@@ -213,3 +213,43 @@ def test_the_worker_cannot_adopt_a_foreign_object_by_labelling_it(
         assert "changes only objects it created" in result.stderr or (
             "managed-by=dmrollout" in result.stderr
         ), result.stderr
+
+
+@pytest.mark.parametrize("account", [WORKER, CONTROLLER])
+def test_a_token_deletes_only_what_dmrollout_made_for_a_decision_model(
+    local_cluster: LocalCluster, namespace: str, account: str
+) -> None:
+    """Issue 22: RBAC lets the components delete Deployments, Jobs and PVCs in the watched
+    namespaces; the policy narrows that to objects labelled as dmrollout's and owned by a
+    DecisionModel, so a stolen token deletes nothing else."""
+    suffix = uuid.uuid4().hex[:6]
+    ours = rendered(namespace)["PersistentVolumeClaim"]
+    ours["metadata"]["name"] = f"ours-{suffix}"
+    unowned = copy.deepcopy(ours)
+    unowned["metadata"]["name"] = f"unowned-{suffix}"
+    del unowned["metadata"]["ownerReferences"]
+    foreign = copy.deepcopy(unowned)
+    foreign["metadata"]["name"] = f"foreign-{suffix}"
+    del foreign["metadata"]["labels"]["app.kubernetes.io/managed-by"]
+    for obj in (ours, unowned, foreign):
+        local_cluster.kubectl("create", "-f", "-", input=yaml.safe_dump(obj))
+
+    def delete(name: str) -> subprocess.CompletedProcess[str]:
+        return as_user(
+            local_cluster, account, "-n", namespace, "delete", "pvc", name, "--dry-run=server"
+        )
+
+    from harness.helpers import assert_eventually
+
+    def refused_foreign() -> bool:  # the new policy is loaded once it refuses
+        result = delete(foreign["metadata"]["name"])
+        assert result.returncode != 0 and "deletes only objects labelled" in result.stderr, (
+            result.stderr
+        )
+        return True
+
+    assert_eventually(refused_foreign, 30)
+    result = delete(unowned["metadata"]["name"])
+    assert result.returncode != 0 and "owned by a DecisionModel" in result.stderr, result.stderr
+    result = delete(ours["metadata"]["name"])
+    assert result.returncode == 0, result.stderr

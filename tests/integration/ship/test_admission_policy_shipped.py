@@ -35,7 +35,7 @@ def test_policies_bind_enforced_and_match_exactly_dmrollouts_accounts(
     found = _policies(objs)
     policies = [o for o in found.values() if o["kind"] == KINDS[0]]
     bindings = [o for o in found.values() if o["kind"] == KINDS[1]]
-    assert len(policies) == 2
+    assert len(policies) == 3
     assert {b["spec"]["policyName"] for b in bindings} == {p["metadata"]["name"] for p in policies}
     for b in bindings:
         assert b["spec"]["validationActions"] == ["Deny"]
