@@ -7,8 +7,10 @@ only dmrollout's ServiceAccounts; the worker uses the admin identity here) holds
 controller's requests. For each size (``--sizes 20,100``: cumulative, the same fleet grows) it
 applies DecisionModels until there are N, waits until all are Ready, lets them settle, then counts
 the controller's requests over ``--window`` seconds and samples its CPU (and the API server's)
-from /proc. Prints them beside the issue's figures from before the watch-fed cache
-(controller/reconciler/cache.py); ``--json PATH`` writes them as one flat JSON object. Asserts
+from /proc, and the Temporal frontend's requests over the same window from the dev server's own
+counters (bench/temporal_requests.py; the workers' task polls apart). Prints them beside the
+issue's figures from before the watch-fed cache (controller/reconciler/cache.py); ``--json
+PATH`` writes them as one flat JSON object. Asserts
 nothing;
 bounded by ``--timeout`` per size. Leader election is off: a Lease renewal is a constant cost,
 not a per-DecisionModel one. Run inside the test namespace:
@@ -31,6 +33,7 @@ from typing import Any
 
 import yaml
 from bench_env import Product, apply_fleet, fleet_nodes, start_env, start_processes
+from temporal_requests import TemporalIdle, between, frontend_requests
 
 from localenv import audit
 from localenv.env import LocalEnv
@@ -60,6 +63,7 @@ class Idle:
     controller_cpu_pct: float
     apiserver_cpu_pct: float
     ready_seconds: float
+    temporal: TemporalIdle
 
 
 def cpu_seconds(pid: int | None) -> float:
@@ -126,9 +130,11 @@ def measure(
     apiserver = next((p for p in env.cluster.processes if p.name == "kube-apiserver"), None)
     api_pid = apiserver.pid if apiserver else None
     seen = len(controller_requests(env))
+    temporal0 = frontend_requests(env.temporal.metrics_url)
     c0, a0, t0 = cpu_seconds(controller.pid), cpu_seconds(api_pid), time.monotonic()
     time.sleep(window)
     c1, a1, t1 = cpu_seconds(controller.pid), cpu_seconds(api_pid), time.monotonic()
+    temporal = between(temporal0, frontend_requests(env.temporal.metrics_url), t1 - t0)
     during = controller_requests(env)[seen:]
     elapsed = t1 - t0
     return Idle(
@@ -138,31 +144,42 @@ def measure(
         controller_cpu_pct=100 * (c1 - c0) / elapsed,
         apiserver_cpu_pct=100 * (a1 - a0) / elapsed,
         ready_seconds=ready,
+        temporal=temporal,
     )
 
 
 def report(results: list[Idle], window: float, reinspect: float) -> dict[str, float]:
     print(f"\nidle controller, window {window:.0f} s, re-inspection every {reinspect:.0f} s")
     print(f"{'DMs':>6} {'req/s':>8} {'before':>8} {'ctl CPU %':>10} {'before':>8} "
-          f"{'apiserver CPU %':>16}")  # fmt: skip
+          f"{'apiserver CPU %':>16} {'Temporal req/s':>15} {'goal':>5} {'polls/s':>8}")  # fmt: skip
     flat: dict[str, float] = {"window_seconds": window, "reinspect_seconds": reinspect}
     for r in results:
         before = BEFORE.get(r.models)
         b_rps = f"{before[0]:.1f}" if before else "-"
         b_cpu = f"{before[1]:.1f}" if before else "-"
+        t = r.temporal
         print(f"{r.models:>6} {r.requests_per_second:>8.2f} {b_rps:>8} "
-              f"{r.controller_cpu_pct:>10.1f} {b_cpu:>8} {r.apiserver_cpu_pct:>16.1f}")  # fmt: skip
+              f"{r.controller_cpu_pct:>10.1f} {b_cpu:>8} {r.apiserver_cpu_pct:>16.1f} "
+              f"{t.product_per_second:>15.3f} {'0.1':>5} {t.polls_per_second:>8.2f}")  # fmt: skip
         if r.by_verb:
             print("         " + ", ".join(f"{k} x{v}" for k, v in sorted(r.by_verb.items())))
+        if t.by_operation:
+            print("         Temporal: " + ", ".join(
+                f"{k} x{v}" for k, v in sorted(t.by_operation.items())))  # fmt: skip
         n = r.models
         flat[f"idle_api_rps_{n}"] = round(r.requests_per_second, 3)
         flat[f"idle_controller_cpu_pct_{n}"] = round(r.controller_cpu_pct, 2)
         flat[f"idle_apiserver_cpu_pct_{n}"] = round(r.apiserver_cpu_pct, 2)
         flat[f"idle_all_ready_seconds_{n}"] = round(r.ready_seconds, 1)
+        flat[f"idle_temporal_rps_{n}"] = round(t.product_per_second, 3)
+        flat[f"idle_temporal_polls_rps_{n}"] = round(t.polls_per_second, 3)
         if before:
             flat[f"idle_api_rps_{n}_before"] = before[0]
             flat[f"idle_controller_cpu_pct_{n}_before"] = before[1]
     print("before: issue 14 (every re-inspection read each DecisionModel's objects from the API)")
+    print("Temporal req/s: frontend requests besides the workers' task polls (polls/s), from the "
+          "dev server's service_requests; goal 0.1/s at every size (issue 23; before it, every "
+          "reconcile listed visibility: ~N/60 per second)")  # fmt: skip
     return flat
 
 

@@ -16,6 +16,9 @@ from workflows.search_attributes import cli_registrations
 
 DEFAULT_PORT = 7233
 DEFAULT_UI_PORT = 8233
+# The server's Prometheus endpoint (frontend request counts: bench/idle_api.py), fixed so a
+# benchmark can read it; the CLI's default is a random free port.
+DEFAULT_METRICS_PORT = 7239
 
 
 def _port_open(host: str, port: int) -> bool:
@@ -44,11 +47,16 @@ class TemporalDevServer:
         # The UI sends payloads there to show them decoded (`dmrollout codec-server`).
         self.ui_codec_endpoint = ui_codec_endpoint
         self.db_file = state_dir / "temporal.sqlite"
+        self.metrics_port = DEFAULT_METRICS_PORT
         self._proc: ManagedProcess | None = None
 
     @property
     def address(self) -> str:
         return f"{self.ip}:{self.port}"
+
+    @property
+    def metrics_url(self) -> str:
+        return f"http://{self.ip}:{self.metrics_port}/metrics"
 
     @property
     def ui_url(self) -> str:
@@ -74,6 +82,8 @@ class TemporalDevServer:
             self.namespace,
             "--log-level",
             "warn",
+            "--metrics-port",
+            str(self.metrics_port),
         ]
         if self.ui_codec_endpoint:
             args += ["--ui-codec-endpoint", self.ui_codec_endpoint]
