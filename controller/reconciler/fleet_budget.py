@@ -77,6 +77,23 @@ class FleetBudget:
         # FIFO: only the first `free` DecisionModels in arrival order may start now.
         return free > 0 and key in islice(self.queue, free)
 
+    def position(self, key: str) -> int | None:
+        """``key``'s place in line (1 = next to start), None when it does not wait."""
+        for place, queued in enumerate(self.queue, start=1):
+            if queued == key:
+                return place
+        return None
+
+    def queued_message(self, key: str) -> str:
+        """What a queued DecisionModel's Ready condition says: its place and the budget."""
+        place = self.position(key)
+        where = f"{place} of {len(self.queue)} in line" if place else "in line"
+        return (
+            f"waiting for a rollout slot: {where}, {self.in_flight}/{self.limit} rollouts in "
+            f"flight (--max-concurrent-rollouts {self.limit}; raise it with more workers, see "
+            'docs/operations.md "Scaling")'
+        )
+
     def recheck_seconds(self, base: float) -> float:
         """When a queued DecisionModel re-checks: ``base``, spread out for a long queue."""
         return max(base, len(self.queue) / RECHECKS_PER_SECOND)

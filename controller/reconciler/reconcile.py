@@ -544,8 +544,7 @@ class Reconciler:
                     ConditionType.READY,
                     ConditionStatus.of(stable is not None),
                     Reason.ROLLOUT_QUEUED,
-                    f"waiting for a rollout slot (--max-concurrent-rollouts "
-                    f"{self.settings.max_concurrent_rollouts})",
+                    self.budget.queued_message(f"{ref.namespace}/{ref.name}"),
                 )
             )
         written: dict[str, Any] | None = None
