@@ -163,6 +163,8 @@ class Reason(enum.StrEnum):
     INVALID_REVISION_PARAMS = "InvalidRevisionParams"  # a revision the renderers refuse
     INVALID_EVALUATION_POLICY = "InvalidEvaluationPolicy"  # gates that are not decimals
     PLACEMENT_REFUSED = "PlacementRefused"  # placement or replicas outside the operator's policy
+    # decisionmodel.io/rollback-to names neither the stable nor the previous revision (seed 002)
+    ROLLBACK_TARGET_UNAVAILABLE = "RollbackTargetUnavailable"
     API_SERVER_UNAVAILABLE = "APIServerUnavailable"  # a Kubernetes call timed out or was refused
     ROLLOUT_RESTARTS_EXHAUSTED = "RolloutRestartsExhausted"  # ended without a verdict N times
     CLEANUP_PENDING = "CleanupPending"  # a compensation step keeps failing; it keeps retrying

@@ -33,6 +33,8 @@ class ExitCode(enum.IntEnum):
     NOT_FOUND = 4  # the DecisionModel or rollout does not exist
     UNREACHABLE = 5  # Temporal or the Kubernetes API server did not answer
     TIMED_OUT = 6  # `wait --timeout` ran out before the rollout ended
+    DEGRADED = 7  # `wait`: nothing rolls out, and the stable serves Degraded
+    HELD = 8  # `wait`: the rollout waits for a person (manual approval)
     INTERNAL = 70  # a bug in dmrollout (EX_SOFTWARE): please report it
     INTERRUPTED = 130  # Ctrl-C
 

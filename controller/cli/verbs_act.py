@@ -16,39 +16,69 @@ from controller.cli.errors import CliError, ExitCode
 from controller.cli.verbs import _dm_or_not_found, _running_rollouts, _status_text, _status_view
 from controller.temporal.rollouts import RPC_TIMEOUT, Rollouts
 from decisionmodel.api import GROUP, PLURAL, VERSION
-from decisionmodel.engine.render.labels import ANNOTATION_RETRY
-from decisionmodel.vocabulary import Phase, StatusKey
+from decisionmodel.engine.render.labels import ANNOTATION_RETRY, ANNOTATION_ROLLBACK_TO
+from decisionmodel.vocabulary import ConditionType, Phase, StatusKey
 from kube.client import Kube
 from workflows.rollout import RolloutWorkflow
 
 POLL_SECONDS: Final = 1.0
 # Phases in which nothing is rolling out: a rollout ended (or none was needed).
-SETTLED: Final = {Phase.READY.value, Phase.ROLLED_BACK.value, Phase.FAILED.value}
+SETTLED: Final = {
+    Phase.READY.value,
+    Phase.ROLLED_BACK.value,
+    Phase.FAILED.value,
+    Phase.DEGRADED.value,
+}
 FAILED: Final = {Phase.ROLLED_BACK.value, Phase.FAILED.value}
+# A phase in which the rollout waits for a person: `wait` returns rather than run out its time.
+HELD: Final = {Phase.AWAITING_PROMOTION.value}
 
 
 def _settled(obj: dict[str, Any]) -> bool:
     st = obj.get("status") or {}
     seen = st.get(StatusKey.OBSERVED_GENERATION) == obj["metadata"].get("generation")
-    return seen and st.get("phase") in SETTLED and not st.get(StatusKey.CANDIDATE_REVISION)
+    return (
+        seen
+        and st.get("phase") in SETTLED
+        and not st.get(StatusKey.CANDIDATE_REVISION)
+        and not _rolling_back(obj)
+    )
+
+
+def _rolling_back(obj: dict[str, Any]) -> bool:
+    """A rollback-to the previous revision asked for and not yet serving (an annotation does
+    not change the generation, so observedGeneration cannot tell)."""
+    st = obj.get("status") or {}
+    wanted = (obj["metadata"].get("annotations") or {}).get(ANNOTATION_ROLLBACK_TO)
+    previous = (st.get(StatusKey.PREVIOUS_REVISION) or {}).get("hash")
+    stable = (st.get(StatusKey.STABLE_REVISION) or {}).get("hash")
+    failed = (st.get(StatusKey.FAILED_REVISION) or {}).get("hash")
+    return bool(wanted) and wanted == previous and wanted not in (stable, failed)
 
 
 async def wait(ctx: CliContext) -> int:
-    """Block until the DecisionModel's current rollout ends: 0 promoted (Ready), 1 rolled back
-    or failed (the reason on stderr), 6 at ``--timeout``. Settled means: the controller saw the
-    latest spec, no rollout runs, no candidate, a final phase; twice in a row, a poll apart (the
-    controller starts a rollout and writes status in separate steps)."""
+    """Block until the DecisionModel's current rollout ends or waits for a person: 0 promoted
+    (Ready), 1 rolled back or failed (the reason on stderr), 7 Degraded, 8 held for a manual
+    approval, 6 at ``--timeout``. Settled means: the controller saw the latest spec, no rollout
+    runs, no candidate, a final phase; twice in a row, a poll apart (the controller starts a
+    rollout and writes status in separate steps)."""
     args = ctx.args
     namespace = ctx.namespace()
     kube = ctx.kube()
     deadline = time.monotonic() + args.timeout
     client, temporal = await ctx.temporal()
     rollouts = Rollouts(client, temporal.task_queue, temporal.ui_url)
-    settled_once, shown = False, ""
+    settled_once, held_once, shown = False, False, ""
     while time.monotonic() < deadline:
         obj = await Kube.run(_dm_or_not_found, kube, namespace, args.name)
         running = await rollouts.running(namespace, args.name)
         shown = _say_progress(obj, running, shown)
+        # Held twice in a row, as the rollout itself says (an abort or an approval just sent
+        # has had a poll's time to land): a person must act, so waiting longer is pointless.
+        held = bool(running) and _held(obj) and await _awaits_approval(rollouts, running)
+        if held and held_once:
+            _held_verdict(obj)
+        held_once = held
         if running or not _settled(obj):
             settled_once = False
         elif settled_once:
@@ -71,9 +101,36 @@ def _say_progress(obj: dict[str, Any], running: list[Any], shown: str) -> str:
     return line
 
 
+async def _awaits_approval(rollouts: Rollouts, running: list[Any]) -> bool:
+    progress = await rollouts.progress(running[0].workflow_id)
+    return progress is not None and progress.expected_approval is not None
+
+
+def _held(obj: dict[str, Any]) -> bool:
+    return ((obj.get("status") or {}).get("phase")) in HELD
+
+
+def _held_verdict(obj: dict[str, Any]) -> None:
+    st = obj.get("status") or {}
+    ns, name = obj["metadata"]["namespace"], obj["metadata"]["name"]
+    candidate = (st.get(StatusKey.CANDIDATE_REVISION) or {}).get("hash", "?")
+    raise CliError(
+        ExitCode.HELD,
+        f"{ns}/{name} AwaitingPromotion: candidate {candidate} waits for an approval "
+        f"(`dmrollout promote {name} -n {ns}`, or `dmrollout abort {name} -n {ns}`)",
+    )
+
+
 def _verdict(obj: dict[str, Any]) -> int:
     st = obj.get("status") or {}
     name = f"{obj['metadata']['namespace']}/{obj['metadata']['name']}"
+    if st.get("phase") == Phase.DEGRADED.value:
+        conditions: list[dict[str, Any]] = st.get("conditions") or []
+        degraded = next((c for c in conditions if c.get("type") == ConditionType.DEGRADED), {})
+        raise CliError(
+            ExitCode.DEGRADED,
+            f"{name} Degraded: {degraded.get('reason', '?')}: {degraded.get('message', '')}",
+        )
     if st.get("phase") in FAILED:
         failed = st.get(StatusKey.FAILED_REVISION) or {}
         raise CliError(
@@ -117,8 +174,10 @@ async def retry(ctx: CliContext) -> int:
 
 
 async def undo(ctx: CliContext) -> int:
-    """Roll back to the previous revision: a new rollout of its model at its digest (through
-    every gate, as any rollout), by setting spec.model and spec.digest."""
+    """Roll back to the previous revision with ``decisionmodel.io/rollback-to`` (seed 002): a
+    new rollout of its whole recorded identity (model, digest, device, resources, image,
+    placement), through every gate as any rollout. The spec is not touched: GitOps keeps
+    owning it; set it to the restored revision and remove the annotation afterwards."""
     args = ctx.args
     namespace = ctx.namespace()
     kube = ctx.kube()
@@ -129,12 +188,15 @@ async def undo(ctx: CliContext) -> int:
             ExitCode.FAILED,
             f"{namespace}/{args.name} records no previous revision to go back to",
         )
-    patch = {"spec": {"model": previous["model"], "digest": previous["digest"]}}
+    patch = {"metadata": {"annotations": {ANNOTATION_ROLLBACK_TO: previous["hash"]}}}
     await Kube.run(_patch_dm, kube, namespace, args.name, patch)
     print(
-        f"{namespace}/{args.name}: spec set to {previous['model']}@sha256:"
-        f"{previous['digest'][:12]}… (revision {previous['hash']}); `dmrollout wait "
-        f"{args.name} -n {namespace}` follows the rollout"
+        f"{namespace}/{args.name}: rolling back to revision {previous['hash']} "
+        f"({previous['model']}@sha256:{previous['digest'][:12]}…) with {ANNOTATION_ROLLBACK_TO}; "
+        f"`dmrollout wait {args.name} -n {namespace}` follows the rollout. Once it serves, set "
+        f"the spec to it (model, digest and the rest as status.stableRevision records) and "
+        f"remove the annotation: `kubectl annotate dm {args.name} -n {namespace} "
+        f"{ANNOTATION_ROLLBACK_TO}-`"
     )
     return ExitCode.OK
 
@@ -180,8 +242,11 @@ async def _progress_lines(
         key = f"{r['workflowId']}:{progress.step}"
         started = step_since.setdefault(key, time.monotonic())
         line = f"  step       {progress.step} ({time.monotonic() - started:.0f} s)"
-        if progress.cases_total:
-            line += f", evaluation {progress.cases_done}/{progress.cases_total} cases"
+        live = await rollouts.evaluation_live(r["workflowId"])
+        if live is not None:  # the step's own count, as it goes (issue 22)
+            line += f", evaluation {live[0]}/{live[1]} cases"
+        elif progress.cases_done:
+            line += f", evaluation done on {progress.cases_done} cases"
         lines.append(line)
         if progress.cleanup is not None:
             lines.append(f"  cleanup    {json.dumps(progress.cleanup.model_dump(mode='json'))}")

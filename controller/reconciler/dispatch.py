@@ -15,11 +15,13 @@ one workflow ID, so dispatch is idempotent.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from itertools import product
 from typing import Literal
 
 from decisionmodel.api import DecisionModel
 from decisionmodel.api.status import RevisionStatus
 from decisionmodel.engine.params import default_image
+from decisionmodel.engine.render.labels import ANNOTATION_ROLLBACK_TO
 from decisionmodel.rollout.contracts import (
     RevisionRecord,
     RevisionSpec,
@@ -100,7 +102,62 @@ def image_for(dm: DecisionModel, settings: DispatchSettings) -> str:
     return default_image(_runtime_version(dm, settings), dm.spec.device)
 
 
+def rollback_target(dm: DecisionModel) -> RevisionStatus | None:
+    """The revision ``decisionmodel.io/rollback-to`` names, when it is one of the two successful
+    revisions status records in full (stable or previous; seed 002): only a revision that
+    passed its gates may come back this way, never an unreviewed one."""
+    wanted = (dm.metadata.annotations or {}).get(ANNOTATION_ROLLBACK_TO)
+    if not wanted or dm.status is None:
+        return None
+    for rev in (dm.status.stable_revision, dm.status.previous_revision):
+        if rev is not None and rev.hash == wanted and rev.digest and rev.model:
+            return rev
+    return None
+
+
+def rollback_refusal(dm: DecisionModel) -> str | None:
+    """Why ``decisionmodel.io/rollback-to`` is not followed (None: unset or followed)."""
+    wanted = (dm.metadata.annotations or {}).get(ANNOTATION_ROLLBACK_TO)
+    if not wanted or rollback_target(dm) is not None:
+        return None
+    status = dm.status
+    known = (
+        [r.hash for r in (status.stable_revision, status.previous_revision) if r] if status else []
+    )
+    return (
+        f"{ANNOTATION_ROLLBACK_TO}={wanted} names no successful revision this DecisionModel "
+        f"records (only the stable or the previous one may be named: {', '.join(known) or 'none'}"
+        f"); the spec's revision is followed meanwhile: fix or remove the annotation"
+    )
+
+
+def _recorded_revision(rev: RevisionStatus) -> DesiredRevision:
+    """The rollback target's whole recorded identity (model, digest, device, resources, image,
+    placement), as a pinned request: a normal, gated rollout brings it back under its own hash.
+
+    Status records what the Pods ran (the built-in requests when the spec set none; the image
+    the runtime version selects), while the hash is over what the spec asked; so the request is
+    the one of the few spellings that gives the recorded hash back, checked, never guessed."""
+    record = record_of(rev)
+    assert record is not None  # rollback_target checked digest and model
+    fields = record.identity()
+    for resources, image in product((record.resources, {}), (None, record.image)):
+        revision = RevisionSpec(
+            **{**fields, "resources": resources, "image": image}, digest_pinned=True
+        )
+        if record_for(revision, record.digest, record.image).hash == record.hash:
+            return DesiredRevision(revision, record.hash, resolved=True, image=record.image or "")
+    # No spelling gives the hash back (a record from another version of the hash): roll the
+    # recorded identity out as it ran; it serves the same bytes under a new hash.
+    revision = RevisionSpec(**fields, digest_pinned=True)
+    again = record_for(revision, record.digest, record.image).hash
+    return DesiredRevision(revision, again, resolved=True, image=record.image or "")
+
+
 def desired_revision(dm: DecisionModel, settings: DispatchSettings) -> DesiredRevision:
+    target = rollback_target(dm)
+    if target is not None:
+        return _recorded_revision(target)
     spec = dm.spec
     # Only a pinned digest is known at dispatch (issue 22): a new revision of a tag-named model
     # resolves the tag again, so a tag re-published upstream is followed, and a retry after

@@ -28,7 +28,12 @@ from datetime import UTC, datetime, timedelta
 from typing import Any, Final
 
 from controller.reconciler.cache import DirectReader, ObjectReader
-from decisionmodel.engine.render.labels import LABEL_NAME, LABEL_REVISION
+from decisionmodel.engine.render.labels import (
+    LABEL_MANAGED_BY,
+    LABEL_NAME,
+    LABEL_REVISION,
+    MANAGED_BY,
+)
 from decisionmodel.rollout.contracts import DMRef
 from decisionmodel.vocabulary import EventReason
 from kube.client import Kube
@@ -61,14 +66,18 @@ def orphans(
     now: datetime,
     grace: timedelta,
 ) -> list[Orphan]:
-    """The objects to reap. Pure: ``objects`` are one DecisionModel's labelled objects."""
+    """The objects to reap. Pure: ``objects`` are one DecisionModel's labelled objects. Only
+    what dmrollout made (labelled managed-by=dmrollout, as the admission policy requires of a
+    delete) is ever reaped: an object someone labelled by hand is not ours to remove."""
     found: list[Orphan] = []
     for obj in objects:
         meta = obj["metadata"]
-        revision = (meta.get("labels") or {}).get(LABEL_REVISION)
+        labels = meta.get("labels") or {}
+        revision = labels.get(LABEL_REVISION)
         created = _created(obj)
         if (
             not revision
+            or labels.get(LABEL_MANAGED_BY) != MANAGED_BY
             or revision in keep
             or Kube.controller_uid(obj) != owner_uid
             or meta.get("deletionTimestamp")

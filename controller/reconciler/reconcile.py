@@ -24,6 +24,7 @@ from controller.reconciler.dispatch import (
     DispatchSettings,
     desired_revision,
     record_of,
+    rollback_refusal,
     rollout_input,
     runtime_update_available,
 )
@@ -57,6 +58,7 @@ from decisionmodel.rollout.contracts import (
     ConditionUpdate,
     DMRef,
     Phase,
+    RevisionRecord,
     RolloutTuning,
     StatusUpdate,
 )
@@ -462,60 +464,90 @@ class Reconciler:
     async def _steady(
         self, ref: DMRef, dm: DecisionModel, obj: dict[str, Any], step: RolloutStep
     ) -> None:
-        in_flight, queued, at_stable, refusal = (
-            step.in_flight,
-            step.queued,
-            step.at_stable,
-            step.refusal,
-        )
+        """The controller's share of status: the stable's health, the phase when nothing rolls
+        out, and the conditions only it knows (placement, rollback-to, Temporal, the queue)."""
         status = dm.status
-        stable = status.stable_revision if status else None
         want = ControllerStatus(
             observed_generation=ref.generation,
             endpoint=f"http://{ref.name}.{ref.namespace}.svc:11435/v1/systemone",
         )
         phase_now = status.phase.value if status and status.phase else None
+        record = record_of(status.stable_revision if status else None)
         new_phase: Phase | None = None
-        record = record_of(stable)
         if record is not None:
-            health = await self.steady.reconcile(dm, record)
-            for result in health.probe_transitions:
-                self.metrics.record_probe_transition(ref.namespace, ref.name, result)
-            want.replicas = {"desired": health.desired, "modelReady": health.model_ready}
-            want.selector = ",".join(
-                f"{k}={v}" for k, v in sorted(selector_labels(ref.name, record.hash).items())
-            )
-            want.conditions = list(health.conditions)
-            degraded = bool(health.degraded_reason) or health.model_ready < health.desired
-            ended = phase_now in (Phase.ROLLED_BACK, Phase.FAILED)
-            # Rolled back and waiting for a spec change: the spec still names the rejected
-            # revision. Health is never hidden by that history (issue 22): a stable that loses
-            # replicas shows Degraded with the health reason, and RolledBack comes back once it
-            # is whole again; failedRevision stays recorded throughout.
-            rejected = (
-                refusal is None
-                and not at_stable
-                and status is not None
-                and status.failed_revision is not None
-                and (ended or phase_now == Phase.DEGRADED)
-            )
-            if phase_now == Phase.ROLLED_BACK and refusal is None and not degraded:
-                want.conditions = _rejected(want.conditions, status, health.model_ready > 0)
-            # Steady phases follow the stable's health; a RolledBack/Failed phase stays until the
-            # spec changes — and returning the spec to the stable revision is such a change. A
-            # refused spec has no candidate: only the stable is left to report on.
-            steady = phase_now in (Phase.READY, Phase.DEGRADED, Phase.PENDING, None)
-            if not in_flight and rejected:
-                new_phase = Phase.DEGRADED if degraded else Phase.ROLLED_BACK
-                if not degraded:
-                    want.conditions = _rejected(want.conditions, status, health.model_ready > 0)
-            elif not in_flight and (steady or (at_stable and ended) or refusal is not None):
-                new_phase = Phase.DEGRADED if degraded else Phase.READY
+            new_phase = await self._with_stable(ref, dm, record, step, want, phase_now)
         else:
             want.replicas = {"desired": dm.spec.replicas, "modelReady": 0}
             want.conditions.extend(_no_stable(phase_now, status))
             want.while_held = frozenset({ConditionType.DEGRADED})
         await self._runtime_update(ref, dm, want)
+        self._notices(dm, step, want)
+        if step.refusal is not None:
+            await self._placement_refused(ref, dm, want, step.refusal)
+            if record is None:
+                new_phase = Phase.FAILED
+            if status is not None and status.candidate_revision is not None:
+                # The cancelled candidate's rollout leaves status to a newer one; there is none.
+                await write_status(self.kube, StatusUpdate(dm=ref, clear_candidate=True))
+        else:
+            want.conditions = clear_refusal(want.conditions, dm)
+        if step.queued:
+            new_phase = Phase.PENDING
+            want.conditions.append(
+                Cond(
+                    ConditionType.READY,
+                    ConditionStatus.of(record is not None),
+                    Reason.ROLLOUT_QUEUED,
+                    self.budget.queued_message(f"{ref.namespace}/{ref.name}"),
+                )
+            )
+        await self._write_steady(ref, obj, want, new_phase, phase_now)
+
+    async def _with_stable(
+        self,
+        ref: DMRef,
+        dm: DecisionModel,
+        record: RevisionRecord,
+        step: RolloutStep,
+        want: ControllerStatus,
+        phase_now: str | None,
+    ) -> Phase | None:
+        """The stable's steady state (controller.reconciler.steady) into ``want``; the phase
+        it calls for, None to leave the phase to the rollout."""
+        status = dm.status
+        health = await self.steady.reconcile(dm, record)
+        for result in health.probe_transitions:
+            self.metrics.record_probe_transition(ref.namespace, ref.name, result)
+        want.replicas = {"desired": health.desired, "modelReady": health.model_ready}
+        want.selector = ",".join(
+            f"{k}={v}" for k, v in sorted(selector_labels(ref.name, record.hash).items())
+        )
+        want.conditions = list(health.conditions)
+        degraded = bool(health.degraded_reason) or health.model_ready < health.desired
+        failed = status is not None and status.failed_revision is not None
+        phase, rejected = steady_phase(phase_now, step, degraded, failed)
+        abandoned = step.at_stable and phase_now in ROLLOUT_PHASES
+        if abandoned and not step.in_flight and status and status.candidate_revision is not None:
+            # The spec came back to the stable while a rollout ran (AwaitingPromotion, say): the
+            # superseded run leaves status to a newer rollout, and there is none.
+            await write_status(self.kube, StatusUpdate(dm=ref, clear_candidate=True))
+        if rejected:
+            want.conditions = _rejected(want.conditions, status, health.model_ready > 0)
+        return phase
+
+    def _notices(self, dm: DecisionModel, step: RolloutStep, want: ControllerStatus) -> None:
+        """What only the controller can say: a rollback-to it will not follow, Temporal away."""
+        refused_rollback = rollback_refusal(dm)
+        if refused_rollback is not None:
+            want.conditions = [c for c in want.conditions if c.type != ConditionType.DEGRADED]
+            want.conditions.append(
+                Cond(
+                    ConditionType.DEGRADED,
+                    ConditionStatus.TRUE,
+                    Reason.ROLLBACK_TARGET_UNAVAILABLE,
+                    refused_rollback,
+                )
+            )
         temporal_down = step.temporal_down or (self.temporal.down if self.temporal else None)
         if temporal_down is not None:
             want.conditions.append(
@@ -528,25 +560,15 @@ class Reconciler:
                     "revision is looked after meanwhile",
                 )
             )
-        if refusal is not None:
-            await self._placement_refused(ref, dm, want, refusal)
-            if record is None:
-                new_phase = Phase.FAILED
-            if status is not None and status.candidate_revision is not None:
-                # The cancelled candidate's rollout leaves status to a newer one; there is none.
-                await write_status(self.kube, StatusUpdate(dm=ref, clear_candidate=True))
-        else:
-            want.conditions = clear_refusal(want.conditions, dm)
-        if queued:
-            new_phase = Phase.PENDING
-            want.conditions.append(
-                Cond(
-                    ConditionType.READY,
-                    ConditionStatus.of(stable is not None),
-                    Reason.ROLLOUT_QUEUED,
-                    self.budget.queued_message(f"{ref.namespace}/{ref.name}"),
-                )
-            )
+
+    async def _write_steady(
+        self,
+        ref: DMRef,
+        obj: dict[str, Any],
+        want: ControllerStatus,
+        new_phase: Phase | None,
+        phase_now: str | None,
+    ) -> None:
         written: dict[str, Any] | None = None
         if new_phase is not None and new_phase.value != phase_now:
             written = await write_status(self.kube, StatusUpdate(dm=ref, phase=new_phase), read=obj)
@@ -562,6 +584,35 @@ class Reconciler:
         key = f"{ref.namespace}/{ref.name}"
         self.metrics.record_accepted_status(ref.namespace, ref.name, self.seen.get(key), current)
         self.seen[key] = transition_memory(current)
+
+
+def steady_phase(
+    phase_now: str | None, step: RolloutStep, degraded: bool, failed: bool
+) -> tuple[Phase | None, bool]:
+    """The phase the stable's health calls for (None: the rollout's phase stands), and whether
+    Ready/Degraded say the candidate was rejected. Pure.
+
+    Steady phases follow the health. RolledBack/Failed stay until the spec changes (returning
+    it to the stable is such a change), but health is never hidden by that history (issue 22):
+    a stable that loses replicas shows Degraded, and RolledBack comes back once it is whole
+    again. A refused spec has no candidate: only the stable is left to report on. A rollout
+    phase left behind when the spec came back to the stable is ended here."""
+    if step.in_flight:
+        return None, phase_now == Phase.ROLLED_BACK and step.refusal is None and not degraded
+    ended = phase_now in (Phase.ROLLED_BACK, Phase.FAILED)
+    rejected = (
+        step.refusal is None
+        and not step.at_stable
+        and failed
+        and (ended or phase_now == Phase.DEGRADED)
+    )
+    if rejected:
+        return (Phase.DEGRADED, False) if degraded else (Phase.ROLLED_BACK, True)
+    steady = phase_now in (Phase.READY, Phase.DEGRADED, Phase.PENDING, None)
+    abandoned = step.at_stable and phase_now in ROLLOUT_PHASES
+    if steady or (step.at_stable and (ended or abandoned)) or step.refusal is not None:
+        return (Phase.DEGRADED if degraded else Phase.READY), False
+    return None, phase_now == Phase.ROLLED_BACK and step.refusal is None and not degraded
 
 
 def _rejected(

@@ -14,7 +14,7 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Final
+from typing import Any, Final
 
 from temporalio.client import (
     Client,
@@ -25,7 +25,13 @@ from temporalio.common import SearchAttributePair, TypedSearchAttributes, Workfl
 from temporalio.exceptions import WorkflowAlreadyStartedError
 from temporalio.service import RPCError, RPCStatusCode
 
-from decisionmodel.rollout.contracts import Phase, RolloutInput, RolloutProgress, workflow_id
+from decisionmodel.rollout.contracts import (
+    EVALUATE,
+    Phase,
+    RolloutInput,
+    RolloutProgress,
+    workflow_id,
+)
 from workflows import search_attributes as sa
 from workflows.rollout import RolloutWorkflow
 
@@ -264,6 +270,29 @@ class Rollouts:
         except RPCError:
             return None
         return answer
+
+    async def evaluation_live(self, wid: str) -> tuple[int, int] | None:
+        """(cases done, cases that will run) of the evaluate step running now, from its last
+        heartbeat (counts only; one bounded describe). None when no evaluate runs or it has not
+        heartbeated yet. Both lanes count when the stable is evaluated beside the candidate."""
+        try:
+            desc = await self.client.get_workflow_handle(wid).describe(rpc_timeout=RPC_TIMEOUT)
+        except RPCError:
+            return None
+        for pending in desc.raw_description.pending_activities:
+            if pending.activity_type.name != EVALUATE or not pending.heartbeat_details.payloads:
+                continue
+            details = await self.client.data_converter.decode(pending.heartbeat_details.payloads)
+            beat: dict[str, Any] = details[0] if details and isinstance(details[0], dict) else {}
+            total = int(beat.get("cases_total") or 0)
+            lanes: list[dict[str, Any]] = [
+                lane for k in ("candidate", "baseline") if isinstance(lane := beat.get(k), dict)
+            ]
+            if not total or not lanes:
+                return None
+            done: int = sum(int(lane.get("next_case_index") or 0) for lane in lanes)
+            return done, total * len(lanes)
+        return None
 
     async def approve(self, wid: str, approval: str) -> str | None:
         """Send the approval as an update; None when applied, else the refusal."""

@@ -38,6 +38,8 @@ ANNOTATION_RETRY = "decisionmodel.io/retry"
 # probed (so never served) until the recovery prefetch has verified the digest.
 ANNOTATION_STORE_RECOVERING = "decisionmodel.io/store-recovering"
 ANNOTATION_PROMOTE = "decisionmodel.io/promote"
+# Seed 002: a deliberate rollback to the last or the previous successful revision, by hash.
+ANNOTATION_ROLLBACK_TO = "decisionmodel.io/rollback-to"
 ANNOTATION_APIKEY_CHECKSUM = "decisionmodel.io/apikey-checksum"
 # On the prefetch Pod template: lets a simulated kubelet (and a human with kubectl) read the
 # digest the Job verifies without parsing its shell script.

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import yaml
 from harness.helpers import eventually
-from harness.rollout_harness import RolloutHarness, put_model
+from harness.rollout_harness import SIM_PREFIX, RolloutHarness, put_model
 
 from controller.cli.errors import ExitCode
 from localenv.paths import python_tool
@@ -109,11 +109,14 @@ async def test_wait_retry_and_undo(ctl: RolloutHarness) -> None:
     assert ctl.status("cycle")["stableRevision"]["model"] == "laya:undo2"
     undone = run(ctl, "undo", "cycle", "-n", ctl.namespace)
     assert undone.returncode == 0, undone.stderr
-    assert ctl.dm("cycle")["spec"]["digest"] == old["digest"]
+    # Seed 002's way back: the annotation names the revision; the spec is left to its owner.
+    annotations = ctl.dm("cycle")["metadata"]["annotations"]
+    assert annotations["decisionmodel.io/rollback-to"] == old["hash"]
+    assert ctl.dm("cycle")["spec"]["model"] == "laya:undo2"
     back = run(ctl, "wait", "cycle", "-n", ctl.namespace, "--timeout", "180")
     assert back.returncode == 0, back.stderr
     stable = ctl.status("cycle")["stableRevision"]
-    assert stable["model"] == "laya:en" and stable["digest"] == old["digest"]
+    assert stable == old  # the whole recorded identity, hash and all
 
 
 async def test_abort_then_wait_says_rolled_back(ctl: RolloutHarness) -> None:
@@ -128,6 +131,27 @@ async def test_abort_then_wait_says_rolled_back(ctl: RolloutHarness) -> None:
     assert "Aborted" in waited.stderr and "wrong model" in waited.stderr
     nothing = run(ctl, "abort", "stopped", "-n", ctl.namespace)
     assert nothing.returncode == ExitCode.NOT_FOUND
+
+
+async def test_wait_settles_on_a_held_approval_and_on_degraded(ctl: RolloutHarness) -> None:
+    """Issue 22: `wait` returns on every phase where only a person can move things on, with
+    its documented code, instead of running out its timeout."""
+    ctl.create_dm("settle", {"model": "laya:en", "rollout": {"promotion": "Manual"}})
+    assert run(ctl, "wait", "settle", "-n", ctl.namespace, "--timeout", "180").returncode == 0
+    ctl.update_spec("settle", {"model": "laya:multilingual"})
+    held = run(ctl, "wait", "settle", "-n", ctl.namespace, "--timeout", "180")
+    assert held.returncode == ExitCode.HELD, held.stderr
+    assert "AwaitingPromotion" in held.stderr and "dmrollout promote settle" in held.stderr
+    ctl.update_spec("settle", {"model": "laya:en"})  # back to the stable: the candidate goes
+    assert run(ctl, "wait", "settle", "-n", ctl.namespace, "--timeout", "180").returncode == 0
+
+    stable = ctl.status("settle")["stableRevision"]["hash"]
+    for pod in ctl.pods("settle", stable):
+        ctl.kubectl("annotate", "pod", pod["metadata"]["name"], f"{SIM_PREFIX}lose-model=true")
+    await eventually(lambda: phase(ctl, "settle") == "Degraded", 120, what="Degraded")
+    degraded = run(ctl, "wait", "settle", "-n", ctl.namespace, "--timeout", "60")
+    assert degraded.returncode == ExitCode.DEGRADED, degraded.stderr
+    assert "Degraded: NoModelReadyPods" in degraded.stderr
 
 
 async def test_status_watch_in_a_terminal_shows_the_step(ctl: RolloutHarness) -> None:

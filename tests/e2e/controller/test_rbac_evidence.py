@@ -76,7 +76,11 @@ def stable(h: RolloutHarness) -> str:
 def orphans(h: RolloutHarness, uid: str) -> list[dict[str, Any]]:
     """Objects of a revision no rollout owns (a hand-terminated workflow leaves such): the
     reaper's to delete."""
-    labels = {"decisionmodel.io/name": DM, "decisionmodel.io/revision": ORPHAN}
+    labels = {
+        "decisionmodel.io/name": DM,
+        "decisionmodel.io/revision": ORPHAN,
+        "app.kubernetes.io/managed-by": "dmrollout",  # as dmrollout labels what it makes
+    }
     meta = {
         "name": f"{DM}-{ORPHAN}",
         "namespace": h.namespace,

@@ -184,3 +184,20 @@ async def test_a_long_queue_spreads_its_re_checks() -> None:
     for i in range(10, 1000):
         assert not await r._budget_allows(f"ns/q{i}")
     assert r.budget.recheck_seconds(30) == 1000 / RECHECKS_PER_SECOND
+
+
+async def test_a_queued_decision_model_is_told_its_place_in_line() -> None:
+    rollouts, clock, woken = FakeRollouts(), Clock(), []
+    b = budget(1, rollouts, clock, woken)
+    assert await b.allows("ns/a")
+    b.started("ns/a", wid("a"))
+    for name in ("first", "second"):
+        assert not await b.allows(f"ns/{name}")
+    assert b.position("ns/second") == 2 and b.position("ns/a") is None
+    message = b.queued_message("ns/second")
+    assert "2 of 2 in line, 1/1 rollouts in flight" in message
+    assert "--max-concurrent-rollouts 1" in message
+
+
+def test_the_default_budget_is_the_derived_one() -> None:
+    assert ControllerSettings(leader_election=False).max_concurrent_rollouts == 50

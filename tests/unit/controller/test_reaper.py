@@ -1,5 +1,6 @@
 """The reaper's choice: only this DecisionModel's objects of revisions nobody owns, past a grace;
-never the stable, the candidate, a running rollout's revision, nor another owner's object."""
+never the stable, the candidate, a running rollout's revision, nor another owner's object, nor
+one dmrollout did not make (the admission policy would refuse its delete anyway)."""
 
 from __future__ import annotations
 
@@ -7,7 +8,12 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from controller.reconciler.reaper import Orphan, orphans
-from decisionmodel.engine.render.labels import LABEL_NAME, LABEL_REVISION
+from decisionmodel.engine.render.labels import (
+    LABEL_MANAGED_BY,
+    LABEL_NAME,
+    LABEL_REVISION,
+    MANAGED_BY,
+)
 
 NOW = datetime(2026, 11, 30, 12, 0, tzinfo=UTC)
 GRACE = timedelta(minutes=5)
@@ -21,8 +27,11 @@ def obj(
     age: timedelta = timedelta(hours=1),
     owner: str = UID,
     deleting: bool = False,
+    ours: bool = True,
 ) -> dict[str, Any]:
     labels = {LABEL_NAME: "m"}
+    if ours:
+        labels[LABEL_MANAGED_BY] = MANAGED_BY
     if revision is not None:
         labels[LABEL_REVISION] = revision
     meta: dict[str, Any] = {
@@ -48,6 +57,8 @@ def test_only_unowned_revisions_past_the_grace_are_reaped() -> None:
         obj("Deployment", "m-young", "young", age=timedelta(minutes=1)),
         obj("Deployment", "m-foreign", "leak2", owner="someone-else"),
         obj("Deployment", "m-going", "leak3", deleting=True),
+        # Labelled by hand, owned by the DecisionModel, but not made by dmrollout: not ours.
+        obj("Deployment", "m-handmade", "leak4", ours=False),
         obj("Service", "m", None),
     ]
     found = orphans(objects, UID, {"stable", "cand", "running"}, NOW, GRACE)
