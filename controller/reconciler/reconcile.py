@@ -72,6 +72,7 @@ from decisionmodel.vocabulary import (
 )
 from kube.client import DecisionModelGone, Kube
 from kube.controller_status import Cond, ControllerStatus, apply_controller_status
+from kube.errors import Forbidden
 from kube.rollout_status import write_status
 from kube.status import emit_event
 
@@ -394,7 +395,12 @@ class Reconciler:
             recorded.append(status.previous_revision)  # in its grace after a promotion
         keep |= {r.hash for r in recorded if r is not None}
         self.reaped_at[key] = now
-        await self.reaper.reap(ref, keep)
+        try:
+            await self.reaper.reap(ref, keep)
+        except Forbidden as e:
+            # RBAC or the admission policy refuses a delete: the reaper is housekeeping, and
+            # the steady state below must not wait on it (tried again next period).
+            log.warning("%s: reaping refused: %s", key, e)
 
     def reaper_every(self) -> float:
         return max(self.settings.reap_grace_seconds, 1.0)

@@ -32,6 +32,16 @@ def has(h: RolloutHarness, name: str, type_: str, status: str, reason: str) -> b
     return found is not None and (found["status"], found["reason"]) == (status, reason)
 
 
+def weak_model_gate(h: RolloutHarness, configmap: str) -> dict[str, Any]:
+    """laya:weak (accuracy 0.30) in the registry, a golden set, and a gate it fails."""
+    put_model("laya", "weak", accuracy=0.30, revision="weak")
+    h.golden_configmap(configmap, golden_jsonl(20))
+    return {
+        "datasetRef": {"configMapRef": {"name": configmap, "key": "cases.jsonl"}},
+        "minAccuracy": "0.80",
+    }
+
+
 async def test_ready_is_false_with_no_stable_revision_yet(ctl: RolloutHarness) -> None:
     repo = f"ns-{uuid.uuid4().hex[:8]}"
     put_model(repo, "v1", revision=repo)
@@ -61,12 +71,7 @@ async def test_model_not_found_sets_resolved_false(ctl: RolloutHarness) -> None:
 async def test_a_first_rollout_failing_its_gates_shows_the_reason_on_ready_and_degraded(
     ctl: RolloutHarness,
 ) -> None:
-    put_model("laya", "weak", accuracy=0.30, revision="weak")
-    ctl.golden_configmap("golden-first", golden_jsonl(20))
-    evaluation = {
-        "datasetRef": {"configMapRef": {"name": "golden-first", "key": "cases.jsonl"}},
-        "minAccuracy": "0.80",
-    }
+    evaluation = weak_model_gate(ctl, "golden-first")
     ctl.create_dm("weakfirst", {"model": "laya:weak", "rollout": {"evaluation": evaluation}})
     await eventually(
         lambda: has(ctl, "weakfirst", "Degraded", "True", "EvaluationFailed"), 120, what="Degraded"
@@ -81,12 +86,7 @@ async def test_a_first_rollout_failing_its_gates_shows_the_reason_on_ready_and_d
 
 
 async def test_a_rejected_candidate_sets_degraded_with_its_reason(ctl: RolloutHarness) -> None:
-    put_model("laya", "weak", accuracy=0.30, revision="weak")
-    ctl.golden_configmap("golden", golden_jsonl(20))
-    evaluation = {
-        "datasetRef": {"configMapRef": {"name": "golden", "key": "cases.jsonl"}},
-        "minAccuracy": "0.80",
-    }
+    evaluation = weak_model_gate(ctl, "golden")
     ctl.create_dm("gated", {"model": "laya:en", "rollout": {"evaluation": evaluation}})
     await eventually(lambda: ctl.status("gated").get("phase") == "Ready", 120, what="Ready")
     ctl.update_spec("gated", {"model": "laya:weak"})
