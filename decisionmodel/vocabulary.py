@@ -108,6 +108,9 @@ class ConditionType(enum.StrEnum):
     RUNTIME_UPDATE_AVAILABLE = "RuntimeUpdateAvailable"
     # False while the controller cannot reach Temporal: rollouts wait, the stable is looked after.
     TEMPORAL_REACHABLE = "TemporalReachable"
+    # kstatus: True while the spec's revision cannot be reached without a change by the user
+    # (it failed, and nothing retries it by itself); absent otherwise.
+    STALLED = "Stalled"
 
 
 class Reason(enum.StrEnum):
@@ -277,11 +280,16 @@ CONTROLLER_CONDITION_TYPES: Final = frozenset(
         ConditionType.MODEL_READY,
         ConditionType.RUNTIME_UPDATE_AVAILABLE,
         ConditionType.TEMPORAL_REACHABLE,
+        ConditionType.STALLED,
     }
 )
 # Of those, the ones written only while they hold: left out of a write, they are removed.
 CONTROLLER_WHILE_HELD: Final = frozenset(
-    {ConditionType.RUNTIME_UPDATE_AVAILABLE, ConditionType.TEMPORAL_REACHABLE}
+    {
+        ConditionType.RUNTIME_UPDATE_AVAILABLE,
+        ConditionType.TEMPORAL_REACHABLE,
+        ConditionType.STALLED,
+    }
 )
 
 # The phases a rollout is in while it runs (a rollout's steps write them; the controller writes

@@ -39,7 +39,14 @@ class Decision:
     policy: str = ""  # the spec's policy digest
 
 
-def decide(dm: DecisionModel, desired: DesiredRevision, running: list[RunningRollout]) -> Decision:
+def decide(
+    dm: DecisionModel,
+    desired: DesiredRevision,
+    running: list[RunningRollout],
+    re_resolve: bool = False,
+) -> Decision:
+    """``re_resolve``: a ModelNotFound failure is due to be resolved again
+    (controller.reconciler.re_resolve): it starts as a new attempt, no annotation needed."""
     status = dm.status
     stable = status.stable_revision if status else None
     failed = status.failed_revision if status else None
@@ -59,7 +66,7 @@ def decide(dm: DecisionModel, desired: DesiredRevision, running: list[RunningRol
         )
     retry = None
     if failed is not None and desired.is_revision(failed):
-        if not token or token == consumed:
+        if (not token or token == consumed) and not re_resolve:
             # A run of this revision may still be finishing its rollback (status is recorded
             # before the candidate's objects go), or be the retry of the consumed token: let it.
             # The run of the consumed retry token is this revision too, whatever hash its
@@ -74,7 +81,8 @@ def decide(dm: DecisionModel, desired: DesiredRevision, running: list[RunningRol
                 why=f"revision {failed.hash} failed ({failed.reason}); set a new "
                 f"{ANNOTATION_RETRY} value to retry",
             )
-        retry = token
+        # A new token is a retry asked for; a re-resolve without one reuses no token.
+        retry = token if token and token != consumed else None
     target = workflow_id(ref, desired.requested_hash, retry)
     # The rollout of this revision may run under the ID of the unresolved identity (``u…``):
     # it reports the resolved hash in its DmRevision search attribute and in candidateRevision.

@@ -36,6 +36,7 @@ from controller.reconciler.placement_guard import (
     refused_decision,
     show_refusal,
 )
+from controller.reconciler.re_resolve import ReResolves
 from controller.reconciler.reaper import Reaper
 from controller.reconciler.restarts import (
     RestartPlan,
@@ -94,6 +95,8 @@ class RolloutStep:
     running: list[RunningRollout] | None = None
     just_closed: bool = False
     temporal_down: str | None = None
+    # When a ModelNotFound failure is resolved again (controller.reconciler.re_resolve).
+    re_resolve_at: datetime | None = None
 
 
 @dataclass
@@ -114,6 +117,7 @@ class Reconciler:
     # Budget check and start happen under one lock: reconciles run concurrently (`workers`), and
     # two that both saw a free slot would both start (the budget exceeded by a race).
     budget_lock: asyncio.Lock = field(default_factory=asyncio.Lock)
+    re_resolves: ReResolves = field(default_factory=ReResolves)
     budget: FleetBudget = field(init=False)
     reaper: Reaper | None = None
     # When each DecisionModel was last reaped (monotonic): a reap lists four kinds, so it runs
@@ -257,7 +261,12 @@ class Reconciler:
             return RolloutStep(just_closed=True)
         stable = dm.status.stable_revision if dm.status else None
         self.budget.observe(key, running, stable.hash if stable else None)
-        decision = decide(dm, desired, running)
+        failed = dm.status.failed_revision if dm.status else None
+        re_resolve_at = self.re_resolves.due_at(key, failed)
+        now = datetime.now(UTC)
+        re_resolve = re_resolve_at is not None and now >= re_resolve_at and not running
+        re_resolve = re_resolve and desired.is_revision(failed)
+        decision = decide(dm, desired, running, re_resolve=re_resolve)
         refusal = placement_refusal(dm, self.steady.rollout.placement_policy())
         if refusal is not None:
             decision = refused_decision(decision)
@@ -287,6 +296,8 @@ class Reconciler:
                         )
                     inp = rollout_input(dm, self.dispatch, self.tuning(), decision.consume_retry)
                     await self.rollouts.start(inp)
+                    if re_resolve and failed is not None:
+                        self.re_resolves.started(key, failed)
                     if plan.restarts:
                         await self._restarted(ref, decision.target_id, plan)
                     self.started[key] = decision.target_id
@@ -303,7 +314,11 @@ class Reconciler:
             await self._forward_approval(ref, dm, decision.target_id)
         else:
             self.budget.dequeue(key)
+        if re_resolve_at is not None and re_resolve_at > now:
+            wait = (re_resolve_at - now).total_seconds()
+            requeue = min(requeue, wait) if requeue is not None else wait
         return RolloutStep(
+            re_resolve_at=re_resolve_at if re_resolve_at and re_resolve_at > now else None,
             requeue=requeue,
             in_flight=bool(decision.target_id) and not queued and not plan.exhausted,
             queued=queued,
@@ -507,6 +522,9 @@ class Reconciler:
                     self.budget.queued_message(f"{ref.namespace}/{ref.name}"),
                 )
             )
+        stalled = stalled_condition(dm, step, new_phase.value if new_phase else phase_now)
+        if stalled is not None:
+            want.conditions.append(stalled)
         await self._write_steady(ref, obj, want, new_phase, phase_now)
 
     async def _with_stable(
@@ -542,7 +560,21 @@ class Reconciler:
         return phase
 
     def _notices(self, dm: DecisionModel, step: RolloutStep, want: ControllerStatus) -> None:
-        """What only the controller can say: a rollback-to it will not follow, Temporal away."""
+        """What only the controller can say: a rollback-to it will not follow, Temporal away,
+        when a tag not found is resolved again."""
+        if step.re_resolve_at is not None:
+            when = f"{step.re_resolve_at:%H:%M:%S} UTC"
+            want.conditions = [
+                c.model_copy(
+                    update={
+                        "message": f"{c.message}; the tag is resolved again at {when} by "
+                        "itself (backoff 30 s doubling to 10 min), or fix spec.model"
+                    }
+                )
+                if c.reason == Reason.MODEL_NOT_FOUND
+                else c
+                for c in want.conditions
+            ]
         refused_rollback = rollback_refusal(dm)
         if refused_rollback is not None:
             want.conditions = [c for c in want.conditions if c.type != ConditionType.DEGRADED]
@@ -590,6 +622,30 @@ class Reconciler:
         key = f"{ref.namespace}/{ref.name}"
         self.metrics.record_accepted_status(ref.namespace, ref.name, self.seen.get(key), current)
         self.seen[key] = transition_memory(current)
+
+
+def stalled_condition(
+    dm: DecisionModel, step: RolloutStep, phase: str | None
+) -> ConditionUpdate | None:
+    """kstatus' Stalled (Helm 4 --wait, Flux, Argo CD health): the spec's revision failed and
+    nothing will retry it by itself, so only a change by the user moves it (a ModelNotFound is
+    re-resolved by itself, a refused placement shows PlacementRefused). None: not stalled."""
+    failed = dm.status.failed_revision if dm.status else None
+    if (
+        phase not in (Phase.ROLLED_BACK, Phase.FAILED)
+        or failed is None
+        or step.at_stable
+        or step.in_flight
+        or failed.reason in (None, Reason.MODEL_NOT_FOUND)
+    ):
+        return None
+    return Cond(
+        ConditionType.STALLED,
+        ConditionStatus.TRUE,
+        failed.reason or Reason.CANDIDATE_REJECTED,
+        f"revision {failed.hash} failed ({failed.reason}) and is not retried by itself: change "
+        "the spec, or set a new decisionmodel.io/retry value",
+    )
 
 
 def steady_phase(

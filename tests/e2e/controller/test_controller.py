@@ -85,8 +85,11 @@ async def test_restart_starts_no_duplicate(
 
 
 async def test_retry_annotation_runs_failed_revision_once(ctl: RolloutHarness) -> None:
-    ctl.create_dm("retry", {"model": "laya:nowhere"})
+    # A registry the operator does not allow: permanent, never retried by itself (a missing
+    # tag would be: ModelNotFound is re-resolved with a backoff).
+    ctl.create_dm("retry", {"model": "registry.example/library/laya:en"})
     await eventually(lambda: phase(ctl, "retry") == "Failed", 60, what="Failed")
+    assert ctl.status("retry")["failedRevision"]["reason"] == "RegistryNotAllowed"
     assert len(await workflows_of(ctl, "retry")) == 1
     ctl.kubectl("annotate", "dm", "retry", "decisionmodel.io/retry=one")
     await eventually(

@@ -56,7 +56,8 @@ async def test_ready_is_false_with_no_stable_revision_yet(ctl: RolloutHarness) -
 
 
 async def test_model_not_found_sets_resolved_false(ctl: RolloutHarness) -> None:
-    ctl.create_dm("nomodel", {"model": "laya:nowhere"})
+    tag = f"nowhere-{uuid.uuid4().hex[:8]}"  # published below: no other test may share it
+    ctl.create_dm("nomodel", {"model": f"laya:{tag}"})
     await eventually(
         lambda: has(ctl, "nomodel", "Resolved", "False", "ModelNotFound"), 90, what="Resolved"
     )
@@ -66,6 +67,12 @@ async def test_model_not_found_sets_resolved_false(ctl: RolloutHarness) -> None:
         lambda: has(ctl, "nomodel", "Ready", "False", "ModelNotFound"), 60, what="Ready reason"
     )
     assert has(ctl, "nomodel", "Degraded", "True", "ModelNotFound")
+    assert condition(ctl, "nomodel", "Stalled") is None  # re-resolved by itself: not stalled
+    ready = condition(ctl, "nomodel", "Ready")
+    assert ready is not None and "the tag is resolved again at" in ready["message"], ready
+    # The tag is published: re-resolved by itself (first after 30 s), no annotation.
+    put_model("laya", tag, revision="published-late")
+    await eventually(lambda: has(ctl, "nomodel", "Ready", "True", "Serving"), 150, what="Serving")
 
 
 async def test_a_first_rollout_failing_its_gates_shows_the_reason_on_ready_and_degraded(
@@ -95,6 +102,10 @@ async def test_a_rejected_candidate_sets_degraded_with_its_reason(ctl: RolloutHa
     )
     assert ctl.status("gated")["phase"] == "RolledBack"
     assert has(ctl, "gated", "Ready", "True", "CandidateRejected")
+    # kstatus-aware tools (Helm 4 --wait, Flux, Argo CD) read it as stalled, not progressing.
+    await eventually(
+        lambda: has(ctl, "gated", "Stalled", "True", "EvaluationFailed"), 60, what="Stalled"
+    )
 
     # Health is never hidden by that history (issue 22): the stable losing its only Pod's
     # model shows as Degraded with the health reason; failedRevision stays recorded; once it is

@@ -4,7 +4,9 @@ the stable is ended."""
 
 from __future__ import annotations
 
-from controller.reconciler.reconcile import RolloutStep, steady_phase
+from test_decide import dm
+
+from controller.reconciler.reconcile import RolloutStep, stalled_condition, steady_phase
 from decisionmodel.vocabulary import Phase
 
 IDLE = RolloutStep()
@@ -37,4 +39,22 @@ def test_returning_the_spec_to_the_stable_ends_rolled_back() -> None:
     assert steady_phase("RolledBack", AT_STABLE, degraded=False, failed=True) == (
         Phase.READY,
         False,
+    )
+
+
+def test_stalled_only_while_the_spec_names_a_failure_nothing_retries() -> None:
+    def failed(reason: str) -> dict[str, object]:
+        return {"failedRevision": {"hash": "f1", "model": "laya:x", "reason": reason}}
+
+    rejected = dm({"model": "laya:x"}, failed("EvaluationFailed"))
+    shown = stalled_condition(rejected, IDLE, "RolledBack")
+    assert shown is not None and (shown.type, shown.status, shown.reason) == (
+        "Stalled",
+        "True",
+        "EvaluationFailed",
+    )
+    assert stalled_condition(rejected, IDLE, "Ready") is None
+    assert stalled_condition(rejected, AT_STABLE, "RolledBack") is None
+    assert (
+        stalled_condition(dm({"model": "laya:x"}, failed("ModelNotFound")), IDLE, "Failed") is None
     )
