@@ -16,9 +16,10 @@ from workflows.search_attributes import cli_registrations
 
 DEFAULT_PORT = 7233
 DEFAULT_UI_PORT = 8233
-# The server's Prometheus endpoint (frontend request counts: bench/idle_api.py), fixed so a
-# benchmark can read it; the CLI's default is a random free port.
-DEFAULT_METRICS_PORT = 7239
+# The server's Prometheus endpoint (frontend request counts: bench/idle_api.py) is the
+# frontend port plus this, so a benchmark can find it and two dev servers in one network
+# namespace (the codec tests run a second one) do not collide; the CLI's default is random.
+METRICS_PORT_OFFSET = 6
 
 
 def _port_open(host: str, port: int) -> bool:
@@ -47,7 +48,7 @@ class TemporalDevServer:
         # The UI sends payloads there to show them decoded (`dmrollout codec-server`).
         self.ui_codec_endpoint = ui_codec_endpoint
         self.db_file = state_dir / "temporal.sqlite"
-        self.metrics_port = DEFAULT_METRICS_PORT
+        self.metrics_port = port + METRICS_PORT_OFFSET
         self._proc: ManagedProcess | None = None
 
     @property
