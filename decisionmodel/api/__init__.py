@@ -150,6 +150,19 @@ def nesting_beyond(data: Any, limit: int = MAX_NESTING) -> str | None:
     return None
 
 
+def _field_of(deep: str) -> str:
+    """The field a too-deep path runs away under: its leading parts up to where one part starts
+    repeating (``a[0].a[0]...``), at least the first 3 and at most 8, so the message names the
+    key that holds the nesting (an unknown key under spec.rollout.evaluation, say)."""
+    parts = deep.split(".")
+    keep = len(parts)
+    for i in range(len(parts) - 1):
+        if parts[i] == parts[i + 1]:
+            keep = i
+            break
+    return ".".join(parts[: min(max(keep, 3), 8)])
+
+
 def _clean_message(message: str) -> str:
     # pydantic prefixes messages raised from validators; the shared text is what matters.
     return message.removeprefix("Value error, ")
@@ -187,7 +200,7 @@ class DecisionModel(WireModel):
         model = handler(data)
         deep = nesting_beyond(data)
         if deep is not None:
-            field = ".".join(deep.split(".")[:3])  # the field, not 64 levels of its path
+            field = _field_of(deep)  # the field, not 64 levels of its path
             raise ValueError(
                 f"{field}: nested deeper than {MAX_NESTING} levels; dmrollout refuses such an "
                 "object (flatten the field)"

@@ -23,7 +23,9 @@ from harness.rollout_harness import grant_namespaces
 from harness.shipped import kustomize
 from test_render_dry_run import _objects
 
+from decisionmodel.api.crd import CRD_NAME
 from localenv.cluster import LocalCluster
+from localenv.demo import CRD
 from localenv.identities import CONTROLLER, WORKER
 from localenv.paths import python_tool
 
@@ -223,8 +225,22 @@ def test_a_token_deletes_only_what_dmrollout_made_for_a_decision_model(
     namespaces; the policy narrows that to objects labelled as dmrollout's and owned by a
     DecisionModel, so a stolen token deletes nothing else."""
     suffix = uuid.uuid4().hex[:6]
+    # A DecisionModel that exists: an object owned by a missing one is garbage-collected.
+    local_cluster.establish_crd(CRD, CRD_NAME)
+    owner = f"owner-{suffix}"
+    local_cluster.apply(
+        {
+            "apiVersion": "decisionmodel.io/v1alpha1",
+            "kind": "DecisionModel",
+            "metadata": {"name": owner, "namespace": namespace},
+            "spec": {"model": "laya:en"},
+        }
+    )
+    uid = local_cluster.kubectl_json("get", "dm", owner, "-n", namespace)["metadata"]["uid"]
     ours = rendered(namespace)["PersistentVolumeClaim"]
     ours["metadata"]["name"] = f"ours-{suffix}"
+    for ref in ours["metadata"]["ownerReferences"]:
+        ref.update({"name": owner, "uid": uid})
     unowned = copy.deepcopy(ours)
     unowned["metadata"]["name"] = f"unowned-{suffix}"
     del unowned["metadata"]["ownerReferences"]
