@@ -32,6 +32,8 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Sequence
+from decimal import Decimal
+from fractions import Fraction
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, ValidationError
@@ -51,10 +53,14 @@ from decisionmodel.evaluation import (
     EvaluationProgress,
     GoldenCase,
     dataset_digest,
+    decision_verdict,
     evaluate_gates,
     finalize,
     parse_dataset,
 )
+from decisionmodel.evaluation.case_records import CaseRecord, RecordStore
+from decisionmodel.evaluation.decimal_format import quantize4
+from decisionmodel.evaluation.decision import decide
 from decisionmodel.evaluation.spread import Lane, spread_cases
 from decisionmodel.rollout.contracts import (
     EVALUATE,
@@ -74,6 +80,9 @@ Phase = Literal["dataset", "candidate", "baseline"]
 
 # The heartbeat ticker stops beating after this long without a case done (see HeartbeatTicker).
 EVALUATE_STALL_SECONDS = 600.0
+
+# Each case's own outcome, kept in this worker process only (case_records: never in history).
+CASE_RECORDS = RecordStore()
 
 
 class NoModelReadyPod(ProbeError):
@@ -139,6 +148,21 @@ def resumed_progress(
     return EvaluationProgress(dataset_digest=digest)
 
 
+def _records_key(phase: str, revision: str, digest: str | None) -> tuple[str, ...]:
+    info = activity.info()
+    return (info.workflow_id or "", info.activity_id, phase, revision, digest or "")
+
+
+def negative_flips(
+    candidate: list[CaseRecord] | None, stable: list[CaseRecord] | None
+) -> Decimal | None:
+    """The 4-place share of cases the stable got right and the candidate wrong."""
+    if not candidate or stable is None or len(stable) != len(candidate):
+        return None
+    count = sum(s.right and not c.right for c, s in zip(candidate, stable, strict=True))
+    return quantize4(Fraction(count, len(candidate)))
+
+
 class EvaluateActivities:
     def __init__(
         self,
@@ -158,7 +182,7 @@ class EvaluateActivities:
             # Every attempt, before a case is read: the gates must be the live spec's.
             check_evaluation(inp, (await read_live_policy(self.kube, inp.dm)).policy)
             gates = gates_of(inp.policy)
-            baseline = inp.stable if gates.needs_baseline else None
+            baseline = inp.stable if inp.policy.needs_baseline else None
             previous = previous_heartbeat(activity.info().heartbeat_details, inp.candidate.hash)
             state = previous or EvaluationHeartbeat(candidate_revision=inp.candidate.hash)
             # A case is one decision (bounded by the runtime client's timeouts) and its retries
@@ -174,9 +198,12 @@ class EvaluateActivities:
                     del raw
                     api_key = await self.secrets.api_key(inp.dm.namespace, inp.api_key)
                     state = self._resumed(state, inp.candidate, baseline, digest, len(cases))
-                    await self._run_phase(inp, "candidate", cases, state, api_key, ticker)
+                    records = await self._run_phase(inp, "candidate", cases, state, api_key, ticker)
+                    base_records = None
                     if baseline is not None:
-                        await self._run_phase(inp, "baseline", cases, state, api_key, ticker)
+                        base_records = await self._run_phase(
+                            inp, "baseline", cases, state, api_key, ticker
+                        )
                 except DmrolloutError as err:
                     if not err.permanent:
                         # Held, not failed: keep the progress, say why, let Temporal retry.
@@ -184,10 +211,12 @@ class EvaluateActivities:
                     raise
             assert state.candidate is not None
             outcome = self._outcome(
+                inp,
                 gates,
                 finalize(state.candidate),
                 finalize(state.baseline) if state.baseline is not None else None,
                 digest,
+                (records, base_records),
             )
             return outcome.model_copy(
                 update={
@@ -231,27 +260,38 @@ class EvaluateActivities:
         state: EvaluationHeartbeat,
         api_key: str | None,
         ticker: HeartbeatTicker,
-    ) -> None:
-        """Run the cases not done yet over every model-ready Pod of the phase's revision."""
+    ) -> list[CaseRecord] | None:
+        """Run the cases not done yet over every model-ready Pod of the phase's revision; the
+        phase's case records when they cover every case (else None)."""
         if phase == "candidate":
             record, model, progress = inp.candidate, inp.model, state.candidate
         else:
             assert inp.stable is not None
             record, model, progress = inp.stable, inp.stable.model, state.baseline
         assert progress is not None
+        records = CASE_RECORDS.records(
+            _records_key(phase, record.hash, progress.dataset_digest), progress.next_case_index
+        )
+        if inp.policy.needs_case_records and len(records) != progress.next_case_index:
+            # Another worker ran the cases so far: intervals need every case's own outcome,
+            # which never leaves a worker, so the phase runs again from its first case.
+            progress = type(progress)(dataset_digest=progress.dataset_digest)
+            setattr(state, phase, progress)
         state.phase = phase
         state.waiting_reason = state.waiting_message = None
         ticker.update(state.details())
         if progress.next_case_index >= len(cases):
-            return
+            return records if len(records) == len(cases) else None
         pods = await self._ready_pods(inp.dm.namespace, inp.dm.name, record.hash)
 
         def commit(case: GoldenCase, answers: object) -> None:
             # In dataset order, once each (spread_cases): the heartbeat is a resumable prefix.
             if answers is FAILED_CASE:
-                progress.add_failed_case(case)
+                outcomes = progress.add_failed_case(case)
             else:
-                progress.add_case(case, answers)
+                outcomes = progress.add_case(case, answers)
+            if len(records) == case.index:
+                records.append(CaseRecord.of(outcomes))
             ticker.update(state.details())
 
         async with contextlib.AsyncExitStack() as stack:
@@ -268,6 +308,7 @@ class EvaluateActivities:
                 await stack.enter_async_context(client)
                 lanes.append(Lane(send=sender(client, model), in_flight=in_flight_per_pod(pod)))
             await spread_cases(cases[progress.next_case_index :], lanes, commit)
+        return records if len(records) == len(cases) else None
 
     async def _ready_pods(
         self, namespace: str, dm_name: str, revision: str
@@ -287,12 +328,21 @@ class EvaluateActivities:
 
     @staticmethod
     def _outcome(
+        inp: EvaluateInput,
         gates: EvaluationGates,
         candidate: EvaluationFigures,
         baseline: EvaluationFigures | None,
         digest: str,
+        records: tuple[list[CaseRecord] | None, list[CaseRecord] | None],
     ) -> EvaluationOutcome:
-        found = evaluate_gates(candidate, gates, baseline)
+        flips = negative_flips(*records)
+        found = evaluate_gates(candidate, gates, baseline, flips)
+        decision = None
+        if inp.policy.confidence is not None:
+            assert records[0] is not None  # needs_case_records: the phase ran every case
+            seed = (digest, inp.candidate.hash, inp.stable.hash if inp.stable else "")
+            decision = decide(gates, Decimal(inp.policy.confidence), records[0], records[1], seed)
+            found = decision_verdict(decision)
         figures = candidate.rendered()
         base = baseline.rendered() if baseline is not None else None
         counts = f"{candidate.cases} cases, {candidate.failed_cases} failed"
@@ -300,6 +350,8 @@ class EvaluateActivities:
             result=found.result,
             reason=found.reason,
             message=f"{found.message} ({counts})",
+            negative_flips=str(flips) if flips is not None else None,
+            decision=decision,
             accuracy=figures["accuracy"],
             ece=figures["ece"],
             brier=figures["brier"],

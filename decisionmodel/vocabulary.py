@@ -82,6 +82,8 @@ class EvaluationResult(enum.StrEnum):
 
     PASSED = "Passed"
     FAILED = "Failed"
+    # spec.rollout.evaluation.confidence set: an interval straddles its gate's threshold.
+    INCONCLUSIVE = "Inconclusive"
 
 
 class RolloutResult(enum.StrEnum):
@@ -178,6 +180,10 @@ class Reason(enum.StrEnum):
     POST_PROMOTION_GATE_FAILED = "PostPromotionGateFailed"
     # The rollout's policy (evaluation, gates, promotion) is not the live DecisionModel's.
     POLICY_MISMATCH = "PolicyMismatch"
+    # onInconclusive: the evidence did not decide a gate and the policy (or a person) said no.
+    INCONCLUSIVE_REJECTED = "InconclusiveRejected"
+    # onInconclusive: Hold and nobody decided within spec.rollout.timeouts.decision.
+    DECISION_TIMEOUT = "DecisionTimeout"
 
     # --- this project: progress and success -----------------------------------------------
     RESOLVING = "Resolving"
@@ -190,6 +196,7 @@ class Reason(enum.StrEnum):
     MODEL_READY = "ModelReady"  # also the readiness gate's True reason
     EVALUATING = "Evaluating"
     EVALUATION_PASSED = "EvaluationPassed"
+    EVALUATION_INCONCLUSIVE = "EvaluationInconclusive"  # held: the evidence decides no gate
     EVALUATION_SKIPPED = "EvaluationSkipped"  # no spec.rollout.evaluation
     AWAITING_PROMOTION = "AwaitingPromotion"
     PROMOTED = "Promoted"
@@ -242,6 +249,8 @@ WORKFLOW_VERDICTS: Final = frozenset(
         Reason.ABORTED,
         Reason.SUPERSEDED,
         Reason.POST_PROMOTION_GATE_FAILED,
+        Reason.INCONCLUSIVE_REJECTED,
+        Reason.DECISION_TIMEOUT,
     }
 )
 
@@ -330,3 +339,4 @@ class Gate(enum.StrEnum):
     MAX_ACCURACY_DROP = "maxAccuracyDrop"
     MAX_ECE = "maxECE"
     MAX_ECE_INCREASE = "maxECEIncrease"
+    MAX_NEGATIVE_FLIP_RATE = "maxNegativeFlipRate"

@@ -47,6 +47,13 @@ MSG_READ_ONLY_MANY: Final = (
 )
 MSG_TIMEOUT_RANGE: Final = "timeout must be between 1m and 24h"
 MSG_DECIMAL_RANGE: Final = 'must be a decimal string between 0 and 1, e.g. "0.90"'
+MSG_CONFIDENCE_RANGE: Final = (
+    'confidence must be a decimal string above 0.5 and below 0.999, e.g. "0.95"'
+)
+MSG_INCONCLUSIVE_NEEDS_CONFIDENCE: Final = (
+    "onInconclusive needs confidence: without it the gates compare point values and are "
+    'never inconclusive; set confidence (e.g. "0.95") or remove onInconclusive'
+)
 MSG_SECRET_OPTIONAL: Final = "optional is not supported: the referenced Secret and key must exist"
 
 # --- patterns (Go RE2 and Rust regex agree on all of them) ---------------------------------
@@ -316,6 +323,33 @@ Quantity = Annotated[
     ),
 ]
 
+
+def _check_confidence(value: str) -> str:
+    if not re.fullmatch(DECIMAL_FRACTION_PATTERN, value) or not (
+        Decimal("0.5") < Decimal(value) < Decimal("0.999")
+    ):
+        raise ValueError(MSG_CONFIDENCE_RANGE)
+    return value
+
+
+ConfidenceLevel = Annotated[
+    str,
+    Field(
+        max_length=16,
+        json_schema_extra={
+            "pattern": DECIMAL_FRACTION_PATTERN,
+            **cel_rules(
+                cel_rule(
+                    "!self.matches('" + DECIMAL_FRACTION_PATTERN.replace("\\", "\\\\") + "') "
+                    "|| (double(self) > 0.5 && double(self) < 0.999)",
+                    MSG_CONFIDENCE_RANGE,
+                )
+            ),
+        },
+    ),
+    AfterValidator(_check_confidence),
+]
+
 # An integer field as the API server reads it (see _json_integer).
 JsonInt = Annotated[int, BeforeValidator(_json_integer)]
 
@@ -351,6 +385,14 @@ class AccessMode(enum.StrEnum):
     # Listed so the API server can answer it with MSG_READ_ONLY_MANY rather than a bare enum
     # error: the prefetch Job must write the store, so a read-only store can never be filled.
     READ_ONLY_MANY = "ReadOnlyMany"
+
+
+class OnInconclusive(enum.StrEnum):
+    """What an evaluation whose intervals decide no gate leads to."""
+
+    HOLD = "Hold"
+    REJECT = "Reject"
+    PROMOTE = "Promote"
 
 
 class Promotion(enum.StrEnum):
@@ -460,6 +502,16 @@ class DatasetRef(WireModel):
 class EvaluationSpec(WireModel):
     """Golden-dataset evaluation of a candidate and the gates it must pass before promotion."""
 
+    model_config = ConfigDict(
+        json_schema_extra=cel_rules(
+            cel_rule(
+                "!has(self.onInconclusive) || has(self.confidence)",
+                MSG_INCONCLUSIVE_NEEDS_CONFIDENCE,
+                ".onInconclusive",
+            )
+        )
+    )
+
     dataset_ref: DatasetRef = Field(description="The golden dataset (JSONL, at most 1 MiB).")
     min_accuracy: DecimalFraction = Field(
         description='Lowest accepted accuracy, a decimal string in [0, 1] such as "0.90".'
@@ -487,6 +539,35 @@ class EvaluationSpec(WireModel):
         le=MAX_MAX_CASES,
         description="Number of dataset lines evaluated (the first ones).",
     )
+    max_negative_flip_rate: DecimalFraction | None = Field(
+        default=None,
+        description=(
+            "Largest accepted share of cases the stable revision answers right and the "
+            "candidate wrong (same dataset, same run), in [0, 1]."
+        ),
+    )
+    confidence: ConfidenceLevel | None = Field(
+        default=None,
+        description=(
+            'Judge every gate on its confidence interval at this level (e.g. "0.95"): pass '
+            "when the whole interval is on the right side, fail when it is on the wrong side, "
+            "inconclusive when it straddles. Unset: the gates compare point values."
+        ),
+    )
+    on_inconclusive: OnInconclusive | None = Field(
+        default=None,
+        description=(
+            "With confidence: what an inconclusive evaluation does. Hold (default) parks the "
+            "candidate in AwaitingPromotion with the evidence until dmrollout promote or reject "
+            "(or timeouts.decision rejects it); Reject rolls it back; Promote promotes it."
+        ),
+    )
+
+    @model_validator(mode="after")
+    def _inconclusive_needs_confidence(self) -> EvaluationSpec:
+        if self.on_inconclusive is not None and self.confidence is None:
+            raise ValueError(MSG_INCONCLUSIVE_NEEDS_CONFIDENCE)
+        return self
 
     @property
     def min_accuracy_value(self) -> Decimal:
@@ -507,7 +588,12 @@ class EvaluationSpec(WireModel):
     @property
     def needs_baseline(self) -> bool:
         """A relative gate is set, so the stable revision is evaluated on the same dataset."""
-        return self.max_accuracy_drop is not None or self.max_ece_increase is not None
+        return (
+            self.max_accuracy_drop is not None
+            or self.max_ece_increase is not None
+            or self.max_negative_flip_rate is not None
+            or self.confidence is not None
+        )
 
 
 def _timeout_field(default: str, phase: str) -> Any:
@@ -526,6 +612,14 @@ class Timeouts(WireModel):
     caching: TimeoutDuration = _timeout_field("30m", Phase.CACHING)
     starting: TimeoutDuration = _timeout_field("10m", Phase.STARTING)
     evaluating: TimeoutDuration = _timeout_field("10m", Phase.EVALUATING)
+    decision: TimeoutDuration = Field(
+        default="24h",
+        description=(
+            "How long a candidate held on an inconclusive evaluation (onInconclusive: Hold) "
+            "waits for dmrollout promote or reject before it is rejected, as a Go duration "
+            "between 1m and 24h."
+        ),
+    )
 
     @property
     def caching_duration(self) -> timedelta:
@@ -538,6 +632,10 @@ class Timeouts(WireModel):
     @property
     def evaluating_duration(self) -> timedelta:
         return parse_duration(self.evaluating)
+
+    @property
+    def decision_duration(self) -> timedelta:
+        return parse_duration(self.decision)
 
 
 class RolloutSpec(WireModel):

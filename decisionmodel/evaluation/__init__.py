@@ -36,6 +36,7 @@ from decisionmodel.evaluation.dataset import (
     parse_dataset,
 )
 from decisionmodel.evaluation.decimal_format import quantize4, render4
+from decisionmodel.evaluation.decision import EvaluationDecision, decide, decision_verdict
 from decisionmodel.evaluation.gates import (
     EVALUATION_FAILED,
     EVALUATION_PASSED,
@@ -55,6 +56,7 @@ __all__ = [
     "EVALUATION_PASSED",
     "MAX_DATASET_BYTES",
     "MISSING",
+    "EvaluationDecision",
     "EvaluationFigures",
     "EvaluationGates",
     "EvaluationProgress",
@@ -64,6 +66,8 @@ __all__ = [
     "GoldenDatasetInvalid",
     "PairOutcome",
     "dataset_digest",
+    "decide",
+    "decision_verdict",
     "ece_bin_index",
     "evaluate_gates",
     "finalize",

@@ -45,9 +45,15 @@ class EvaluationGates(BaseModel):
     max_accuracy_drop: Decimal | None = Field(default=None, alias="maxAccuracyDrop")
     max_ece: Decimal | None = Field(default=None, alias="maxECE")
     max_ece_increase: Decimal | None = Field(default=None, alias="maxECEIncrease")
+    max_negative_flip_rate: Decimal | None = Field(default=None, alias="maxNegativeFlipRate")
 
     @field_validator(
-        "min_accuracy", "max_accuracy_drop", "max_ece", "max_ece_increase", mode="before"
+        "min_accuracy",
+        "max_accuracy_drop",
+        "max_ece",
+        "max_ece_increase",
+        "max_negative_flip_rate",
+        mode="before",
     )
     @classmethod
     def _decimal_string(cls, value: Any) -> Any:
@@ -70,7 +76,11 @@ class EvaluationGates(BaseModel):
     def needs_baseline(self) -> bool:
         """Whether a relative gate is set, i.e. whether the stable revision must be evaluated
         on the same dataset (REFERENCE.md: only then, and only when a stable exists)."""
-        return self.max_accuracy_drop is not None or self.max_ece_increase is not None
+        return (
+            self.max_accuracy_drop is not None
+            or self.max_ece_increase is not None
+            or self.max_negative_flip_rate is not None
+        )
 
 
 class GateVerdict(BaseModel):
@@ -89,13 +99,30 @@ def evaluate_gates(
     candidate: EvaluationFigures,
     gates: EvaluationGates,
     baseline: EvaluationFigures | None = None,
+    negative_flips: Decimal | None = None,
 ) -> GateVerdict:
     """Apply the gates in order; the first that fails decides. Relative gates are skipped
-    without a baseline (and say so in the message)."""
+    without a baseline (and say so in the message). ``negative_flips`` is the 4-place share of
+    cases the baseline got right and the candidate wrong (None without a baseline)."""
     # The differences of two 4-place figures in [0, 1] are exact at any precision ≥ 5; a local
     # context keeps a caller's global decimal settings out of the verdict.
     with localcontext(prec=28):
-        return _evaluate(candidate, gates, baseline)
+        found = _evaluate(candidate, gates, baseline)
+        if found.result != EvaluationResult.PASSED or gates.max_negative_flip_rate is None:
+            return found
+        return _flips(found, gates.max_negative_flip_rate, negative_flips)
+
+
+def _flips(passed: GateVerdict, limit: Decimal, rate: Decimal | None) -> GateVerdict:
+    if rate is None:
+        checked = "maxNegativeFlipRate not checked (no baseline)"
+    elif rate > limit:
+        return _failed(
+            Gate.MAX_NEGATIVE_FLIP_RATE, f"negative flips {rate} > maxNegativeFlipRate {limit}"
+        )
+    else:
+        checked = f"negative flips {rate} <= maxNegativeFlipRate {limit}"
+    return passed.model_copy(update={"message": f"{passed.message}; {checked}"})
 
 
 def _evaluate(

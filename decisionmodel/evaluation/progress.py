@@ -115,8 +115,9 @@ class EvaluationProgress(BaseModel):
         """Cases evaluated so far (answered or failed)."""
         return self.next_case_index
 
-    def add_case(self, case: GoldenCase, response_answers: object) -> None:
-        """Score the runtime's ``answers`` for ``case`` and count them.
+    def add_case(self, case: GoldenCase, response_answers: object) -> list[PairOutcome]:
+        """Score the runtime's ``answers`` for ``case`` and count them; the outcomes are
+        returned for the case's record (case_records), which stays in the activity.
 
         ``case`` must be the next one (``case.index == next_case_index``): feeding a case twice
         or skipping one after a resume is a bug, and it would corrupt the figures silently."""
@@ -129,8 +130,9 @@ class EvaluationProgress(BaseModel):
         if not all(outcome.correct for outcome in outcomes):
             self.failed_cases += 1
         self.next_case_index += 1
+        return outcomes
 
-    def add_failed_case(self, case: GoldenCase) -> None:
+    def add_failed_case(self, case: GoldenCase) -> list[PairOutcome]:
         """Count a case whose request failed permanently: every pair wrong, confidence 0."""
         self._expect(case)
         for expectation in case.expectations.values():
@@ -138,6 +140,7 @@ class EvaluationProgress(BaseModel):
             self._count(classify(expectation, MISSING, None))
         self.failed_cases += 1
         self.next_case_index += 1
+        return [MISSING for _ in case.expectations]
 
     def _expect(self, case: GoldenCase) -> None:
         if case.index != self.next_case_index:

@@ -18,6 +18,7 @@ from pydantic.alias_generators import to_camel
 # One phase vocabulary: the API's (status.phase), also the workflow's DmPhase attribute.
 from decisionmodel.api.status import Phase as Phase
 from decisionmodel.evaluation.aggregates import EvaluationAggregates
+from decisionmodel.evaluation.decision import EvaluationDecision
 from decisionmodel.vocabulary import ConditionStatus, Device, Engine, EvaluationResult, Gate
 from decisionmodel.vocabulary import RolloutResult as RolloutResult
 
@@ -147,6 +148,9 @@ class InPlace(Contract):
         return {name: getattr(self, name) for name in InPlace.model_fields}
 
 
+OnInconclusive = Literal["Hold", "Reject", "Promote"]
+
+
 class EvaluationPolicy(Contract):
     dataset: KeyRef
     min_accuracy: str
@@ -154,10 +158,31 @@ class EvaluationPolicy(Contract):
     max_ece: str | None = None
     max_ece_increase: str | None = None
     max_cases: int = 500
+    # Evidence-grade gates (added later: None keeps the point gates and the fingerprints of
+    # policies written before, see _canonical).
+    max_negative_flip_rate: str | None = None
+    confidence: str | None = None
+    on_inconclusive: OnInconclusive | None = None
 
     @property
     def needs_baseline(self) -> bool:
-        return self.max_accuracy_drop is not None or self.max_ece_increase is not None
+        """The stable answers the same cases: a relative gate needs it, and with a confidence
+        every paired difference is reported."""
+        return (
+            self.max_accuracy_drop is not None
+            or self.max_ece_increase is not None
+            or self.max_negative_flip_rate is not None
+            or self.confidence is not None
+        )
+
+    @property
+    def needs_case_records(self) -> bool:
+        """Whether the figures need every case's own outcome (intervals, flips)."""
+        return self.confidence is not None or self.max_negative_flip_rate is not None
+
+    @property
+    def inconclusive_action(self) -> OnInconclusive:
+        return self.on_inconclusive or "Hold"
 
     def gates(self) -> dict[str, str]:
         """The gates that are set, by their wire names (as spec and status spell them)."""
@@ -166,12 +191,20 @@ class EvaluationPolicy(Contract):
             Gate.MAX_ACCURACY_DROP: self.max_accuracy_drop,
             Gate.MAX_ECE: self.max_ece,
             Gate.MAX_ECE_INCREASE: self.max_ece_increase,
+            Gate.MAX_NEGATIVE_FLIP_RATE: self.max_negative_flip_rate,
         }
         return {str(k): v for k, v in gates.items() if v is not None}
 
+    def canonical(self) -> dict[str, Any]:
+        """The policy as JSON, the later fields only when set: a policy without them has the
+        fingerprint and digest it had before they existed."""
+        later = {"max_negative_flip_rate", "confidence", "on_inconclusive"}
+        unset = {k for k in later if getattr(self, k) is None}
+        return self.model_dump(mode="json", exclude=unset)
+
     def fingerprint(self) -> str:
         """Binds a manual approval to the gates it was given for (12 hex of sha256)."""
-        body = json.dumps(self.model_dump(mode="json"), sort_keys=True, separators=(",", ":"))
+        body = json.dumps(self.canonical(), sort_keys=True, separators=(",", ":"))
         return hashlib.sha256(body.encode()).hexdigest()[:12]
 
 
@@ -193,8 +226,11 @@ class RolloutPolicy(Contract):
 
     def digest(self) -> str:
         """16 hex of sha256 over the canonical JSON of the policy."""
-        body = json.dumps(self.model_dump(mode="json"), sort_keys=True, separators=(",", ":"))
-        return hashlib.sha256(body.encode()).hexdigest()[:16]
+        body = self.model_dump(mode="json")
+        if self.evaluation is not None:
+            body["evaluation"] = self.evaluation.canonical()
+        text = json.dumps(body, sort_keys=True, separators=(",", ":"))
+        return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
 class PhaseTimeouts(Contract):
@@ -203,6 +239,7 @@ class PhaseTimeouts(Contract):
     caching: int = 1800
     starting: int = 600
     evaluating: int = 600
+    decision: int = 86400  # a hold on an inconclusive evaluation (onInconclusive: Hold)
 
 
 class RolloutTuning(Contract):
@@ -361,6 +398,10 @@ class EvaluationOutcome(Contract):
     baseline_brier: str | None = None
     aggregates: EvaluationAggregates | None = None
     baseline_aggregates: EvaluationAggregates | None = None
+    # Evidence-grade gates: the share of cases the stable got right and the candidate wrong
+    # (4 places), and with a confidence the decision record (intervals and verdicts).
+    negative_flips: str | None = None
+    decision: EvaluationDecision | None = None
 
 
 class PromoteInput(InPlace):
@@ -525,11 +566,17 @@ class RolloutOutcome(Contract):
 
 
 def approval_token(
-    revision: str, policy: EvaluationPolicy | None, dataset_digest: str | None
+    revision: str,
+    policy: EvaluationPolicy | None,
+    dataset_digest: str | None,
+    evidence: str | None = None,
 ) -> str:
     """The approval a manual promotion must carry: bound to the candidate revision and, with
     evaluation, to the gates and the dataset it passed (so a stale approval cannot promote a
-    later candidate, nor one evaluated against different data)."""
+    later candidate, nor one evaluated against different data), and with intervals to the
+    evidence shown (the decision record's digest: an approval given on other figures is
+    stale)."""
     if policy is None or dataset_digest is None:
         return revision
-    return f"{revision}.{policy.fingerprint()}.{dataset_digest[:12]}"
+    token = f"{revision}.{policy.fingerprint()}.{dataset_digest[:12]}"
+    return f"{token}.{evidence}" if evidence else token

@@ -174,6 +174,9 @@ def evaluation_policy(ev: EvaluationSpec | None) -> EvaluationPolicy | None:
         max_ece=str(ev.max_ece) if ev.max_ece else None,
         max_ece_increase=str(ev.max_ece_increase) if ev.max_ece_increase else None,
         max_cases=ev.max_cases,
+        max_negative_flip_rate=ev.max_negative_flip_rate,
+        confidence=ev.confidence,
+        on_inconclusive=ev.on_inconclusive.value if ev.on_inconclusive else None,
     )
 
 
@@ -192,6 +195,7 @@ def phase_timeouts(timeouts: TimeoutsSpec) -> PhaseTimeouts:
         caching=int(timeouts.caching_duration.total_seconds()),
         starting=int(timeouts.starting_duration.total_seconds()),
         evaluating=int(timeouts.evaluating_duration.total_seconds()),
+        decision=int(timeouts.decision_duration.total_seconds()),
     )
 
 

@@ -106,19 +106,26 @@ async def test_with_temporal_away_the_stable_is_looked_after(
             what="the replacement Pod through the gate",
         )
 
-        # The stable Deployment deleted: restored, its Pods through the gate again.
+        # The stable Deployment deleted: restored, its own new Pods through the gate again. The
+        # old Pods go by garbage collection after the Deployment has gone, so until then they
+        # still look serving: only Pods that did not exist before the delete count.
+        before = {p["metadata"]["name"] for p in ctl.pods("away", stable)}
         ctl.kubectl("delete", "deployment", deployment, "--wait=true")
-        await eventually(
-            lambda: (
-                ctl.get("deployment", deployment) is not None
-                and len(serving(ctl, "away", stable)) == 2
-            ),
+
+        def new_pods_serving() -> list[str]:
+            if ctl.get("deployment", deployment) is None:
+                return []
+            names = serving(ctl, "away", stable)
+            return names if len(names) == 2 and not before & set(names) else []
+
+        restored = await eventually(
+            new_pods_serving,
             BOUND,
-            what="the stable Deployment restored and serving",
+            what="the stable Deployment restored and its new Pods serving",
         )
 
         # A Pod that serves another digest leaves the Service (its gate turns False).
-        wrong = serving(ctl, "away", stable)[0]
+        wrong = restored[0]
         ctl.kubectl("annotate", "pod", wrong, f"{SIM_PREFIX}digest={'e' * 64}")
         await eventually(
             lambda: (

@@ -305,7 +305,14 @@ def test_crd_defaults_match_pydantic_defaults(schema: dict[str, Any]) -> None:
         "replicas": 1,
         "device": "cpu",
         "cache": {"size": "10Gi", "accessModes": ["ReadWriteOnce"]},
-        "rollout": {"timeouts": {"caching": "30m", "starting": "10m", "evaluating": "10m"}},
+        "rollout": {
+            "timeouts": {
+                "caching": "30m",
+                "starting": "10m",
+                "evaluating": "10m",
+                "decision": "24h",
+            }
+        },
     }
 
 

@@ -162,7 +162,7 @@ def test_gates_read_the_crd_evaluation_object() -> None:
     assert gates.max_ece_increase == Decimal("0.010")
     assert gates.needs_baseline
     # Echoed back as written, e.g. into status.evaluation.
-    assert json.loads(gates.model_dump_json(by_alias=True)) == {
+    assert json.loads(gates.model_dump_json(by_alias=True, exclude_none=True)) == {
         "minAccuracy": "0.90",
         "maxAccuracyDrop": "0.02",
         "maxECE": "0.05",

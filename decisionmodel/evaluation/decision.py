@@ -1,0 +1,242 @@
+"""Gates on intervals: pass, fail or inconclusive, and the decision record that says why.
+
+With ``spec.rollout.evaluation.confidence`` set, each gate is judged on the interval of its
+figure at that confidence (intervals.py, ece_bootstrap.py):
+
+- an upper bound (``maxECE``, ``maxNegativeFlipRate``, and the relative gates on the paired
+  difference: ``maxAccuracyDrop`` on stable - candidate, ``maxECEIncrease`` on candidate -
+  stable, a non-inferiority test) passes when the whole interval is at or below it, fails when
+  the whole interval is above it;
+- ``minAccuracy`` passes when the whole interval is at or above it, fails when it is below;
+- otherwise the gate is inconclusive.
+
+The first failing gate (in the reference's order, flips last) decides Failed; else any
+inconclusive gate makes the evaluation Inconclusive; else it passed. An inconclusive gate
+carries an estimate of the cases that would decide it: the half-width shrinks as 1/√n, so
+``n · (half-width / distance)²`` cases bring the interval off the threshold if the estimate
+stays where it is.
+
+The :class:`EvaluationDecision` is numbers and names only (no case, no label), compact enough
+for status, and has an ``evidence`` digest that binds an approval to exactly what was shown.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+from collections.abc import Sequence
+from decimal import Decimal
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from decisionmodel.evaluation import ece_bootstrap as boot
+from decisionmodel.evaluation import intervals as iv
+from decisionmodel.evaluation.case_records import CaseRecord
+from decisionmodel.evaluation.decimal_format import render4
+from decisionmodel.evaluation.gates import EVALUATION_FAILED, EvaluationGates, GateVerdict
+from decisionmodel.vocabulary import EvaluationResult, Gate, Reason
+
+Side = Literal["min", "max"]
+
+
+class FigureInterval(BaseModel):
+    """One figure with its interval (4-place decimal strings, signed for differences)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    figure: str = Field(max_length=48)
+    estimate: str
+    lower: str
+    upper: str
+    n: int = Field(ge=0)
+    method: str = Field(max_length=64)
+
+    @classmethod
+    def of(cls, figure: str, found: iv.Interval) -> FigureInterval:
+        return cls(
+            figure=figure,
+            estimate=render4(found.estimate),
+            lower=render4(found.lower),
+            upper=render4(found.upper),
+            n=found.n,
+            method=found.method,
+        )
+
+    def line(self) -> str:
+        return f"{self.figure} {self.estimate} [{self.lower}, {self.upper}]"
+
+
+class GateDecision(BaseModel):
+    """One gate: the figure it judged, the threshold and its side, the verdict, and for an
+    inconclusive gate the cases that would likely decide it (None when no number would)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    gate: str = Field(max_length=64)
+    interval: FigureInterval
+    threshold: str
+    side: Side
+    verdict: EvaluationResult
+    more_cases: int | None = None
+
+    def line(self) -> str:
+        sign = ">=" if self.side == "min" else "<="
+        line = f"{self.gate} {self.verdict.value}: {self.interval.line()} {sign} {self.threshold}"
+        if self.verdict == EvaluationResult.INCONCLUSIVE:
+            more = (
+                f"about {self.more_cases} more cases would decide it"
+                if self.more_cases is not None
+                else "more cases would not decide it"
+            )
+            line += f" ({more})"
+        return line
+
+
+class EvaluationDecision(BaseModel):
+    """The decision record of one evaluation: each gate's evidence and the verdict."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    confidence: str
+    result: EvaluationResult
+    gates: list[GateDecision] = Field(max_length=16)
+    figures: list[FigureInterval] = Field(default_factory=list, max_length=16)
+    dataset_digest: str
+    evidence: str = ""  # sha256 (first 16 hex) of the record above, see sealed()
+
+    def sealed(self) -> EvaluationDecision:
+        body = self.model_dump(mode="json", exclude={"evidence"})
+        text = json.dumps(body, sort_keys=True, separators=(",", ":"))
+        return self.model_copy(update={"evidence": hashlib.sha256(text.encode()).hexdigest()[:16]})
+
+    def first_failed(self) -> GateDecision | None:
+        return next((g for g in self.gates if g.verdict == EvaluationResult.FAILED), None)
+
+    def lines(self) -> list[str]:
+        return [g.line() for g in self.gates]
+
+
+def decide(
+    gates: EvaluationGates,
+    confidence: Decimal,
+    candidate: Sequence[CaseRecord],
+    stable: Sequence[CaseRecord] | None,
+    seed_parts: tuple[str, ...],
+) -> EvaluationDecision:
+    """Every figure's interval and every set gate's verdict. ``seed_parts`` (dataset digest and
+    revisions) seed the bootstrap."""
+    level = float(confidence)
+    z = iv.z_of(level)
+    acc = iv.accuracy(candidate, z)
+    ece = boot.ece_interval(candidate, level, boot.seed_of(*seed_parts, "ece"))
+    figures = [
+        FigureInterval.of("accuracy", acc),
+        FigureInterval.of("ECE", ece),
+        FigureInterval.of("Brier", iv.brier(candidate, z)),
+    ]
+    judged = [_judge(Gate.MIN_ACCURACY, "accuracy", acc, gates.min_accuracy, "min")]
+    paired = stable is not None and len(stable) == len(candidate) and candidate
+    if paired:
+        assert stable is not None
+        diff = iv.accuracy_difference(candidate, stable, z)
+        ece_diff = boot.ece_difference(candidate, stable, level, boot.seed_of(*seed_parts, "d"))
+        negative, positive = iv.flip_rates(candidate, stable, z)
+        drop = iv.Interval(-diff.estimate, -diff.upper, -diff.lower, diff.n, diff.method)
+        figures += [
+            FigureInterval.of("accuracy candidate-stable", diff),
+            FigureInterval.of("ECE candidate-stable", ece_diff),
+            FigureInterval.of("Brier candidate-stable", iv.brier_difference(candidate, stable, z)),
+            FigureInterval.of("negative flips", negative),
+            FigureInterval.of("positive flips", positive),
+        ]
+        if gates.max_accuracy_drop is not None:
+            judged.append(
+                _judge(Gate.MAX_ACCURACY_DROP, "accuracy drop", drop, gates.max_accuracy_drop)
+            )
+    if gates.max_ece is not None:
+        judged.append(_judge(Gate.MAX_ECE, "ECE", ece, gates.max_ece))
+    if paired and gates.max_ece_increase is not None:
+        judged.append(
+            _judge(Gate.MAX_ECE_INCREASE, "ECE increase", ece_diff, gates.max_ece_increase)
+        )
+    if paired and gates.max_negative_flip_rate is not None:
+        judged.append(
+            _judge(
+                Gate.MAX_NEGATIVE_FLIP_RATE,
+                "negative flips",
+                negative,
+                gates.max_negative_flip_rate,
+            )
+        )
+    return EvaluationDecision(
+        confidence=str(confidence),
+        result=_overall(judged),
+        gates=judged,
+        figures=figures,
+        dataset_digest=seed_parts[0] if seed_parts else "",
+    ).sealed()
+
+
+def _judge(
+    gate: Gate, figure: str, found: iv.Interval, threshold: Decimal, side: Side = "max"
+) -> GateDecision:
+    limit = float(threshold)
+    if side == "min":
+        verdict = _verdict(passed=found.lower >= limit, failed=found.upper < limit)
+    else:
+        verdict = _verdict(passed=found.upper <= limit, failed=found.lower > limit)
+    more = _more_cases(found, limit) if verdict == EvaluationResult.INCONCLUSIVE else None
+    return GateDecision(
+        gate=str(gate),
+        interval=FigureInterval.of(figure, found),
+        threshold=str(threshold),
+        side=side,
+        verdict=verdict,
+        more_cases=more,
+    )
+
+
+def _verdict(*, passed: bool, failed: bool) -> EvaluationResult:
+    if passed:
+        return EvaluationResult.PASSED
+    if failed:
+        return EvaluationResult.FAILED
+    return EvaluationResult.INCONCLUSIVE
+
+
+def _more_cases(found: iv.Interval, limit: float) -> int | None:
+    distance = abs(found.estimate - limit)
+    if distance < 1e-9 or found.n == 0 or found.half_width <= 0:
+        return None
+    needed = found.n * (found.half_width / distance) ** 2
+    return max(1, math.ceil(needed - found.n))
+
+
+def _overall(judged: Sequence[GateDecision]) -> EvaluationResult:
+    verdicts = {g.verdict for g in judged}
+    if EvaluationResult.FAILED in verdicts:
+        return EvaluationResult.FAILED
+    if EvaluationResult.INCONCLUSIVE in verdicts:
+        return EvaluationResult.INCONCLUSIVE
+    return EvaluationResult.PASSED
+
+
+def decision_verdict(decision: EvaluationDecision) -> GateVerdict:
+    """The verdict status and the condition show: the deciding gate and every gate's line."""
+    deciding = decision.first_failed() or next(
+        (g for g in decision.gates if g.verdict == EvaluationResult.INCONCLUSIVE), None
+    )
+    reason = {
+        EvaluationResult.PASSED: Reason.EVALUATION_PASSED,
+        EvaluationResult.FAILED: EVALUATION_FAILED,
+        EvaluationResult.INCONCLUSIVE: Reason.EVALUATION_INCONCLUSIVE,
+    }[decision.result]
+    head = f"{decision.result.value.lower()} at confidence {decision.confidence}"
+    return GateVerdict(
+        result=decision.result,
+        reason=reason,
+        gate=Gate(deciding.gate) if deciding is not None else None,
+        message=f"{head}: " + "; ".join(decision.lines()),
+    )
