@@ -41,6 +41,7 @@ from temporalio.exceptions import (
 from decisionmodel.vocabulary import ConditionStatus
 
 with workflow.unsafe.imports_passed_through():
+    from decisionmodel.api.spec import format_duration
     from decisionmodel.engine.render.labels import store_pvc_name
     from decisionmodel.rollout import step_status
     from decisionmodel.rollout.contracts import (
@@ -157,6 +158,9 @@ class RolloutWorkflow:
             outcome = await self._main
         except asyncio.CancelledError:
             outcome = await self._stopped()
+        evaluated = self._state.evaluation
+        if evaluated is not None and evaluated.decision is not None:
+            outcome = outcome.model_copy(update={"decision": evaluated.decision})
         self._finish(outcome)
         # Signals/updates in flight (e.g. a rejected approval being recorded) complete first.
         await workflow.wait_condition(workflow.all_handlers_finished)
@@ -190,8 +194,10 @@ class RolloutWorkflow:
         record = await self._start(inp, objects)
         if inp.evaluation is not None:
             await self._evaluate(inp, inp.evaluation, record)
-        # Manual promotion: the first revision of a DecisionModel is never held.
-        if inp.promotion == "Manual" and inp.stable is not None:
+        # Manual promotion: the first revision of a DecisionModel is never held; a candidate a
+        # person already approved on inconclusive evidence is not held twice.
+        held = self._state.approved
+        if inp.promotion == "Manual" and inp.stable is not None and not held:
             await self._await_approval(inp, record)
         promoted = await self._promote_committed(inp, record)
         if promoted.previous and promoted.previous != record.hash:
@@ -318,8 +324,88 @@ class RolloutWorkflow:
         )
         self._details(f"**{Phase.EVALUATING.value}**: evaluated")
         await self._reported(status, step_status.evaluated(inp.dm, policy, outcome))
-        if outcome.result != EvaluationResult.PASSED:
+        if outcome.result == EvaluationResult.INCONCLUSIVE:
+            await self._inconclusive(inp, policy, record, outcome)
+        elif outcome.result != EvaluationResult.PASSED:
             raise RolloutFailure(Reason.EVALUATION_FAILED, outcome.message)
+
+    async def _inconclusive(
+        self,
+        inp: RolloutInput,
+        policy: EvaluationPolicy,
+        record: RevisionRecord,
+        outcome: EvaluationOutcome,
+    ) -> None:
+        """4b. The intervals decided no gate: spec.rollout.evaluation.onInconclusive says what
+        happens. Promote goes on; Reject rolls back; Hold waits for a person, bound to the
+        evidence shown, until timeouts.decision rejects it."""
+        action = policy.inconclusive_action
+        if action == "Promote":
+            return
+        if action == "Reject":
+            raise RolloutFailure(
+                Reason.INCONCLUSIVE_REJECTED, f"onInconclusive Reject: {outcome.message}"
+            )
+        await self._hold_inconclusive(inp, policy, record, outcome)
+
+    async def _hold_inconclusive(
+        self,
+        inp: RolloutInput,
+        policy: EvaluationPolicy,
+        record: RevisionRecord,
+        outcome: EvaluationOutcome,
+    ) -> None:
+        """onInconclusive Hold: AwaitingPromotion until promote, reject or timeouts.decision."""
+        state = self._state
+        evidence = outcome.decision.evidence if outcome.decision else None
+        state.expected_approval = approval_token(
+            record.hash, policy, outcome.dataset_digest, evidence
+        )
+        state.held_inconclusive = True
+        deadline = timedelta(seconds=inp.timeouts.decision)
+        how = (
+            f"inconclusive: decide with dmrollout promote {inp.dm.name} or dmrollout reject "
+            f"{inp.dm.name} "
+            f"(approval {state.expected_approval}); rejected by itself after "
+            f"{format_duration(deadline)}"
+        )
+        await self._enter(
+            Phase.AWAITING_PROMOTION,
+            "awaiting decision (inconclusive)",
+            event_reason=EventReason.AWAITING_PROMOTION,
+            event_message=f"candidate {record.hash} held, evaluation {how}",
+            conditions=[
+                ConditionUpdate(
+                    type=ConditionType.PROMOTED,
+                    status=ConditionStatus.FALSE,
+                    reason=Reason.EVALUATION_INCONCLUSIVE,
+                    message=f"candidate {record.hash} held, evaluation {how}. {outcome.message}"[
+                        :1000
+                    ],
+                )
+            ],
+            by_step=False,
+        )
+        await self._wait_for_decision(deadline, outcome.message)
+
+    async def _wait_for_decision(self, deadline: timedelta, evidence: str) -> None:
+        state = self._state
+        try:
+            await workflow.wait_condition(
+                lambda: state.approved or state.rejected_by is not None,
+                timeout=deadline,
+                # The timer in the UI's timeline names the gates that left it undecided.
+                timeout_summary=f"decision on inconclusive evidence: {evidence}"[:400],
+            )
+        except TimeoutError:
+            raise RolloutFailure(
+                Reason.DECISION_TIMEOUT,
+                f"nobody decided within timeouts.decision ({format_duration(deadline)}) on an "
+                f"inconclusive evaluation: {evidence}",
+            ) from None
+        self._stop_if_requested()
+        if state.rejected_by is not None:
+            raise RolloutFailure(Reason.INCONCLUSIVE_REJECTED, state.rejected_by)
 
     async def _await_approval(self, inp: RolloutInput, record: RevisionRecord) -> None:
         """5. manual promotion: hold the candidate until the approval bound to it arrives."""
@@ -607,6 +693,26 @@ class RolloutWorkflow:
         why = self._state.approval_problem(approval)
         if why is not None:
             raise ValueError(why)
+
+    @workflow.update
+    async def reject(self, approval: str) -> str:
+        """End a candidate held on inconclusive evidence as rejected (rolled back), bound to the
+        evidence shown like an approval."""
+        state = self._state
+        state.rejected_by = f"rejected by a person on the evidence shown (approval {approval})"
+        return f"revision {state.record.hash if state.record else '?'} rejected"
+
+    @reject.validator
+    def _validate_reject(self, approval: str) -> None:
+        state = self._state
+        if not state.held_inconclusive:
+            raise ValueError(
+                "reject refused: no candidate is held on an inconclusive evaluation; "
+                "dmrollout abort stops any other rollout"
+            )
+        why = state.approval_problem(approval)
+        if why is not None:
+            raise ValueError(why.replace("approval", "reject", 1))
 
     @workflow.signal
     def abort(self, reason: str) -> None:

@@ -32,6 +32,9 @@ class RolloutState(BaseModel):
     record: RevisionRecord | None = None  # the candidate, once resolved
     expected_approval: str | None = None  # the token a manual promotion must carry
     approved: bool = False
+    # Held on an inconclusive evaluation (onInconclusive: Hold), and why a person rejected it.
+    held_inconclusive: bool = False
+    rejected_by: str | None = None
     abort_reason: str | None = None
     rejected: list[RejectedApproval] = Field(default_factory=list)
     evaluation: EvaluationOutcome | None = None

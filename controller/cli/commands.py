@@ -96,7 +96,7 @@ async def _report(ctx: Any) -> int:
 def add_commands(sub: Any) -> None:
     from controller.cli.context import add_kube_flags, add_temporal_flags
     from controller.cli.output import add_output_flag
-    from controller.cli.verbs import cli_entry, get, history, promote
+    from controller.cli.verbs import cli_entry, get, history, promote, reject
     from controller.cli.verbs_act import abort, retry, undo, wait
 
     def dm_verb(name: str, help: str, temporal: bool = True) -> argparse.ArgumentParser:
@@ -122,6 +122,10 @@ def add_commands(sub: Any) -> None:
     pr = dm_verb("promote", "approve the candidate awaiting promotion (bound approval)")
     pr.add_argument("--approval", default=None, help="default: the one the rollout expects")
     pr.set_defaults(func=cli_entry(promote))
+
+    rj = dm_verb("reject", "reject a candidate held on an inconclusive evaluation (bound)")
+    rj.add_argument("--approval", default=None, help="default: the one the rollout expects")
+    rj.set_defaults(func=cli_entry(reject))
 
     wa = dm_verb("wait", "block until the rollout ends: 0 promoted, 1 rolled back or failed")
     wa.add_argument("--timeout", type=_seconds, default=600.0, help="seconds (default 600)")

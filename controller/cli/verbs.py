@@ -119,6 +119,7 @@ def _status_text(v: dict[str, Any]) -> str:
             f"(baseline {ev.get('baselineAccuracy', '-')}), ECE {ev.get('ece')}, "
             f"{ev.get('cases')} cases"
         )
+        lines.extend(_verdict_lines(ev.get("decision")))
         lines.append(f"  report     {v['report']}")
     for c in v["conditions"]:
         lines.append(
@@ -126,6 +127,23 @@ def _status_text(v: dict[str, Any]) -> str:
         )
     lines.extend(_rollout_lines(v))
     return "\n".join(lines)
+
+
+def _verdict_lines(decision: dict[str, Any] | None) -> list[str]:
+    """One line per gate of an evaluation with confidence: verdict, interval, threshold."""
+    if not decision:
+        return []
+    lines = [f"  evidence   {decision.get('evidence')} at confidence {decision.get('confidence')}"]
+    for g in decision.get("gates") or []:
+        iv = g.get("interval") or {}
+        sign = ">=" if g.get("side") == "min" else "<="
+        more = f" (~{g['moreCases']} more cases to decide)" if g.get("moreCases") else ""
+        lines.append(
+            f"  gate       {g.get('gate')} {g.get('verdict')}: {iv.get('figure')} "
+            f"{iv.get('estimate')} [{iv.get('lower')}, {iv.get('upper')}] {sign} "
+            f"{g.get('threshold')}{more}"
+        )
+    return lines
 
 
 def _rollout_lines(v: dict[str, Any]) -> list[str]:
@@ -138,12 +156,23 @@ def _rollout_lines(v: dict[str, Any]) -> list[str]:
         step = f" — {r['phase']}: {r['step']}" if r["phase"] else ""
         lines.append(f"  rollout    {r['workflowId']}{step}")
         if r["expectedApproval"]:
-            lines.append(f"  approval   dmrollout promote {v['name']} -n {v['namespace']}")
+            lines.append(f"  approval   {r['expectedApproval']}")
+            lines.append(f"  decide     dmrollout promote {v['name']} -n {v['namespace']}")
         lines.append(f"  UI         {r['ui']}")
     return lines
 
 
 async def promote(ctx: CliContext) -> int:
+    return await _decide(ctx, reject=False)
+
+
+async def reject(ctx: CliContext) -> int:
+    return await _decide(ctx, reject=True)
+
+
+async def _decide(ctx: CliContext, *, reject: bool) -> int:
+    """promote or reject the held candidate with the approval bound to the evidence shown
+    (``--approval``; default: the one the rollout shows now)."""
     args = ctx.args
     namespace = ctx.namespace()
     client, temporal = await ctx.temporal()
@@ -161,10 +190,11 @@ async def promote(ctx: CliContext) -> int:
                 "`dmrollout status` shows AwaitingPromotion",
             )
         approval = args.approval or progress.expected_approval or ""
-        refusal = await rollouts.approve(r.workflow_id, approval)
+        refusal = await rollouts.approve(r.workflow_id, approval, reject=reject)
         if refusal:
             raise CliError(ExitCode.FAILED, f"refused: {refusal}")
-        print(f"approved {approval} for {namespace}/{args.name} ({r.workflow_id})")
+        done = "rejected" if reject else "approved"
+        print(f"{done} {approval} for {namespace}/{args.name} ({r.workflow_id})")
     return ExitCode.OK
 
 

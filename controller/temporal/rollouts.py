@@ -294,11 +294,13 @@ class Rollouts:
             return done, total * len(lanes)
         return None
 
-    async def approve(self, wid: str, approval: str) -> str | None:
-        """Send the approval as an update; None when applied, else the refusal."""
+    async def approve(self, wid: str, approval: str, *, reject: bool = False) -> str | None:
+        """Send the approval (or, with ``reject``, the rejection of a candidate held on
+        inconclusive evidence) as an update; None when applied, else the refusal."""
+        update = RolloutWorkflow.reject if reject else RolloutWorkflow.approve
         try:
             await self.client.get_workflow_handle(wid).execute_update(
-                RolloutWorkflow.approve, approval, rpc_timeout=RPC_TIMEOUT
+                update, approval, rpc_timeout=RPC_TIMEOUT
             )
         except WorkflowUpdateFailedError as e:
             return str(e.cause) if e.cause else str(e)

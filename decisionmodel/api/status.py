@@ -122,6 +122,9 @@ class EvaluationGates(WireModel):
         default=None, alias="maxECEIncrease", max_length=16, description="maxECEIncrease."
     )
     max_cases: int | None = Field(default=None, ge=1, description="maxCases.")
+    max_negative_flip_rate: str | None = Field(
+        default=None, max_length=16, description="maxNegativeFlipRate."
+    )
 
 
 def _decimal_field(description: str) -> Any:
@@ -148,6 +151,57 @@ class ConfusionCellStatus(WireModel):
     expected: str = Field(max_length=16, description="Expected class.")
     predicted: str = Field(max_length=16, description="Answered class.")
     count: int = Field(ge=0, description="Answer pairs in this cell.")
+
+
+SIGNED_DECIMAL_PATTERN: Final = r"^-?[0-9]\.[0-9]{4}$"
+
+
+def _signed_field(description: str) -> Any:
+    return Field(pattern=SIGNED_DECIMAL_PATTERN, max_length=8, description=description)
+
+
+class FigureIntervalStatus(WireModel):
+    """One figure with its interval at the decision's confidence (4 places; a difference,
+    candidate - stable, may be negative)."""
+
+    figure: str = Field(max_length=48, description="What is estimated, e.g. accuracy drop.")
+    estimate: str = _signed_field("The estimate on the evaluated cases.")
+    lower: str = _signed_field("Lower bound of the interval.")
+    upper: str = _signed_field("Upper bound of the interval.")
+    # Not "n": YAML 1.1 reads a bare n as false, and the CRD lists required names unquoted.
+    cases: int = Field(ge=0, description="Cases the figure is computed from.")
+    method: str = Field(max_length=64, description="How the interval is computed.")
+
+
+class GateDecisionStatus(WireModel):
+    """One gate's evidence and verdict."""
+
+    gate: str = Field(max_length=64, description="The gate, as spec.rollout.evaluation names it.")
+    interval: FigureIntervalStatus = Field(description="The figure the gate judged.")
+    threshold: str = Field(max_length=16, description="The gate's threshold as written.")
+    side: Literal["min", "max"] = Field(description="min: a floor; max: a ceiling.")
+    verdict: EvaluationResult = Field(description="Passed, Failed or Inconclusive.")
+    more_cases: int | None = Field(
+        default=None,
+        ge=0,
+        description="Inconclusive: about how many more cases would decide it at this confidence.",
+    )
+
+
+class EvaluationDecisionStatus(WireModel):
+    """The decision record of an evaluation with spec.rollout.evaluation.confidence."""
+
+    confidence: str = Field(max_length=16, description="The confidence of every interval.")
+    result: EvaluationResult = Field(description="Passed, Failed or Inconclusive.")
+    gates: list[GateDecisionStatus] = Field(max_length=16, description="Each gate set.")
+    figures: list[FigureIntervalStatus] = Field(
+        default_factory=list, max_length=16, description="Every figure's interval."
+    )
+    dataset_digest: str = Field(max_length=64, description="sha256 of the dataset evaluated.")
+    evidence: str = Field(
+        max_length=64,
+        description="Digest of this record; an approval of a held candidate names it.",
+    )
 
 
 class EvaluationStatus(WireModel):
@@ -180,8 +234,16 @@ class EvaluationStatus(WireModel):
         max_length=256,
         description="Per-label confusion counts of the candidate (no dataset content).",
     )
+    negative_flips: str | None = _decimal_field(
+        "Share of cases the stable answered right and the candidate wrong."
+    )
+    decision: EvaluationDecisionStatus | None = Field(
+        default=None, description="With confidence: each gate's interval and verdict."
+    )
     gates: EvaluationGates | None = Field(default=None, description="The gates applied.")
-    result: EvaluationResult | None = Field(default=None, description="Passed or Failed.")
+    result: EvaluationResult | None = Field(
+        default=None, description="Passed, Failed or Inconclusive."
+    )
     reason: str | None = Field(
         default=None, max_length=1024, description="Which gate failed, or why none ran."
     )

@@ -50,7 +50,7 @@ class FigureInterval(BaseModel):
     estimate: str
     lower: str
     upper: str
-    n: int = Field(ge=0)
+    cases: int = Field(ge=0)
     method: str = Field(max_length=64)
 
     @classmethod
@@ -60,7 +60,7 @@ class FigureInterval(BaseModel):
             estimate=render4(found.estimate),
             lower=render4(found.lower),
             upper=render4(found.upper),
-            n=found.n,
+            cases=found.n,
             method=found.method,
         )
 

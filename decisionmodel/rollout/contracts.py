@@ -563,6 +563,8 @@ class RolloutOutcome(Contract):
     revision: str | None = None
     reason: str | None = None
     message: str | None = None
+    # With spec.rollout.evaluation.confidence: the decision record the rollout acted on.
+    decision: EvaluationDecision | None = None
 
 
 def approval_token(

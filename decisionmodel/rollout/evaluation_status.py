@@ -3,7 +3,12 @@ draws (per-bin sums rendered to 4 places, confusion cells as they are)."""
 
 from __future__ import annotations
 
-from decisionmodel.api.status import ConfusionCellStatus, EvaluationStatus, ReliabilityBinStatus
+from decisionmodel.api.status import (
+    ConfusionCellStatus,
+    EvaluationDecisionStatus,
+    EvaluationStatus,
+    ReliabilityBinStatus,
+)
 from decisionmodel.evaluation.aggregates import EvaluationAggregates
 from decisionmodel.evaluation.decimal_format import render4
 from decisionmodel.rollout.contracts import EvaluationOutcome
@@ -25,6 +30,12 @@ def evaluation_status(outcome: EvaluationOutcome, revision: str | None) -> Evalu
         reliability=_bins(candidate),
         baseline_reliability=_bins(outcome.baseline_aggregates),
         confusion=_cells(candidate),
+        negative_flips=outcome.negative_flips,
+        decision=(
+            EvaluationDecisionStatus.model_validate(outcome.decision.model_dump(mode="json"))
+            if outcome.decision is not None
+            else None
+        ),
         result=outcome.result,
         reason=outcome.reason,
     )
@@ -63,8 +74,12 @@ def evaluation_details(outcome: EvaluationOutcome, namespace: str, name: str, re
     base = ""
     if outcome.baseline_accuracy is not None:
         base = f" (baseline accuracy {outcome.baseline_accuracy}, ECE {outcome.baseline_ece})"
+    verdicts = ""
+    if outcome.decision is not None:
+        lines = "".join(f"\n- {line}" for line in outcome.decision.lines())
+        verdicts = f"\n\nGates at confidence {outcome.decision.confidence}:{lines}\n\n"
     return (
         f"Evaluation **{outcome.result.value}**: accuracy {outcome.accuracy}, ECE {outcome.ece}, "
-        f"Brier {outcome.brier} on {outcome.cases} cases{base}. "
+        f"Brier {outcome.brier} on {outcome.cases} cases{base}. {verdicts}"
         f"Report: `{report_command(namespace, name, revision)}`"
     )

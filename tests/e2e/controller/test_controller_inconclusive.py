@@ -1,0 +1,156 @@
+"""Issue 24, points 3, 4 and 7: a gate whose interval straddles its threshold is inconclusive,
+and the rollout does what ``onInconclusive`` says.
+
+Hold parks the candidate in AwaitingPromotion with the evidence (status, ``dmrollout status``,
+the Promoted condition); a promote bound to other evidence is refused; ``dmrollout promote``
+with the evidence shown promotes, and the decision record is in status and the workflow's
+result. ``dmrollout reject`` and ``onInconclusive: Reject`` roll the candidate back with
+InconclusiveRejected while the stable serves.
+
+The candidate's accuracy on the golden set is known exactly (the simulator's answers are a
+function of the case), so the threshold is put 0.02 under it: well inside a 60-case interval.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from typing import Any
+
+from harness.helpers import eventually
+from harness.rollout_harness import RolloutHarness, put_model
+
+from controller.temporal.rollouts import revision_query
+from simulators.answers import expected_accuracy, make_golden_set
+
+CASES = 60
+
+
+def run(ctl: RolloutHarness, *args: str) -> subprocess.CompletedProcess[str]:
+    env = {
+        **os.environ,
+        "DMROLLOUT_KUBECONFIG": str(ctl.cluster.kubeconfig),
+        "DMROLLOUT_TEMPORAL_TASK_QUEUE": ctl.task_queue,
+    }
+    return subprocess.run(
+        [sys.executable, "-m", "controller.cli", *args, "-n", ctl.namespace],
+        env=env, capture_output=True, text=True, timeout=240, check=False,
+    )  # fmt: skip
+
+
+def condition(ctl: RolloutHarness, name: str, type_: str) -> dict[str, Any]:
+    for c in ctl.status(name).get("conditions") or []:
+        if c.get("type") == type_:
+            return dict(c)
+    return {}
+
+
+def unsure_evaluation(ctl: RolloutHarness, accuracy: float, **more: str) -> dict[str, Any]:
+    """A golden set and a minAccuracy 0.02 under what a model of ``accuracy`` scores on it."""
+    cases = make_golden_set(CASES, seed=5)
+    ctl.golden_configmap("golden", "".join(json.dumps(c) + "\n" for c in cases))
+    observed = expected_accuracy(cases, accuracy, 0.8)
+    return {
+        "datasetRef": {"configMapRef": {"name": "golden", "key": "cases.jsonl"}},
+        "minAccuracy": f"{observed - 0.02:.2f}",
+        "confidence": "0.95",
+        **more,
+    }
+
+
+async def held(ctl: RolloutHarness, name: str) -> dict[str, Any]:
+    return await eventually(
+        lambda: (
+            ctl.status(name).get("phase") == "AwaitingPromotion"
+            and condition(ctl, name, "Promoted").get("reason") == "EvaluationInconclusive"
+            and ctl.status(name)["evaluation"]
+        ),
+        240,
+        what="held on an inconclusive evaluation",
+    )
+
+
+async def test_inconclusive_holds_and_the_evidence_shown_promotes(ctl: RolloutHarness) -> None:
+    put_model("laya", "unsure", accuracy=0.85, confidence=0.8, revision="unsure")
+    evaluation = unsure_evaluation(ctl, 0.85)
+    ctl.create_dm("unsure", {"model": "laya:en"})
+    await eventually(lambda: ctl.status("unsure").get("phase") == "Ready", 120, what="Ready")
+    stable = ctl.status("unsure")["stableRevision"]["hash"]
+    ctl.update_spec("unsure", {"model": "laya:unsure", "rollout": {"evaluation": evaluation}})
+
+    ev = await held(ctl, "unsure")
+    decision = ev["decision"]
+    assert ev["result"] == decision["result"] == "Inconclusive"
+    [gate] = decision["gates"]
+    threshold = float(evaluation["minAccuracy"])
+    assert gate["gate"] == "minAccuracy" and gate["verdict"] == "Inconclusive"
+    assert float(gate["interval"]["lower"]) < threshold <= float(gate["interval"]["upper"])
+    assert gate["moreCases"] > 0 and gate["interval"]["cases"] == CASES
+    figures = {f["figure"] for f in decision["figures"]}
+    assert {"accuracy", "ECE", "accuracy candidate-stable", "negative flips"} <= figures
+    assert "about" in condition(ctl, "unsure", "Promoted")["message"]
+    assert ctl.status("unsure")["stableRevision"]["hash"] == stable  # nothing moved
+
+    shown = run(ctl, "status", "unsure")
+    assert "gate       minAccuracy Inconclusive: accuracy" in shown.stdout, shown.stdout
+    [rollout] = json.loads(run(ctl, "status", "unsure", "-o", "json").stdout)["rollouts"]
+    token = rollout["expectedApproval"]
+    assert token.endswith("." + decision["evidence"])
+
+    # An approval given on other evidence is refused; nothing is promoted.
+    stale = token.rsplit(".", 1)[0] + "." + "0" * 16
+    refused = run(ctl, "promote", "unsure", "--approval", stale)
+    assert refused.returncode == 1 and "does not match" in refused.stderr, refused.stderr
+    assert ctl.status("unsure")["phase"] == "AwaitingPromotion"
+
+    approved = run(ctl, "promote", "unsure", "--approval", token)
+    assert approved.returncode == 0, approved.stderr
+    await eventually(
+        lambda: (ctl.status("unsure").get("stableRevision") or {}).get("model") == "laya:unsure",
+        120,
+        what="promoted on the evidence shown",
+    )
+    # The decision record is the workflow's result too (the audit trail).
+    revision = ctl.status("unsure")["stableRevision"]["hash"]
+    query = revision_query(ctl.namespace, "unsure", revision)
+    [wf] = [w async for w in ctl.client.list_workflows(query)]
+    result = await ctl.client.get_workflow_handle(wf.id).result()
+    assert result["decision"]["evidence"] == decision["evidence"]
+
+
+async def test_reject_and_on_inconclusive_reject_keep_the_stable(ctl: RolloutHarness) -> None:
+    put_model("laya", "unsure2", accuracy=0.85, confidence=0.8, revision="unsure2")
+    put_model("laya", "unsure3", accuracy=0.85, confidence=0.8, revision="unsure3")
+    evaluation = unsure_evaluation(ctl, 0.85)
+    ctl.create_dm("doubt", {"model": "laya:en"})
+    await eventually(lambda: ctl.status("doubt").get("phase") == "Ready", 120, what="Ready")
+    stable = ctl.status("doubt")["stableRevision"]["hash"]
+
+    ctl.update_spec("doubt", {"model": "laya:unsure2", "rollout": {"evaluation": evaluation}})
+    await held(ctl, "doubt")
+    rejected = run(ctl, "reject", "doubt")
+    assert rejected.returncode == 0, rejected.stderr
+    failed = await eventually(
+        lambda: ctl.status("doubt").get("failedRevision"), 120, what="rejected"
+    )
+    assert (
+        failed["reason"] == "InconclusiveRejected" and "rejected by a person" in failed["message"]
+    )
+    assert ctl.status("doubt")["stableRevision"]["hash"] == stable
+
+    rejecting = {**evaluation, "onInconclusive": "Reject"}
+    ctl.update_spec("doubt", {"model": "laya:unsure3", "rollout": {"evaluation": rejecting}})
+    failed = await eventually(
+        lambda: (
+            (f := ctl.status("doubt").get("failedRevision") or {}).get("model") == "laya:unsure3"
+            and f
+        ),
+        240,
+        what="rolled back by onInconclusive Reject",
+    )
+    assert failed["reason"] == "InconclusiveRejected"
+    assert "minAccuracy Inconclusive" in failed["message"]
+    assert ctl.status("doubt")["stableRevision"]["hash"] == stable
+    assert ctl.status("doubt")["phase"] == "RolledBack"
