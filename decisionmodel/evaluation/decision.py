@@ -130,18 +130,19 @@ def decide(
     level = float(confidence)
     z = iv.z_of(level)
     acc = iv.accuracy(candidate, z)
-    ece = boot.ece_interval(candidate, level, boot.seed_of(*seed_parts, "ece"))
+    paired = stable is not None and len(stable) == len(candidate) and bool(candidate)
+    ece, ece_diff = boot.ece_intervals(
+        candidate, stable if paired else None, level, boot.seed_of(*seed_parts, "ece")
+    )
     figures = [
         FigureInterval.of("accuracy", acc),
         FigureInterval.of("ECE", ece),
         FigureInterval.of("Brier", iv.brier(candidate, z)),
     ]
-    judged = [_judge(Gate.MIN_ACCURACY, "accuracy", acc, gates.min_accuracy, "min")]
-    paired = stable is not None and len(stable) == len(candidate) and candidate
+    judged = [judge(Gate.MIN_ACCURACY, "accuracy", acc, gates.min_accuracy, "min")]
     if paired:
-        assert stable is not None
+        assert stable is not None and ece_diff is not None
         diff = iv.accuracy_difference(candidate, stable, z)
-        ece_diff = boot.ece_difference(candidate, stable, level, boot.seed_of(*seed_parts, "d"))
         negative, positive = iv.flip_rates(candidate, stable, z)
         drop = iv.Interval(-diff.estimate, -diff.upper, -diff.lower, diff.n, diff.method)
         figures += [
@@ -153,17 +154,17 @@ def decide(
         ]
         if gates.max_accuracy_drop is not None:
             judged.append(
-                _judge(Gate.MAX_ACCURACY_DROP, "accuracy drop", drop, gates.max_accuracy_drop)
+                judge(Gate.MAX_ACCURACY_DROP, "accuracy drop", drop, gates.max_accuracy_drop)
             )
     if gates.max_ece is not None:
-        judged.append(_judge(Gate.MAX_ECE, "ECE", ece, gates.max_ece))
-    if paired and gates.max_ece_increase is not None:
+        judged.append(judge(Gate.MAX_ECE, "ECE", ece, gates.max_ece))
+    if ece_diff is not None and gates.max_ece_increase is not None:
         judged.append(
-            _judge(Gate.MAX_ECE_INCREASE, "ECE increase", ece_diff, gates.max_ece_increase)
+            judge(Gate.MAX_ECE_INCREASE, "ECE increase", ece_diff, gates.max_ece_increase)
         )
     if paired and gates.max_negative_flip_rate is not None:
         judged.append(
-            _judge(
+            judge(
                 Gate.MAX_NEGATIVE_FLIP_RATE,
                 "negative flips",
                 negative,
@@ -179,7 +180,7 @@ def decide(
     ).sealed()
 
 
-def _judge(
+def judge(
     gate: Gate, figure: str, found: iv.Interval, threshold: Decimal, side: Side = "max"
 ) -> GateDecision:
     limit = float(threshold)

@@ -288,9 +288,23 @@ def _rbac_objects(cluster: LocalCluster, path: str) -> list[dict[str, Any]]:
     return [d for d in yaml.safe_load_all(rendered) if d and d["kind"] in RBAC_KINDS]
 
 
+def _not_there_yet(cluster: LocalCluster, objects: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The objects that do not exist yet: only those are this test's to delete afterwards. The
+    ServiceAccounts dmrollout-controller and -worker are the harness's component identities
+    too; deleting them would void the tokens of a controller and worker other tests run."""
+    missing = []
+    for o in objects:
+        meta = o["metadata"]
+        where = ["-n", meta["namespace"]] if meta.get("namespace") else []
+        found = cluster.kubectl("get", *where, o["kind"], meta["name"], check=False)
+        if found.returncode != 0:
+            missing.append(o)
+    return missing
+
+
 @pytest.fixture
 def applied(cluster: LocalCluster) -> Iterator[list[dict[str, Any]]]:
-    """Objects applied for real during a test, deleted afterwards."""
+    """Objects applied for real during a test (and not there before), deleted afterwards."""
     objects: list[dict[str, Any]] = []
     yield objects
     if objects:
@@ -442,7 +456,7 @@ def test_cluster_wide_rbac_grants_exactly_what_is_needed(
     cluster: LocalCluster, applied: list[dict[str, Any]]
 ) -> None:
     objects = _rbac_objects(cluster, "deploy")
-    applied.extend(objects)
+    applied.extend(_not_there_yet(cluster, objects))
     cluster.apply(objects)
     for sa in ("dmrollout-controller", "dmrollout-worker"):
         for ns in ("default", EXAMPLES_NS):
@@ -485,7 +499,7 @@ def test_namespaced_rbac_grants_only_in_its_namespace(
     cluster: LocalCluster, applied: list[dict[str, Any]]
 ) -> None:
     objects = _rbac_objects(cluster, "deploy/core") + _rbac_objects(cluster, "deploy/namespaced")
-    applied.extend(objects)
+    applied.extend(_not_there_yet(cluster, objects))
     cluster.apply(objects)
     for sa in ("dmrollout-controller", "dmrollout-worker"):
         assert_access(cluster, sa, NAMESPACED_NS, GRANTS[sa], REFUSALS[sa])
