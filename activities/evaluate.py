@@ -291,7 +291,7 @@ class EvaluateActivities:
             else:
                 outcomes = progress.add_case(case, answers)
             if len(records) == case.index:
-                records.append(CaseRecord.of(outcomes))
+                records.append(CaseRecord.of(outcomes, case.slice))
             ticker.update(state.details())
 
         async with contextlib.AsyncExitStack() as stack:
@@ -341,7 +341,14 @@ class EvaluateActivities:
         if inp.policy.confidence is not None:
             assert records[0] is not None  # needs_case_records: the phase ran every case
             seed = (digest, inp.candidate.hash, inp.stable.hash if inp.stable else "")
-            decision = decide(gates, Decimal(inp.policy.confidence), records[0], records[1], seed)
+            decision = decide(
+                gates,
+                Decimal(inp.policy.confidence),
+                records[0],
+                records[1],
+                seed,
+                inp.policy.slices,
+            )
             found = decision_verdict(decision)
         figures = candidate.rendered()
         base = baseline.rendered() if baseline is not None else None

@@ -340,3 +340,4 @@ class Gate(enum.StrEnum):
     MAX_ECE = "maxECE"
     MAX_ECE_INCREASE = "maxECEIncrease"
     MAX_NEGATIVE_FLIP_RATE = "maxNegativeFlipRate"
+    SLICES = "slices"  # a gate of spec.rollout.evaluation.slices, on one slice

@@ -40,6 +40,12 @@ PROFILE_ANNOTATION = "dev.dmrollout.sim/profile"
 class ModelProfile(BaseModel):
     """How a simulated model answers and what `/api/ps` says about it."""
 
+    def accuracy_for(self, state: object) -> float:
+        """The accuracy this model answers ``state`` with (weak_marker, above)."""
+        if self.weak_marker is not None and self.weak_marker in json.dumps(state):
+            return self.weak_accuracy
+        return self.accuracy
+
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     accuracy: float = Field(0.9, ge=0.0, le=1.0)
@@ -54,13 +60,23 @@ class ModelProfile(BaseModel):
     quantization_level: str = "F32"
     context_length: int = Field(512, ge=1)
     revision: str = ""
+    # A model that is worse on one kind of case: a state whose text holds ``weak_marker`` is
+    # answered at ``weak_accuracy`` (a regression confined to one slice of a golden set).
+    weak_marker: str | None = Field(default=None, min_length=1, max_length=64)
+    weak_accuracy: float = Field(0.0, ge=0.0, le=1.0)
     # Where the weights layer says it lives (`urls[0]` = `<weights_url>/<hex>`), as real
     # manifests point at a Hugging Face endpoint; the registry simulator serves such a stand-in
     # at `/_weights/<hex>`. None: no `urls`, the blob comes from the registry.
     weights_url: str | None = None
 
+    def dump(self) -> dict[str, object]:
+        """The profile as JSON; the weak_* fields only when set, so every model made before
+        they existed keeps its bytes and its digest."""
+        unset = {"weak_marker", "weak_accuracy"} if self.weak_marker is None else set()
+        return self.model_dump(exclude=unset)
+
     def canonical_json(self) -> str:
-        return json.dumps(self.model_dump(), sort_keys=True, separators=(",", ":"))
+        return json.dumps(self.dump(), sort_keys=True, separators=(",", ":"))
 
     def details(self) -> dict[str, str]:
         """The `details` object of `/api/ps`."""
@@ -152,7 +168,7 @@ def build_artifact(name: str, tag: str, profile: ModelProfile) -> ModelArtifact:
             "model_type": profile.parameter_size,
             "file_type": profile.quantization_level,
             "name": f"{name}:{tag}",
-            "sim_profile": profile.model_dump(),
+            "sim_profile": profile.dump(),
         },
         sort_keys=True,
         separators=(",", ":"),

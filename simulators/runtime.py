@@ -318,7 +318,7 @@ class RuntimeSimulator:
                 if faults.latency_ms > 0:
                     await asyncio.sleep(faults.latency_ms / 1000)
                 answers = decision_answers(
-                    decision, loaded.profile.accuracy, loaded.profile.confidence
+                    decision, loaded.profile.accuracy_for(decision.state), loaded.profile.confidence
                 )
             return web.json_response(
                 self._decision_body(decision, answers, started, load_ns, done_reason)

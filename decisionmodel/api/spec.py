@@ -50,6 +50,10 @@ MSG_DECIMAL_RANGE: Final = 'must be a decimal string between 0 and 1, e.g. "0.90
 MSG_CONFIDENCE_RANGE: Final = (
     'confidence must be a decimal string above 0.5 and below 0.999, e.g. "0.95"'
 )
+MSG_SLICES_NEED_CONFIDENCE: Final = (
+    "slices needs confidence: slice gates are judged on intervals corrected for the number of "
+    'slices; set confidence (e.g. "0.95") or remove slices'
+)
 MSG_INCONCLUSIVE_NEEDS_CONFIDENCE: Final = (
     "onInconclusive needs confidence: without it the gates compare point values and are "
     'never inconclusive; set confidence (e.g. "0.95") or remove onInconclusive'
@@ -499,6 +503,24 @@ class DatasetRef(WireModel):
         return self
 
 
+class SliceGatesSpec(WireModel):
+    """Gates applied to each slice of the golden set (cases carrying ``"slice": "<name>"``)."""
+
+    min_accuracy: DecimalFraction | None = Field(
+        default=None, description="Lowest accepted accuracy of every slice, in [0, 1]."
+    )
+    max_accuracy_drop: DecimalFraction | None = Field(
+        default=None,
+        description="Largest accepted accuracy drop against the stable on every slice, in [0, 1].",
+    )
+    min_cases: JsonInt = Field(
+        default=30,
+        ge=1,
+        le=MAX_MAX_CASES,
+        description="A slice with fewer cases is reported, not gated.",
+    )
+
+
 class EvaluationSpec(WireModel):
     """Golden-dataset evaluation of a candidate and the gates it must pass before promotion."""
 
@@ -508,7 +530,10 @@ class EvaluationSpec(WireModel):
                 "!has(self.onInconclusive) || has(self.confidence)",
                 MSG_INCONCLUSIVE_NEEDS_CONFIDENCE,
                 ".onInconclusive",
-            )
+            ),
+            cel_rule(
+                "!has(self.slices) || has(self.confidence)", MSG_SLICES_NEED_CONFIDENCE, ".slices"
+            ),
         )
     )
 
@@ -563,10 +588,21 @@ class EvaluationSpec(WireModel):
         ),
     )
 
+    slices: SliceGatesSpec | None = Field(
+        default=None,
+        description=(
+            "With confidence: gates per slice of the golden set (cases with a slice name), "
+            "each slice's interval at a confidence corrected for the number of slices compared "
+            "(Bonferroni)."
+        ),
+    )
+
     @model_validator(mode="after")
     def _inconclusive_needs_confidence(self) -> EvaluationSpec:
         if self.on_inconclusive is not None and self.confidence is None:
             raise ValueError(MSG_INCONCLUSIVE_NEEDS_CONFIDENCE)
+        if self.slices is not None and self.confidence is None:
+            raise ValueError(MSG_SLICES_NEED_CONFIDENCE)
         return self
 
     @property

@@ -164,7 +164,7 @@ class FigureIntervalStatus(WireModel):
     """One figure with its interval at the decision's confidence (4 places; a difference,
     candidate - stable, may be negative)."""
 
-    figure: str = Field(max_length=48, description="What is estimated, e.g. accuracy drop.")
+    figure: str = Field(max_length=112, description="What is estimated, e.g. accuracy drop.")
     estimate: str = _signed_field("The estimate on the evaluated cases.")
     lower: str = _signed_field("Lower bound of the interval.")
     upper: str = _signed_field("Upper bound of the interval.")
@@ -176,7 +176,10 @@ class FigureIntervalStatus(WireModel):
 class GateDecisionStatus(WireModel):
     """One gate's evidence and verdict."""
 
-    gate: str = Field(max_length=64, description="The gate, as spec.rollout.evaluation names it.")
+    gate: str = Field(
+        max_length=96,
+        description="The gate as spec.rollout.evaluation names it (slices[<name>].<gate>).",
+    )
     interval: FigureIntervalStatus = Field(description="The figure the gate judged.")
     threshold: str = Field(max_length=16, description="The gate's threshold as written.")
     side: Literal["min", "max"] = Field(description="min: a floor; max: a ceiling.")
@@ -193,9 +196,9 @@ class EvaluationDecisionStatus(WireModel):
 
     confidence: str = Field(max_length=16, description="The confidence of every interval.")
     result: EvaluationResult = Field(description="Passed, Failed or Inconclusive.")
-    gates: list[GateDecisionStatus] = Field(max_length=16, description="Each gate set.")
+    gates: list[GateDecisionStatus] = Field(max_length=64, description="Each gate set.")
     figures: list[FigureIntervalStatus] = Field(
-        default_factory=list, max_length=16, description="Every figure's interval."
+        default_factory=list, max_length=64, description="Every figure's interval."
     )
     dataset_digest: str = Field(max_length=64, description="sha256 of the dataset evaluated.")
     evidence: str = Field(

@@ -33,6 +33,7 @@ class CaseRecord:
     correct: int
     brier: float
     points: tuple[tuple[int, float, bool], ...]
+    slice: str | None = None
 
     @property
     def right(self) -> bool:
@@ -40,7 +41,7 @@ class CaseRecord:
         return self.correct == self.pairs
 
     @classmethod
-    def of(cls, outcomes: Sequence[PairOutcome]) -> CaseRecord:
+    def of(cls, outcomes: Sequence[PairOutcome], slice: str | None = None) -> CaseRecord:
         points = []
         brier = 0.0
         for outcome in outcomes:
@@ -52,6 +53,7 @@ class CaseRecord:
             correct=sum(o.correct for o in outcomes),
             brier=brier,
             points=tuple(points),
+            slice=slice,
         )
 
 

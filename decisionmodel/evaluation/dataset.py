@@ -28,6 +28,11 @@ instead of a silently wrong score later:
   ``ParseScoreExpected``), so comparing it with the argmax level needs no rounding.
 - ``tolerance`` may only name expected score questions, with a finite value ≥ 0; anything else
   is almost certainly a typo that would leave the default band in force unnoticed.
+- ``slice`` (optional) names the group a case belongs to for the per-slice gates: a short name
+  (1-63 letters, digits, ``.``, ``_``, ``-``, starting with a letter or digit). Slice names are
+  the one piece of a case shown in status and the report (a slice table needs them), so they
+  are meant as segment names ("enterprise", "refunds"), never content; at most
+  :data:`MAX_SLICES` distinct names.
 - Unknown top-level keys are ignored, as the runtime ignores unknown fields.
 """
 
@@ -36,6 +41,7 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from decimal import Decimal
@@ -108,6 +114,7 @@ class GoldenCase:
     state: Any
     questions: Mapping[str, Any]
     expectations: Mapping[str, Expectation]
+    slice: str | None = None
 
     def request_body(self, model: str) -> dict[str, Any]:
         """The ``POST /v1/systemone`` body for this case (RUNTIME_API.md)."""
@@ -148,7 +155,29 @@ def parse_dataset(
             raise GoldenDatasetInvalid(str(problem), number, len(cases) + 1) from None
     if not cases:
         raise GoldenDatasetInvalid("dataset has no cases")
+    slices = {c.slice for c in cases if c.slice is not None}
+    if len(slices) > MAX_SLICES:
+        raise GoldenDatasetInvalid(
+            f"dataset names {len(slices)} slices; at most {MAX_SLICES} are compared (merge "
+            "small ones)"
+        )
     return cases
+
+
+MAX_SLICES: Final = 20
+_SLICE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,62}")
+
+
+def _parse_slice(obj: dict[str, Any]) -> str | None:
+    name = obj.get("slice")
+    if name is None:
+        return None
+    if not isinstance(name, str) or not _SLICE.fullmatch(name):
+        raise _Problem(
+            "slice must be a short name: 1-63 letters, digits, '.', '_' or '-', starting with "
+            "a letter or digit"
+        )
+    return name
 
 
 class _Problem(Exception):
@@ -203,7 +232,12 @@ def _parse_case(text: str, index: int, line: int, default_tolerance: Decimal) ->
     _apply_tolerance(obj, questions, expectations)
     _check_encodable(state, obj["questions"])
     return GoldenCase(
-        index=index, line=line, state=state, questions=obj["questions"], expectations=expectations
+        index=index,
+        line=line,
+        state=state,
+        questions=obj["questions"],
+        expectations=expectations,
+        slice=_parse_slice(obj),
     )
 
 

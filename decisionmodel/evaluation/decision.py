@@ -46,7 +46,7 @@ class FigureInterval(BaseModel):
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
-    figure: str = Field(max_length=48)
+    figure: str = Field(max_length=112)
     estimate: str
     lower: str
     upper: str
@@ -74,7 +74,7 @@ class GateDecision(BaseModel):
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
-    gate: str = Field(max_length=64)
+    gate: str = Field(max_length=96)
     interval: FigureInterval
     threshold: str
     side: Side
@@ -94,6 +94,21 @@ class GateDecision(BaseModel):
         return line
 
 
+class SliceGates(BaseModel):
+    """spec.rollout.evaluation.slices as the rollout enforces it (thresholds as written)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    min_accuracy: str | None = None
+    max_accuracy_drop: str | None = None
+    min_cases: int = Field(default=30, ge=1)
+
+    @property
+    def count(self) -> int:
+        """Gates set per slice (each is one comparison for the correction)."""
+        return (self.min_accuracy is not None) + (self.max_accuracy_drop is not None)
+
+
 class EvaluationDecision(BaseModel):
     """The decision record of one evaluation: each gate's evidence and the verdict."""
 
@@ -101,8 +116,8 @@ class EvaluationDecision(BaseModel):
 
     confidence: str
     result: EvaluationResult
-    gates: list[GateDecision] = Field(max_length=16)
-    figures: list[FigureInterval] = Field(default_factory=list, max_length=16)
+    gates: list[GateDecision] = Field(max_length=64)
+    figures: list[FigureInterval] = Field(default_factory=list, max_length=64)
     dataset_digest: str
     evidence: str = ""  # sha256 (first 16 hex) of the record above, see sealed()
 
@@ -124,6 +139,7 @@ def decide(
     candidate: Sequence[CaseRecord],
     stable: Sequence[CaseRecord] | None,
     seed_parts: tuple[str, ...],
+    slices: SliceGates | None = None,
 ) -> EvaluationDecision:
     """Every figure's interval and every set gate's verdict. ``seed_parts`` (dataset digest and
     revisions) seed the bootstrap."""
@@ -171,6 +187,10 @@ def decide(
                 gates.max_negative_flip_rate,
             )
         )
+    if slices is not None:
+        slice_gates, slice_figures = _slices(slices, level, candidate, stable if paired else None)
+        judged += slice_gates
+        figures += slice_figures
     return EvaluationDecision(
         confidence=str(confidence),
         result=_overall(judged),
@@ -180,8 +200,50 @@ def decide(
     ).sealed()
 
 
+def _slices(
+    gates: SliceGates,
+    level: float,
+    candidate: Sequence[CaseRecord],
+    stable: Sequence[CaseRecord] | None,
+) -> tuple[list[GateDecision], list[FigureInterval]]:
+    """Each slice with at least ``min_cases`` cases judged at ``1 - (1 - level) / k`` for k
+    comparisons (Bonferroni: the chance that any slice fails by noise stays within 1 - level);
+    smaller slices are reported at ``level``, not gated."""
+    groups: dict[str, list[int]] = {}
+    for i, record in enumerate(candidate):
+        if record.slice is not None:
+            groups.setdefault(record.slice, []).append(i)
+    compared = {n: idx for n, idx in sorted(groups.items()) if len(idx) >= gates.min_cases}
+    comparisons = max(1, len(compared) * gates.count)
+    z = iv.z_of(1 - (1 - level) / comparisons)
+    judged: list[GateDecision] = []
+    figures: list[FigureInterval] = []
+    for name, idx in sorted(groups.items()):
+        cand = [candidate[i] for i in idx]
+        if name not in compared:
+            found = iv.accuracy(cand, iv.z_of(level))
+            figures.append(
+                FigureInterval.of(f"slice {name} accuracy (not gated: few cases)", found)
+            )
+            continue
+        acc = iv.accuracy(cand, z)
+        figures.append(FigureInterval.of(f"slice {name} accuracy", acc))
+        if gates.min_accuracy is not None:
+            where = f"slices[{name}].minAccuracy"
+            judged.append(
+                judge(where, f"slice {name} accuracy", acc, Decimal(gates.min_accuracy), "min")
+            )
+        if gates.max_accuracy_drop is not None and stable is not None:
+            diff = iv.accuracy_difference(cand, [stable[i] for i in idx], z)
+            drop = iv.Interval(-diff.estimate, -diff.upper, -diff.lower, diff.n, diff.method)
+            where = f"slices[{name}].maxAccuracyDrop"
+            limit = Decimal(gates.max_accuracy_drop)
+            judged.append(judge(where, f"slice {name} accuracy drop", drop, limit))
+    return judged, figures
+
+
 def judge(
-    gate: Gate, figure: str, found: iv.Interval, threshold: Decimal, side: Side = "max"
+    gate: str, figure: str, found: iv.Interval, threshold: Decimal, side: Side = "max"
 ) -> GateDecision:
     limit = float(threshold)
     if side == "min":
@@ -209,9 +271,11 @@ def _verdict(*, passed: bool, failed: bool) -> EvaluationResult:
 
 def _more_cases(found: iv.Interval, limit: float) -> int | None:
     distance = abs(found.estimate - limit)
-    if distance < 1e-9 or found.n == 0 or found.half_width <= 0:
+    # The half of the interval that lies towards the threshold (Wilson's is asymmetric).
+    half = found.estimate - found.lower if found.estimate >= limit else found.upper - found.estimate
+    if distance < 1e-9 or found.n == 0 or half <= 0:
         return None
-    needed = found.n * (found.half_width / distance) ** 2
+    needed = found.n * (half / distance) ** 2
     return max(1, math.ceil(needed - found.n))
 
 
@@ -238,6 +302,10 @@ def decision_verdict(decision: EvaluationDecision) -> GateVerdict:
     return GateVerdict(
         result=decision.result,
         reason=reason,
-        gate=Gate(deciding.gate) if deciding is not None else None,
+        gate=_gate_name(deciding.gate) if deciding is not None else None,
         message=f"{head}: " + "; ".join(decision.lines()),
     )
+
+
+def _gate_name(gate: str) -> Gate:
+    return Gate.SLICES if gate.startswith("slices[") else Gate(gate)

@@ -19,6 +19,7 @@ from pydantic.alias_generators import to_camel
 from decisionmodel.api.status import Phase as Phase
 from decisionmodel.evaluation.aggregates import EvaluationAggregates
 from decisionmodel.evaluation.decision import EvaluationDecision
+from decisionmodel.evaluation.decision import SliceGates as SliceGates
 from decisionmodel.vocabulary import ConditionStatus, Device, Engine, EvaluationResult, Gate
 from decisionmodel.vocabulary import RolloutResult as RolloutResult
 
@@ -163,6 +164,7 @@ class EvaluationPolicy(Contract):
     max_negative_flip_rate: str | None = None
     confidence: str | None = None
     on_inconclusive: OnInconclusive | None = None
+    slices: SliceGates | None = None
 
     @property
     def needs_baseline(self) -> bool:
@@ -198,7 +200,7 @@ class EvaluationPolicy(Contract):
     def canonical(self) -> dict[str, Any]:
         """The policy as JSON, the later fields only when set: a policy without them has the
         fingerprint and digest it had before they existed."""
-        later = {"max_negative_flip_rate", "confidence", "on_inconclusive"}
+        later = {"max_negative_flip_rate", "confidence", "on_inconclusive", "slices"}
         unset = {k for k in later if getattr(self, k) is None}
         return self.model_dump(mode="json", exclude=unset)
 

@@ -43,6 +43,7 @@ from decisionmodel.rollout.contracts import (
     RevisionRecord,
     RevisionSpec,
     RolloutPolicy,
+    SliceGates,
 )
 from decisionmodel.rollout.identity import placement_hash, revision_hash
 
@@ -177,6 +178,15 @@ def evaluation_policy(ev: EvaluationSpec | None) -> EvaluationPolicy | None:
         max_negative_flip_rate=ev.max_negative_flip_rate,
         confidence=ev.confidence,
         on_inconclusive=ev.on_inconclusive.value if ev.on_inconclusive else None,
+        slices=(
+            SliceGates(
+                min_accuracy=ev.slices.min_accuracy,
+                max_accuracy_drop=ev.slices.max_accuracy_drop,
+                min_cases=ev.slices.min_cases,
+            )
+            if ev.slices is not None
+            else None
+        ),
     )
 
 

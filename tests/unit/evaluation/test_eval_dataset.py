@@ -279,3 +279,16 @@ def test_dataset_digest_is_sha256_hex_of_the_raw_bytes() -> None:
     raw = jsonl(case(), case())
     assert dataset_digest(raw) == hashlib.sha256(raw).hexdigest()
     assert dataset_digest(raw) != dataset_digest(raw + b"\n")
+
+
+def test_a_slice_name_is_read_and_a_bad_one_names_the_case() -> None:
+    cases = parse_dataset(jsonl(case(slice="enterprise"), case()))
+    assert [c.slice for c in cases] == ["enterprise", None]
+    for bad in (f"has {MARKER} spaces", "", 7, "x" * 64, "-leading"):
+        err = invalid(jsonl(case(), case(slice=bad)))
+        assert "case 2" in str(err) and "slice must be a short name" in str(err)
+
+
+def test_more_than_twenty_slices_is_refused() -> None:
+    err = invalid(jsonl(*(case(slice=f"s{i}") for i in range(21))))
+    assert "21 slices" in str(err)

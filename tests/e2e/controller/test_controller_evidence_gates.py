@@ -1,5 +1,6 @@
-"""Issue 24, points 3, 4 and 7: a gate whose interval straddles its threshold is inconclusive,
-and the rollout does what ``onInconclusive`` says.
+"""Issue 24, points 3, 4, 5 and 7: a gate whose interval straddles its threshold is
+inconclusive, and the rollout does what ``onInconclusive`` says; a regression confined to one
+slice fails that slice's gate while the overall gates pass.
 
 Hold parks the candidate in AwaitingPromotion with the evidence (status, ``dmrollout status``,
 the Promoted condition); a promote bound to other evidence is refused; ``dmrollout promote``
@@ -154,3 +155,47 @@ async def test_reject_and_on_inconclusive_reject_keep_the_stable(ctl: RolloutHar
     assert "minAccuracy Inconclusive" in failed["message"]
     assert ctl.status("doubt")["stableRevision"]["hash"] == stable
     assert ctl.status("doubt")["phase"] == "RolledBack"
+
+
+async def test_a_regression_in_one_slice_fails_its_gate_while_the_overall_gates_pass(
+    ctl: RolloutHarness,
+) -> None:
+    """10 % of the cases are the slice "fragile"; the candidate gets them wrong (half its pairs
+    still land: a wrong score level can fall within the tolerance) and the rest better than the
+    stable. Overall it passes minAccuracy and maxAccuracyDrop; the slice
+    gate fails it, and the stable keeps serving."""
+    marker = "FRAGILE-SEGMENT"
+    cases = make_golden_set(100, seed=6)
+    for i, c in enumerate(cases):
+        c["slice"] = "fragile" if i < 10 else "main"
+        if i < 10:
+            c["state"] = f"{marker} {c['state']}"
+    ctl.golden_configmap("golden", "".join(json.dumps(c) + "\n" for c in cases))
+    put_model("laya", "sliced", accuracy=0.95, weak_marker=marker, weak_accuracy=0.0)
+    ctl.create_dm("sliced", {"model": "laya:en"})
+    await eventually(lambda: ctl.status("sliced").get("phase") == "Ready", 120, what="Ready")
+    stable = ctl.status("sliced")["stableRevision"]["hash"]
+    evaluation = {
+        "datasetRef": {"configMapRef": {"name": "golden", "key": "cases.jsonl"}},
+        "minAccuracy": "0.70",
+        "maxAccuracyDrop": "0.20",
+        "confidence": "0.95",
+        "slices": {"minAccuracy": "0.85", "minCases": 10},
+    }
+    ctl.update_spec("sliced", {"model": "laya:sliced", "rollout": {"evaluation": evaluation}})
+    failed = await eventually(
+        lambda: ctl.status("sliced").get("failedRevision"), 240, what="rolled back"
+    )
+    assert failed["reason"] == "EvaluationFailed"
+    assert "slices[fragile].minAccuracy Failed" in failed["message"]
+    verdicts = {
+        g["gate"]: g["verdict"] for g in ctl.status("sliced")["evaluation"]["decision"]["gates"]
+    }
+    assert verdicts == {
+        "minAccuracy": "Passed",
+        "maxAccuracyDrop": "Passed",
+        "slices[fragile].minAccuracy": "Failed",
+        "slices[main].minAccuracy": "Passed",
+    }
+    assert ctl.status("sliced")["stableRevision"]["hash"] == stable
+    assert marker not in json.dumps(ctl.dm("sliced"))  # a slice's name shows, its cases do not
