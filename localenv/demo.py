@@ -3,7 +3,8 @@
 Starts the control plane, Temporal (UI), the simulators, a ``dmrollout worker`` and a
 ``dmrollout controller`` (real processes, the same commands a cluster runs), applies the sample
 DecisionModel ``support-router`` (laya:en), waits for Ready, then rolls ``laya:v2`` with a
-golden-set evaluation (minAccuracy, maxAccuracyDrop against the stable) and shows the promotion.
+golden-set evaluation (minAccuracy, maxAccuracyDrop against the stable, judged on 95 % intervals)
+and shows the promotion with each gate's verdict line.
 """
 
 from __future__ import annotations
@@ -131,6 +132,7 @@ def run_demo(env: LocalEnv, stop: threading.Event, state: Path) -> float:
                             "datasetRef": {"configMapRef": GOLDEN_REF},
                             "minAccuracy": "0.85",
                             "maxAccuracyDrop": "0.02",
+                            "confidence": "0.95",
                         }
                     },
                 }
@@ -156,8 +158,26 @@ def run_demo(env: LocalEnv, stop: threading.Event, state: Path) -> float:
         f"promoted laya:v2: accuracy {ev.get('accuracy')} (stable {ev.get('baselineAccuracy')}), "
         f"ECE {ev.get('ece')}, {ev.get('cases')} cases"
     )
+    for line in gate_lines(ev.get("decision")):
+        print(f"    {line}", flush=True)
     print(cluster.kubectl("get", "dm", "-n", NAMESPACE, "-o", "wide").stdout, flush=True)
     return time.monotonic() - began
+
+
+def gate_lines(decision: dict[str, Any] | None) -> list[str]:
+    """One line per gate of status.evaluation.decision: verdict, estimate [interval], threshold."""
+    if not decision:
+        return []
+    lines = []
+    for g in decision.get("gates") or []:
+        iv = g["interval"]
+        sign = ">=" if g["side"] == "min" else "<="
+        lines.append(
+            f"{g['gate']} {g['verdict']}: {iv['figure']} {iv['estimate']} "
+            f"[{iv['lower']}, {iv['upper']}] {sign} {g['threshold']} "
+            f"(confidence {decision['confidence']}, {iv['cases']} cases)"
+        )
+    return lines
 
 
 def ui_link() -> str:

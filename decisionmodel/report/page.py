@@ -9,6 +9,7 @@ from html import escape
 
 from decisionmodel.api.status import EvaluationResult, EvaluationStatus
 from decisionmodel.report.confusion_html import confusion_tables
+from decisionmodel.report.evidence_html import evidence_html
 from decisionmodel.report.figures import gate_rows
 from decisionmodel.report.reliability_svg import reliability_svg
 
@@ -33,7 +34,9 @@ class ReportSubject:
 def render_report(subject: ReportSubject, ev: EvaluationStatus) -> str:
     title = f"Evaluation of {subject.namespace}/{subject.name} revision {ev.revision or '-'}"
     result = ev.result.value if ev.result else "-"
-    css = "pass" if ev.result == EvaluationResult.PASSED else "fail"
+    css = {EvaluationResult.PASSED: "pass", EvaluationResult.INCONCLUSIVE: "note"}.get(
+        ev.result or EvaluationResult.FAILED, "fail"
+    )
     return "\n".join(
         [
             "<!DOCTYPE html>",
@@ -47,6 +50,8 @@ def render_report(subject: ReportSubject, ev: EvaluationStatus) -> str:
             f"read from {escape(subject.source)}.</p>",
             _figures_table(ev),
             _gates_table(ev),
+            "<h2>Evidence</h2>",
+            evidence_html(ev.decision),
             "<h2>Reliability</h2>",
             _reliability(ev),
             "<h2>Confusion</h2>",
@@ -103,4 +108,10 @@ def _reliability(ev: EvaluationStatus) -> str:
         + "). Dashed: perfect calibration. ECE is the count-weighted mean distance of the dots "
         "from the diagonal.</p>"
     )
-    return reliability_svg(ev.reliability, ev.ece, ev.baseline_reliability) + legend
+    level = float(ev.decision.confidence) if ev.decision else 0.95
+    legend += (
+        f'<p class="note">Whiskers: {level:g} Wilson interval of each bin\'s accuracy (pairs '
+        "taken as independent within a bin).</p>"
+    )
+    svg = reliability_svg(ev.reliability, ev.ece, ev.baseline_reliability, level)
+    return svg + legend

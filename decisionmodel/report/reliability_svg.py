@@ -11,6 +11,7 @@ from decimal import Decimal
 from typing import Final
 
 from decisionmodel.api.status import ReliabilityBinStatus
+from decisionmodel.evaluation.intervals import wilson, z_of
 
 SIZE: Final = 360  # plot square, in SVG units
 LEFT: Final = 48
@@ -34,6 +35,7 @@ def reliability_svg(
     bins: list[ReliabilityBinStatus],
     ece: str | None,
     baseline: list[ReliabilityBinStatus] | None = None,
+    confidence: float = 0.95,
 ) -> str:
     """The diagram of ``bins`` (equal width over [0, 1]); ``baseline`` adds the stable's dots."""
     width, height = LEFT + SIZE + 24, TOP + SIZE + BOTTOM
@@ -46,6 +48,7 @@ def reliability_svg(
         'fill="#fafafa" stroke="#999"/>',
         *_grid(),
         *_bars(bins),
+        *_whiskers(bins, confidence),
         f'<line class="diagonal" x1="{_x(0)}" y1="{_y(0)}" x2="{_x(1)}" y2="{_y(1)}" '
         'stroke="#c0392b" stroke-dasharray="6 4"/>',
         *_dots(bins, "confidence", "#1f4e79"),
@@ -99,6 +102,24 @@ def _bars(bins: list[ReliabilityBinStatus]) -> list[str]:
         out.append(
             f'<text class="count" x="{x + width * SIZE / 2:.1f}" y="{_y(0) - 6:.1f}" '
             f'text-anchor="middle" font-size="10" font-family="sans-serif">n={b.count}</text>'
+        )
+    return out
+
+
+def _whiskers(bins: list[ReliabilityBinStatus], confidence: float) -> list[str]:
+    """Each bin's accuracy interval as a vertical line across the bar's top."""
+    out = []
+    z = z_of(confidence)
+    width = 1.0 / len(bins) if bins else 0.0
+    for i, b in enumerate(bins):
+        if not b.count:
+            continue
+        lower, upper = wilson(b.correct, b.count, z)
+        x = _x((i + 0.5) * width)
+        out.append(
+            f'<line class="interval" data-bin="{i}" x1="{x:.1f}" y1="{_y(lower):.1f}" '
+            f'x2="{x:.1f}" y2="{_y(upper):.1f}" stroke="#154360" stroke-width="1.5">'
+            f"<title>bin {i}: accuracy in [{lower:.4f}, {upper:.4f}]</title></line>"
         )
     return out
 

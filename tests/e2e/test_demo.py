@@ -25,6 +25,7 @@ def test_demo_promotes_the_second_revision(tmp_path: Path) -> None:
     out = result.stdout + result.stderr
     assert result.returncode == 0, out[-4000:]
     assert "promoted laya:v2" in out, out[-4000:]
+    assert "minAccuracy Passed: accuracy " in out and "maxAccuracyDrop Passed: accuracy drop" in out
     assert "Temporal UI:   http://127.0.0.1:8233/namespaces/default/workflows?query=" in out
     # Everything it started is stopped again.
     leftovers = subprocess.run(

@@ -128,3 +128,42 @@ def test_an_evaluation_without_aggregates_still_renders() -> None:
     page = render_report(SUBJECT, _status(reliability=None, confusion=None))
     assert "No reliability bins were recorded" in page
     assert "No confusion counts were recorded" in page
+
+
+def test_the_evidence_of_an_evaluation_with_confidence_and_bin_whiskers() -> None:
+    import random
+    from decimal import Decimal
+
+    from decisionmodel.evaluation.case_records import CaseRecord
+    from decisionmodel.evaluation.decision import SliceGates, decide
+    from decisionmodel.evaluation.gates import EvaluationGates
+    from decisionmodel.evaluation.scoring import PairOutcome
+
+    rng = random.Random(3)
+
+    def rec(right: bool, slice: str) -> CaseRecord:
+        return CaseRecord.of([PairOutcome(right, 0.8, right)], slice)
+
+    stable = [rec(rng.random() < 0.9, "a<b>" if i % 2 else "plain") for i in range(200)]
+    cand = [rec(r.right and i % 20 != 0, r.slice or "") for i, r in enumerate(stable)]
+    decision = decide(
+        EvaluationGates.model_validate({"minAccuracy": "0.80", "maxNegativeFlipRate": "0.01"}),
+        Decimal("0.95"),
+        cand,
+        stable,
+        ("d" * 64, "c", "s"),
+        SliceGates(min_accuracy="0.7", min_cases=50),
+    )
+    page = render_report(
+        ReportSubject("ns", "dm", "status"),
+        _status(decision=decision.model_dump(mode="json"), result=decision.result.value),
+    )
+    assert 'id="decision"' in page and 'id="intervals"' in page and 'id="slices"' in page
+    assert "maxNegativeFlipRate" in page and "negative flips" in page
+    assert "a&lt;b&gt;" in page and "a<b>" not in page  # escaped
+    assert decision.evidence in page
+    svg = _svg(page)
+    whiskers = svg.findall(f"{NS}line[@class='interval']")
+    assert len(whiskers) == 3  # one per non-empty bin
+    point_gates = render_report(ReportSubject("ns", "dm", "status"), _status())
+    assert "without intervals" in point_gates
