@@ -30,6 +30,7 @@ Only numbers leave this activity: heartbeats carry counts and sums, the outcome 
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 from collections.abc import Sequence
 from decimal import Decimal
@@ -210,7 +211,10 @@ class EvaluateActivities:
                         ticker.update(self._waiting(state, err).details())
                     raise
             assert state.candidate is not None
-            outcome = self._outcome(
+            # The statistics (a bootstrap of ~1 s per 500 cases) run in a thread, so this
+            # worker's event loop keeps heartbeating and serving its other activities.
+            outcome = await asyncio.to_thread(
+                self._outcome,
                 inp,
                 gates,
                 finalize(state.candidate),

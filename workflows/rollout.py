@@ -369,22 +369,11 @@ class RolloutWorkflow:
             f"(approval {state.expected_approval}); rejected by itself after "
             f"{format_duration(deadline)}"
         )
-        await self._enter(
-            Phase.AWAITING_PROMOTION,
+        await self._enter_held(
             "awaiting decision (inconclusive)",
-            event_reason=EventReason.AWAITING_PROMOTION,
+            Reason.EVALUATION_INCONCLUSIVE,
             event_message=f"candidate {record.hash} held, evaluation {how}",
-            conditions=[
-                ConditionUpdate(
-                    type=ConditionType.PROMOTED,
-                    status=ConditionStatus.FALSE,
-                    reason=Reason.EVALUATION_INCONCLUSIVE,
-                    message=f"candidate {record.hash} held, evaluation {how}. {outcome.message}"[
-                        :1000
-                    ],
-                )
-            ],
-            by_step=False,
+            message=f"candidate {record.hash} held, evaluation {how}. {outcome.message}",
         )
         await self._wait_for_decision(deadline, outcome.message)
 
@@ -420,24 +409,35 @@ class RolloutWorkflow:
             f"decisionmodel.io/promote={state.expected_approval} (or the candidate's hash "
             f"{record.hash}), or dmrollout promote"
         )
-        await self._enter(
-            Phase.AWAITING_PROMOTION,
+        await self._enter_held(
             "awaiting promotion",
-            event_reason=EventReason.AWAITING_PROMOTION,
+            Reason.AWAITING_PROMOTION,
             event_message=f"candidate {record.hash} awaits approval {state.expected_approval}",
-            conditions=[
-                ConditionUpdate(
-                    type=ConditionType.PROMOTED,
-                    status=ConditionStatus.FALSE,
-                    reason=Reason.AWAITING_PROMOTION,
-                    message=f"candidate {record.hash} awaits approval; {how}",
-                )
-            ],
-            by_step=False,  # a wait, not an activity: record_status writes it
+            message=f"candidate {record.hash} awaits approval; {how}",
         )
         # No timeout (reference): a rollout may wait for a human as long as it takes.
         await workflow.wait_condition(lambda: self._state.approved)
         self._stop_if_requested()
+
+    async def _enter_held(
+        self, step: str, reason: Reason, *, event_message: str, message: str
+    ) -> None:
+        """Phase AwaitingPromotion with Promoted=False saying why and how to decide."""
+        await self._enter(
+            Phase.AWAITING_PROMOTION,
+            step,
+            event_reason=EventReason.AWAITING_PROMOTION,
+            event_message=event_message,
+            conditions=[
+                ConditionUpdate(
+                    type=ConditionType.PROMOTED,
+                    status=ConditionStatus.FALSE,
+                    reason=reason,
+                    message=message[:1000],
+                )
+            ],
+            by_step=False,  # a wait, not an activity: record_status writes it
+        )
 
     async def _promote_committed(self, inp: RolloutInput, record: RevisionRecord) -> PromoteResult:
         """6. promote: persist stableRevision, PDB, switch the Service; then phase Ready."""
