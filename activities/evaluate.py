@@ -59,9 +59,10 @@ from decisionmodel.evaluation import (
     finalize,
     parse_dataset,
 )
-from decisionmodel.evaluation.case_records import CaseRecord, RecordStore
+from decisionmodel.evaluation.case_records import CaseRecord
 from decisionmodel.evaluation.decimal_format import quantize4
-from decisionmodel.evaluation.decision import decide
+from decisionmodel.evaluation.decision import decide, ece_seed
+from decisionmodel.evaluation.phase_memory import PhaseMemory, PhaseMemoryStore
 from decisionmodel.evaluation.spread import Lane, spread_cases
 from decisionmodel.rollout.contracts import (
     EVALUATE,
@@ -82,8 +83,8 @@ Phase = Literal["dataset", "candidate", "baseline"]
 # The heartbeat ticker stops beating after this long without a case done (see HeartbeatTicker).
 EVALUATE_STALL_SECONDS = 600.0
 
-# Each case's own outcome, kept in this worker process only (case_records: never in history).
-CASE_RECORDS = RecordStore()
+# Each case's own outcome and the bootstrap sums, in this worker process only (never in history).
+PHASES = PhaseMemoryStore()
 
 
 class NoModelReadyPod(ProbeError):
@@ -149,9 +150,14 @@ def resumed_progress(
     return EvaluationProgress(dataset_digest=digest)
 
 
-def _records_key(phase: str, revision: str, digest: str | None) -> tuple[str, ...]:
+def _phase_key(phase: str, revision: str, digest: str | None) -> tuple[str, ...]:
     info = activity.info()
     return (info.workflow_id or "", info.activity_id, phase, revision, digest or "")
+
+
+def seed_parts(inp: EvaluateInput, digest: str) -> tuple[str, str, str]:
+    """What seeds the bootstrap: the dataset and both revisions."""
+    return digest, inp.candidate.hash, inp.stable.hash if inp.stable else ""
 
 
 def negative_flips(
@@ -199,10 +205,10 @@ class EvaluateActivities:
                     del raw
                     api_key = await self.secrets.api_key(inp.dm.namespace, inp.api_key)
                     state = self._resumed(state, inp.candidate, baseline, digest, len(cases))
-                    records = await self._run_phase(inp, "candidate", cases, state, api_key, ticker)
-                    base_records = None
+                    ran = await self._run_phase(inp, "candidate", cases, state, api_key, ticker)
+                    base_ran = None
                     if baseline is not None:
-                        base_records = await self._run_phase(
+                        base_ran = await self._run_phase(
                             inp, "baseline", cases, state, api_key, ticker
                         )
                 except DmrolloutError as err:
@@ -220,7 +226,7 @@ class EvaluateActivities:
                 finalize(state.candidate),
                 finalize(state.baseline) if state.baseline is not None else None,
                 digest,
-                (records, base_records),
+                (ran, base_ran),
             )
             return outcome.model_copy(
                 update={
@@ -264,19 +270,21 @@ class EvaluateActivities:
         state: EvaluationHeartbeat,
         api_key: str | None,
         ticker: HeartbeatTicker,
-    ) -> list[CaseRecord] | None:
+    ) -> PhaseMemory | None:
         """Run the cases not done yet over every model-ready Pod of the phase's revision; the
-        phase's case records when they cover every case (else None)."""
+        phase's memory (case records, bootstrap sums) when it covers every case, else None."""
         if phase == "candidate":
             record, model, progress = inp.candidate, inp.model, state.candidate
         else:
             assert inp.stable is not None
             record, model, progress = inp.stable, inp.stable.model, state.baseline
         assert progress is not None
-        records = CASE_RECORDS.records(
-            _records_key(phase, record.hash, progress.dataset_digest), progress.next_case_index
-        )
-        if inp.policy.needs_case_records and len(records) != progress.next_case_index:
+        policy = inp.policy
+        digest = state.dataset_digest or ""
+        seed = ece_seed(seed_parts(inp, digest)) if policy.confidence is not None else None
+        key = _phase_key(phase, record.hash, digest)
+        memory = PHASES.memory(key, progress.next_case_index, seed)
+        if policy.needs_case_records and len(memory.records) != progress.next_case_index:
             # Another worker ran the cases so far: intervals need every case's own outcome,
             # which never leaves a worker, so the phase runs again from its first case.
             progress = type(progress)(dataset_digest=progress.dataset_digest)
@@ -285,7 +293,7 @@ class EvaluateActivities:
         state.waiting_reason = state.waiting_message = None
         ticker.update(state.details())
         if progress.next_case_index >= len(cases):
-            return records if len(records) == len(cases) else None
+            return memory if len(memory.records) == len(cases) else None
         pods = await self._ready_pods(inp.dm.namespace, inp.dm.name, record.hash)
 
         def commit(case: GoldenCase, answers: object) -> None:
@@ -294,8 +302,8 @@ class EvaluateActivities:
                 outcomes = progress.add_failed_case(case)
             else:
                 outcomes = progress.add_case(case, answers)
-            if len(records) == case.index:
-                records.append(CaseRecord.of(outcomes, case.slice))
+            if len(memory.records) == case.index:
+                memory.add(CaseRecord.of(outcomes, case.slice))
             ticker.update(state.details())
 
         async with contextlib.AsyncExitStack() as stack:
@@ -312,7 +320,7 @@ class EvaluateActivities:
                 await stack.enter_async_context(client)
                 lanes.append(Lane(send=sender(client, model), in_flight=in_flight_per_pod(pod)))
             await spread_cases(cases[progress.next_case_index :], lanes, commit)
-        return records if len(records) == len(cases) else None
+        return memory if len(memory.records) == len(cases) else None
 
     async def _ready_pods(
         self, namespace: str, dm_name: str, revision: str
@@ -337,21 +345,24 @@ class EvaluateActivities:
         candidate: EvaluationFigures,
         baseline: EvaluationFigures | None,
         digest: str,
-        records: tuple[list[CaseRecord] | None, list[CaseRecord] | None],
+        ran: tuple[PhaseMemory | None, PhaseMemory | None],
     ) -> EvaluationOutcome:
-        flips = negative_flips(*records)
+        cand, base_ran = ran
+        flips = negative_flips(
+            cand.records if cand else None, base_ran.records if base_ran else None
+        )
         found = evaluate_gates(candidate, gates, baseline, flips)
         decision = None
         if inp.policy.confidence is not None:
-            assert records[0] is not None  # needs_case_records: the phase ran every case
-            seed = (digest, inp.candidate.hash, inp.stable.hash if inp.stable else "")
+            assert cand is not None  # needs_case_records: the phase ran every case
             decision = decide(
                 gates,
                 Decimal(inp.policy.confidence),
-                records[0],
-                records[1],
-                seed,
+                cand.records,
+                base_ran.records if base_ran else None,
+                seed_parts(inp, digest),
                 inp.policy.slices,
+                fed=(cand.resamples, base_ran.resamples if base_ran else None),
             )
             found = decision_verdict(decision)
         figures = candidate.rendered()

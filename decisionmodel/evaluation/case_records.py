@@ -5,24 +5,16 @@ result or history): the statistics resample cases, so they need each case's own 
 what leaves the activity is figures and intervals. A record holds no dataset content: pair
 counts, the Brier sum and (bin, confidence, calibration-correct) per pair.
 
-:class:`RecordStore` keeps the records of an attempt in the worker process, so a retried
-attempt on the same worker (a Pod lost, a QUEUE_FULL streak) resumes where the heartbeat says;
-an attempt on another worker finds none and runs its phase again from the first case, because
-intervals over a part of the cases would not be the intervals of the run.
+phase_memory.py keeps them per phase in the worker process, for a retried attempt.
 """
 
 from __future__ import annotations
 
-from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Final
 
 from decisionmodel.evaluation.metrics import ece_bin_index
 from decisionmodel.evaluation.scoring import PairOutcome
-
-# Evaluations kept per worker process: a few rollouts' worth (500 cases is ~100 KiB each).
-STORE_SIZE: Final = 32
 
 
 @dataclass(frozen=True, slots=True)
@@ -55,30 +47,3 @@ class CaseRecord:
             points=tuple(points),
             slice=slice,
         )
-
-
-RecordKey = tuple[str, ...]
-
-
-class RecordStore:
-    """Case records per (activity run, phase, revision, dataset digest), least recently used
-    dropped first."""
-
-    def __init__(self, size: int = STORE_SIZE) -> None:
-        self._size = size
-        self._records: OrderedDict[RecordKey, list[CaseRecord]] = OrderedDict()
-
-    def records(self, key: RecordKey, done: int) -> list[CaseRecord]:
-        """The list to append this phase's records to: the kept one when it holds exactly the
-        ``done`` cases the heartbeat counts, else a new empty one."""
-        kept = self._records.get(key)
-        if kept is None or len(kept) != done:
-            kept = []
-            self._records[key] = kept
-        self._records.move_to_end(key)
-        while len(self._records) > self._size:
-            self._records.popitem(last=False)
-        return kept
-
-    def forget(self, key: RecordKey) -> None:
-        self._records.pop(key, None)

@@ -133,6 +133,11 @@ class EvaluationDecision(BaseModel):
         return [g.line() for g in self.gates]
 
 
+def ece_seed(seed_parts: tuple[str, ...]) -> int:
+    """The ECE bootstrap's seed of a rollout (dataset digest and revisions)."""
+    return boot.seed_of(*seed_parts, "ece")
+
+
 def decide(
     gates: EvaluationGates,
     confidence: Decimal,
@@ -140,15 +145,16 @@ def decide(
     stable: Sequence[CaseRecord] | None,
     seed_parts: tuple[str, ...],
     slices: SliceGates | None = None,
+    fed: tuple[boot.EceResamples | None, boot.EceResamples | None] = (None, None),
 ) -> EvaluationDecision:
     """Every figure's interval and every set gate's verdict. ``seed_parts`` (dataset digest and
-    revisions) seed the bootstrap."""
+    revisions) seed the bootstrap; ``fed`` are its sums, accumulated while the cases ran."""
     level = float(confidence)
     z = iv.z_of(level)
     acc = iv.accuracy(candidate, z)
     paired = stable is not None and len(stable) == len(candidate) and bool(candidate)
     ece, ece_diff = boot.ece_intervals(
-        candidate, stable if paired else None, level, boot.seed_of(*seed_parts, "ece")
+        candidate, stable if paired else None, level, ece_seed(seed_parts), fed
     )
     figures = [
         FigureInterval.of("accuracy", acc),

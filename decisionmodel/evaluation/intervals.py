@@ -13,10 +13,10 @@ docs/evaluation.md states the methods and their assumptions; in short:
   claims more precision than one case changing sides: its standard error is at least 1/Σ m.
 - Flip rates (the share of cases the stable got right and the candidate wrong, and the
   reverse): Wilson on the case counts.
-- ECE and its paired difference: no closed form; a percentile bootstrap over cases
-  (:data:`BOOTSTRAP_RESAMPLES` resamples, the same resampled cases for both revisions), from a
-  Mersenne Twister seeded with sha256 of the dataset digest and the revisions, so the same
-  inputs give the same interval on any machine.
+- ECE and its paired difference: no closed form; a streaming Poisson bootstrap over cases
+  (ece_bootstrap.py: :data:`BOOTSTRAP_RESAMPLES` resamples, the same case weights for both
+  revisions), seeded with sha256 of the dataset digest and the revisions, so the same inputs
+  give the same interval on any machine.
 
 Everything here is pure arithmetic on :class:`~decisionmodel.evaluation.case_records.CaseRecord`
 lists; the results are numbers only.
@@ -37,7 +37,7 @@ BOOTSTRAP_RESAMPLES: Final = 1000
 WILSON: Final = "wilson"
 WILSON_CLUSTERED: Final = "wilson, cluster design effect"
 RATIO_Z: Final = "paired ratio estimator, normal"
-BOOTSTRAP: Final = f"percentile bootstrap over cases ({BOOTSTRAP_RESAMPLES})"
+BOOTSTRAP: Final = f"Poisson bootstrap over cases ({BOOTSTRAP_RESAMPLES}), percentile"
 
 
 @dataclass(frozen=True, slots=True)

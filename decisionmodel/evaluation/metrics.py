@@ -26,9 +26,10 @@ def ece_bin_index(confidence: float) -> int:
 
 
 def expected_calibration_error(
-    counts: Sequence[int], correct: Sequence[int], confidence_sums: Sequence[float]
+    counts: Sequence[float], correct: Sequence[float], confidence_sums: Sequence[float]
 ) -> float:
-    """ECE from per-bin counts, calibration-correct counts and confidence sums."""
+    """ECE from per-bin counts, calibration-correct counts and confidence sums (counts may be
+    weighted, as in the bootstrap's resamples)."""
     total = sum(counts)
     if total == 0:
         return 0.0

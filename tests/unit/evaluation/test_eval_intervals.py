@@ -116,3 +116,28 @@ def test_ece_difference_of_a_revision_with_itself_is_exactly_zero() -> None:
     records = sample(200, 0.8, seed=12)
     found = boot.ece_difference(records, records, 0.95, boot.seed_of("d"))
     assert (found.estimate, found.lower, found.upper) == (0.0, 0.0, 0.0)
+
+
+def test_ece_sums_fed_case_by_case_give_the_batch_interval() -> None:
+    records = sample(120, 0.8, seed=13)
+    seed = boot.seed_of("digest", "rev", "ece")
+    fed = boot.EceResamples(seed)
+    for index, record in enumerate(records):
+        fed.add(index, record)
+    streamed = boot.ece_intervals(records, None, 0.95, seed, (fed, None))[0]
+    assert streamed == boot.ece_interval(records, 0.95, seed)
+    # Sums fed for other cases (a resumed attempt's partial feed) are not used.
+    partial = boot.resamples_of(records[:60], seed)
+    assert boot.ece_intervals(records, None, 0.95, seed, (partial, None))[0] == streamed
+
+
+def test_phase_memory_resumes_only_what_the_heartbeat_counts() -> None:
+    from decisionmodel.evaluation.phase_memory import PhaseMemoryStore
+
+    store = PhaseMemoryStore(size=2)
+    memory = store.memory(("wf", "1", "candidate"), 0, seed=5)
+    for record in sample(3, 0.9, seed=14):
+        memory.add(record)
+    assert store.memory(("wf", "1", "candidate"), 3, seed=5) is memory
+    assert store.memory(("wf", "1", "candidate"), 2, seed=5) is not memory  # counts disagree
+    assert store.memory(("wf", "1", "candidate"), 0, seed=None).resamples is None
