@@ -18,7 +18,7 @@ endif
 UNIT_WORKERS ?= 2
 HELM = $(shell bash hack/testenv.sh --print)/helm
 
-.PHONY: help venv testenv browser bench bench-startup bench-fleet test e2e chaos fuzz unit lint format manifests demo dev-up image image-test chart release clean
+.PHONY: help venv testenv browser bench bench-gates bench-startup bench-fleet test e2e chaos fuzz unit lint format manifests demo dev-up image image-test chart release clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-10s %s\n", $$1, $$2}'
@@ -80,6 +80,9 @@ dev-up: venv testenv ## only the local environment: cluster, Temporal (UI), simu
 
 bench: venv testenv ## every benchmark in one run, one table beside the figures before (~45 min; BENCH_ARGS=--quick ~15 min); also build/bench/
 	hack/in-netns.sh $(BIN)/python bench/all.py $(BENCH_ARGS)
+
+bench-gates: venv ## how often the interval gates decide right over 200 seeded runs, beside the 95 % floor (pure, ~1 min)
+	$(BIN)/python bench/gate_calibration.py $(BENCH_ARGS)
 
 bench-startup: venv testenv ## print start-up timings of the local environment
 	hack/in-netns.sh $(BIN)/python bench/startup.py

@@ -77,6 +77,14 @@ ROWS: tuple[Row, ...] = (
         "",
     ),
     Row("evaluation, % of the limit", "evaluation", "eval_percent_of_limit", "%", "45", "≥ 95 %"),
+    Row(
+        "evaluation + stable, 95 % intervals, % of the limit",
+        "evaluation",
+        "eval_with_intervals_percent_of_limit",
+        "%",
+        "",
+        "≥ 95 %",
+    ),
     Row("idle API req/s, 20 DMs", "idle_api", "idle_api_rps_20", "req/s", "3.6", ""),
     Row("idle API req/s, 100 DMs", "idle_api", "idle_api_rps_100", "req/s", "14.2", "≤ at 20"),
     Row(
