@@ -23,6 +23,7 @@ and fails on an unversioned change.
 from __future__ import annotations
 
 import asyncio
+import builtins
 import contextlib
 from collections.abc import Awaitable, Callable
 from datetime import datetime, timedelta
@@ -386,7 +387,7 @@ class RolloutWorkflow:
                 # The timer in the UI's timeline names the gates that left it undecided.
                 timeout_summary=f"decision on inconclusive evidence: {evidence}"[:400],
             )
-        except TimeoutError:
+        except builtins.TimeoutError:  # wait_condition's (the name here is temporalio's)
             raise RolloutFailure(
                 Reason.DECISION_TIMEOUT,
                 f"nobody decided within timeouts.decision ({format_duration(deadline)}) on an "

@@ -117,7 +117,8 @@ def _held_verdict(obj: dict[str, Any]) -> None:
     raise CliError(
         ExitCode.HELD,
         f"{ns}/{name} AwaitingPromotion: candidate {candidate} waits for an approval "
-        f"(`dmrollout promote {name} -n {ns}`, or `dmrollout abort {name} -n {ns}`)",
+        f"(`dmrollout promote {name} -n {ns}`; held on inconclusive evidence also "
+        f"`dmrollout reject {name} -n {ns}`; or `dmrollout abort {name} -n {ns}`)",
     )
 
 

@@ -135,9 +135,14 @@ class FakeCluster:
 
     def _evaluation(self) -> c.EvaluationOutcome:
         passed = self.evaluation_result == "Passed"
+        unsure = self.evaluation_result == "Inconclusive"
         return c.EvaluationOutcome(
-            result="Passed" if passed else "Failed",
-            reason="EvaluationPassed" if passed else "EvaluationFailed",
+            result="Passed" if passed else "Inconclusive" if unsure else "Failed",
+            reason="EvaluationPassed"
+            if passed
+            else "EvaluationInconclusive"
+            if unsure
+            else "EvaluationFailed",
             message="accuracy 0.9000 >= minAccuracy 0.80"
             if passed
             else "accuracy 0.5000 < minAccuracy 0.80",

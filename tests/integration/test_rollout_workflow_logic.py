@@ -211,6 +211,59 @@ async def test_manual_promotion_refuses_stale_and_early_approvals(
     assert (await handle.result()).result == c.RolloutResult.PROMOTED
 
 
+async def test_an_inconclusive_hold_ends_by_reject_or_by_its_deadline(
+    client: Client, queue: str, cluster: FakeCluster
+) -> None:
+    """Issue 24, point 4: onInconclusive Hold parks the candidate; a reject bound to the
+    evidence rolls it back (a stale one is refused); timeouts.decision rejects it by itself."""
+    cluster.evaluation_result = "Inconclusive"
+    inp = make_input(stable=True, evaluation=True)
+    assert inp.evaluation is not None
+    held = inp.model_copy(
+        update={"evaluation": inp.evaluation.model_copy(update={"confidence": "0.95"})}
+    )
+    handle = await start(client, queue, held)
+    token = (await wait_phase(handle, c.Phase.AWAITING_PROMOTION)).expected_approval
+    assert token is not None
+    with pytest.raises(WorkflowUpdateFailedError) as err:
+        await handle.execute_update(RolloutWorkflow.reject, token + "x")
+    assert "does not match" in str(err.value.cause)
+    await handle.execute_update(RolloutWorkflow.reject, token)
+    outcome = await handle.result()
+    assert outcome.result == c.RolloutResult.ROLLED_BACK
+    assert outcome.reason == "InconclusiveRejected" and c.PROMOTE not in cluster.calls
+
+    timed = held.model_copy(
+        update={
+            "requested_revision": "u" + uuid.uuid4().hex[:15],
+            "timeouts": held.timeouts.model_copy(update={"decision": 2}),
+        }
+    )
+    outcome = await (await start(client, queue, timed)).result()
+    assert outcome.result == c.RolloutResult.ROLLED_BACK and outcome.reason == "DecisionTimeout"
+    assert c.PROMOTE not in cluster.calls
+
+
+async def test_on_inconclusive_promote_and_reject_act_at_once(
+    client: Client, queue: str, cluster: FakeCluster
+) -> None:
+    cluster.evaluation_result = "Inconclusive"
+    base = make_input(stable=True, evaluation=True)
+    assert base.evaluation is not None
+    for action, result in (
+        ("Reject", c.RolloutResult.ROLLED_BACK),
+        ("Promote", c.RolloutResult.PROMOTED),
+    ):
+        policy = base.evaluation.model_copy(
+            update={"confidence": "0.95", "on_inconclusive": action}
+        )
+        inp = base.model_copy(
+            update={"evaluation": policy, "requested_revision": "u" + uuid.uuid4().hex[:15]}
+        )
+        outcome = await (await start(client, queue, inp)).result()
+        assert outcome.result == result, action
+
+
 async def test_early_approval_is_refused(client: Client, queue: str, cluster: FakeCluster) -> None:
     cluster.block_prefetch = asyncio.Event()
     handle = await start(client, queue, make_input(stable=True, promotion="Manual"))
