@@ -47,10 +47,21 @@ class PhaseMemoryStore:
         else a new empty one."""
         kept = self._kept.get(key)
         seen = kept.resamples.seed if kept is not None and kept.resamples is not None else None
-        if kept is None or len(kept.records) != done or seen != seed:
+        if kept is None or len(kept.records) < done or seen != seed:
             kept = PhaseMemory(EceResamples(seed) if seed is not None else None)
-            self._kept[key] = kept
+        elif len(kept.records) > done:
+            # The server's last heartbeat lags the cases counted here (heartbeats are
+            # throttled): keep the first ``done``, as the attempt resumes there.
+            kept = _first(kept, done, seed)
+        self._kept[key] = kept
         self._kept.move_to_end(key)
         while len(self._kept) > self._size:
             self._kept.popitem(last=False)
         return kept
+
+
+def _first(memory: PhaseMemory, done: int, seed: int | None) -> PhaseMemory:
+    again = PhaseMemory(EceResamples(seed) if seed is not None else None)
+    for record in memory.records[:done]:
+        again.add(record)
+    return again
