@@ -69,7 +69,7 @@ def relative_verdicts(args: argparse.Namespace, n: int, drop: float) -> Counter[
     for seed in range(args.runs):
         candidate, stable = paired_run(n, args.accuracy, args.flips, drop, seed)
         diff = iv.accuracy_difference(candidate, stable, z)
-        as_drop = iv.Interval(-diff.estimate, -diff.upper, -diff.lower, diff.n, diff.method)
+        as_drop = diff.negated()
         verdicts[judge(Gate.MAX_ACCURACY_DROP, "drop", as_drop, margin).verdict.value] += 1
     return verdicts
 

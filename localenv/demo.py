@@ -21,6 +21,7 @@ from typing import Any
 import httpx
 
 from decisionmodel.api.crd import CRD_NAME
+from decisionmodel.rollout.evaluation_status import decision_lines
 from localenv.env import REGISTRY_HOST, REGISTRY_URL, LocalEnv
 from localenv.paths import REPO_ROOT
 from localenv.processes import ManagedProcess
@@ -158,26 +159,11 @@ def run_demo(env: LocalEnv, stop: threading.Event, state: Path) -> float:
         f"promoted laya:v2: accuracy {ev.get('accuracy')} (stable {ev.get('baselineAccuracy')}), "
         f"ECE {ev.get('ece')}, {ev.get('cases')} cases"
     )
-    for line in gate_lines(ev.get("decision")):
-        print(f"    {line}", flush=True)
+    confidence = (ev.get("decision") or {}).get("confidence")
+    for line in decision_lines(ev.get("decision")):
+        print(f"    {line} (confidence {confidence}, {ev.get('cases')} cases)", flush=True)
     print(cluster.kubectl("get", "dm", "-n", NAMESPACE, "-o", "wide").stdout, flush=True)
     return time.monotonic() - began
-
-
-def gate_lines(decision: dict[str, Any] | None) -> list[str]:
-    """One line per gate of status.evaluation.decision: verdict, estimate [interval], threshold."""
-    if not decision:
-        return []
-    lines = []
-    for g in decision.get("gates") or []:
-        iv = g["interval"]
-        sign = ">=" if g["side"] == "min" else "<="
-        lines.append(
-            f"{g['gate']} {g['verdict']}: {iv['figure']} {iv['estimate']} "
-            f"[{iv['lower']}, {iv['upper']}] {sign} {g['threshold']} "
-            f"(confidence {decision['confidence']}, {iv['cases']} cases)"
-        )
-    return lines
 
 
 def ui_link() -> str:

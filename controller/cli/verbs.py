@@ -17,7 +17,7 @@ from controller.cli.output import emit_data, table
 from controller.temporal.rollouts import Rollouts, dm_query
 from decisionmodel.api import GROUP, PLURAL, VERSION
 from decisionmodel.rollout.contracts import Phase
-from decisionmodel.rollout.evaluation_status import report_command
+from decisionmodel.rollout.evaluation_status import decision_lines, report_command
 from decisionmodel.vocabulary import Device, StatusKey
 from kube.client import Kube
 from workflows import search_attributes as sa
@@ -130,20 +130,11 @@ def _status_text(v: dict[str, Any]) -> str:
 
 
 def _verdict_lines(decision: dict[str, Any] | None) -> list[str]:
-    """One line per gate of an evaluation with confidence: verdict, interval, threshold."""
+    """The evidence digest, then one line per gate of an evaluation with confidence."""
     if not decision:
         return []
-    lines = [f"  evidence   {decision.get('evidence')} at confidence {decision.get('confidence')}"]
-    for g in decision.get("gates") or []:
-        iv = g.get("interval") or {}
-        sign = ">=" if g.get("side") == "min" else "<="
-        more = f" (~{g['moreCases']} more cases to decide)" if g.get("moreCases") else ""
-        lines.append(
-            f"  gate       {g.get('gate')} {g.get('verdict')}: {iv.get('figure')} "
-            f"{iv.get('estimate')} [{iv.get('lower')}, {iv.get('upper')}] {sign} "
-            f"{g.get('threshold')}{more}"
-        )
-    return lines
+    head = f"  evidence   {decision.get('evidence')} at confidence {decision.get('confidence')}"
+    return [head, *(f"  gate       {line}" for line in decision_lines(decision))]
 
 
 def _rollout_lines(v: dict[str, Any]) -> list[str]:

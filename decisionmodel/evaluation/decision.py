@@ -166,7 +166,7 @@ def decide(
         assert stable is not None and ece_diff is not None
         diff = iv.accuracy_difference(candidate, stable, z)
         negative, positive = iv.flip_rates(candidate, stable, z)
-        drop = iv.Interval(-diff.estimate, -diff.upper, -diff.lower, diff.n, diff.method)
+        drop = diff.negated()
         figures += [
             FigureInterval.of("accuracy candidate-stable", diff),
             FigureInterval.of("ECE candidate-stable", ece_diff),
@@ -241,7 +241,7 @@ def _slices(
             )
         if gates.max_accuracy_drop is not None and stable is not None:
             diff = iv.accuracy_difference(cand, [stable[i] for i in idx], z)
-            drop = iv.Interval(-diff.estimate, -diff.upper, -diff.lower, diff.n, diff.method)
+            drop = diff.negated()
             where = f"slices[{name}].maxAccuracyDrop"
             limit = Decimal(gates.max_accuracy_drop)
             judged.append(judge(where, f"slice {name} accuracy drop", drop, limit))

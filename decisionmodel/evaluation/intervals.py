@@ -54,6 +54,10 @@ class Interval:
     def half_width(self) -> float:
         return (self.upper - self.lower) / 2
 
+    def negated(self) -> Interval:
+        """The interval of minus the figure (candidate - stable → the drop stable - candidate)."""
+        return Interval(-self.estimate, -self.upper, -self.lower, self.n, self.method)
+
 
 def z_of(confidence: float) -> float:
     """The two-sided normal quantile of ``confidence`` (0.95 → 1.959964…)."""
@@ -130,16 +134,21 @@ def flip_rates(
 ) -> tuple[Interval, Interval]:
     """(negative, positive) flips: cases the stable got right and the candidate wrong, and
     the reverse, as shares of the cases, with Wilson intervals."""
-    _same_cases(candidate, stable)
     n = len(candidate)
-    negative = sum(s.right and not c.right for c, s in zip(candidate, stable, strict=True))
-    positive = sum(c.right and not s.right for c, s in zip(candidate, stable, strict=True))
+    negative = negative_flip_count(candidate, stable)
+    positive = negative_flip_count(stable, candidate)
 
     def rate(count: int) -> Interval:
         lower, upper = wilson(count, n, z)
         return Interval(count / n if n else 0.0, lower, upper, n, WILSON)
 
     return rate(negative), rate(positive)
+
+
+def negative_flip_count(candidate: Sequence[CaseRecord], stable: Sequence[CaseRecord]) -> int:
+    """Cases the stable answered right (every question) and the candidate did not."""
+    _same_cases(candidate, stable)
+    return sum(s.right and not c.right for c, s in zip(candidate, stable, strict=True))
 
 
 def _same_cases(candidate: Sequence[CaseRecord], stable: Sequence[CaseRecord]) -> None:

@@ -3,6 +3,9 @@ draws (per-bin sums rendered to 4 places, confusion cells as they are)."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import Any
+
 from decisionmodel.api.status import (
     ConfusionCellStatus,
     EvaluationDecisionStatus,
@@ -11,6 +14,7 @@ from decisionmodel.api.status import (
 )
 from decisionmodel.evaluation.aggregates import EvaluationAggregates
 from decisionmodel.evaluation.decimal_format import render4
+from decisionmodel.evaluation.decision import EvaluationDecision
 from decisionmodel.rollout.contracts import EvaluationOutcome
 
 
@@ -59,6 +63,15 @@ def _cells(aggregates: EvaluationAggregates | None) -> list[ConfusionCellStatus]
         ConfusionCellStatus(kind=c.kind, expected=c.expected, predicted=c.predicted, count=c.count)
         for c in aggregates.confusion
     ]
+
+
+def decision_lines(decision: Mapping[str, Any] | None) -> list[str]:
+    """One line per gate of ``status.evaluation.decision``, worded as the rollout's own message
+    and the Temporal UI word them (GateDecision.line)."""
+    if not decision:
+        return []
+    wire = EvaluationDecisionStatus.model_validate(decision)
+    return EvaluationDecision.model_validate(wire.model_dump(mode="json")).lines()
 
 
 def report_command(namespace: str, name: str, revision: str | None = None) -> str:
