@@ -18,13 +18,7 @@ from temporalio import activity
 
 from activities.promote import selected_revision
 from activities.typed_errors import typed_errors
-from decisionmodel.engine.render.labels import (
-    deployment_name,
-    pdb_name,
-    prefetch_job_name,
-    service_name,
-    store_pvc_name,
-)
+from decisionmodel.engine.render.labels import revision_objects, service_name
 from decisionmodel.rollout.contracts import (
     DELETE_REVISION,
     DeleteRevisionInput,
@@ -36,17 +30,6 @@ from kube.client import DecisionModelGone, Kube
 from kube.errors import Conflict, NotFound
 
 log = logging.getLogger(__name__)
-
-
-def revision_objects(dm: str, revision: str) -> list[tuple[str, str]]:
-    """(kind, name) of a revision's objects, in deletion order: the serving Pods first, the
-    store they mount last."""
-    return [
-        ("Deployment", deployment_name(dm, revision)),
-        ("PodDisruptionBudget", pdb_name(dm, revision)),
-        ("Job", prefetch_job_name(dm, revision)),
-        ("PersistentVolumeClaim", store_pvc_name(dm, revision)),
-    ]
 
 
 class DeleteRevisionActivities:

@@ -113,6 +113,9 @@ class ConditionType(enum.StrEnum):
     # kstatus: True while the spec's revision cannot be reached without a change by the user
     # (it failed, and nothing retries it by itself); absent otherwise.
     STALLED = "Stalled"
+    # True while a compensation step (deleting a revision's objects, recording the failure) keeps
+    # failing; False once it finished. The rollout's: it knows the objects and the workflow.
+    CLEANUP_PENDING = "CleanupPending"
 
 
 class Reason(enum.StrEnum):
@@ -173,6 +176,7 @@ class Reason(enum.StrEnum):
     API_SERVER_UNAVAILABLE = "APIServerUnavailable"  # a Kubernetes call timed out or was refused
     ROLLOUT_RESTARTS_EXHAUSTED = "RolloutRestartsExhausted"  # ended without a verdict N times
     CLEANUP_PENDING = "CleanupPending"  # a compensation step keeps failing; it keeps retrying
+    CLEANUP_DONE = "CleanupDone"  # CleanupPending=False: the step that kept failing is done
     ACTIVITY_FAILED = "ActivityFailed"  # a step failed without a typed reason
     ACTIVITY_TIMEOUT = "ActivityTimeout"  # a step without a phase deadline timed out
     # spec.rollout.postPromotionWatch: the new stable failed its gate inside the window, the
@@ -278,7 +282,13 @@ PERMANENT_REASONS: Final = frozenset(
 # Who owns which condition (DESIGN "Status has clear owners"): each side applies only its own
 # under its field manager, so neither write removes the other's.
 ROLLOUT_CONDITION_TYPES: Final = frozenset(
-    {ConditionType.RESOLVED, ConditionType.CACHED, ConditionType.EVALUATED, ConditionType.PROMOTED}
+    {
+        ConditionType.RESOLVED,
+        ConditionType.CACHED,
+        ConditionType.EVALUATED,
+        ConditionType.PROMOTED,
+        ConditionType.CLEANUP_PENDING,
+    }
 )
 # RuntimeUpdateAvailable is the controller's too, but written only while it holds: an apply that
 # leaves it out removes it, so it is not among the conditions carried over from status.

@@ -43,7 +43,7 @@ from decisionmodel.vocabulary import ConditionStatus
 
 with workflow.unsafe.imports_passed_through():
     from decisionmodel.api.spec import format_duration
-    from decisionmodel.engine.render.labels import store_pvc_name
+    from decisionmodel.engine.render.labels import revision_objects, store_pvc_name
     from decisionmodel.rollout import step_status
     from decisionmodel.rollout.contracts import (
         DELETE_REVISION,
@@ -92,6 +92,7 @@ with workflow.unsafe.imports_passed_through():
         EventReason,
         Reason,
     )
+    from workflows import cleanup_status
     from workflows import search_attributes as sa
     from workflows.rollout_state import RolloutState
 
@@ -801,7 +802,8 @@ class RolloutWorkflow:
             )
 
         try:
-            await (self._until_done(summary, attempt) if must_finish else attempt(_ROUND))
+            step = f"{summary} (the status write)"
+            await (self._until_done(step, attempt) if must_finish else attempt(_ROUND))
         except ActivityError as e:
             raise _status_failure(e) from None
         self._stop_if_requested()
@@ -839,9 +841,15 @@ class RolloutWorkflow:
                 summary=f"delete revision {revision} ({why})",
             )
 
-        await self._until_done(f"delete revision {revision}", attempt)
+        objects = [f"{kind}/{name}" for kind, name in revision_objects(inp.dm.name, revision)]
+        await self._until_done(f"delete revision {revision}", attempt, objects)
 
-    async def _until_done(self, step: str, attempt: Callable[[timedelta], Awaitable[None]]) -> None:
+    async def _until_done(
+        self,
+        step: str,
+        attempt: Callable[[timedelta], Awaitable[None]],
+        objects: list[str] | None = None,
+    ) -> None:
         """Compensation is never given up: after a round of retries (``cleanup_round_seconds``,
         the old 10-minute deadline) it says so (query, current details) and starts another
         round after a pause, until the step is done. Only a non-retryable failure or a
@@ -862,11 +870,34 @@ class RolloutWorkflow:
                     f"**{Reason.CLEANUP_PENDING}**: {step} failed for {rounds} round(s); "
                     f"retrying: {error}"
                 )
-                pause = timedelta(seconds=tuning.cleanup_pause_seconds)
-                await workflow.sleep(pause, summary=f"retry {step}")
+                pause = tuning.cleanup_pause_seconds
+                await self._show_cleanup(
+                    cleanup_status.pending(
+                        self._state.require_input().dm, step, objects or [], rounds, error, pause
+                    )
+                )
+                await workflow.sleep(timedelta(seconds=pause), summary=f"retry {step}")
                 continue
             self._state.cleanup = None
+            if rounds:
+                dm = self._state.require_input().dm
+                await self._show_cleanup(cleanup_status.finished(dm, step, rounds))
             return
+
+    async def _show_cleanup(self, update: StatusUpdate) -> None:
+        """Best effort: what refuses the cleanup may refuse this write too; the next round
+        tries again. Never a compensation step of its own (that would recurse)."""
+        if not workflow.patched(cleanup_status.CLEANUP_SHOWN):
+            return
+        with contextlib.suppress(ActivityError):
+            await workflow.execute_activity(
+                RECORD_STATUS,
+                update,
+                start_to_close_timeout=timedelta(seconds=30),
+                schedule_to_close_timeout=timedelta(seconds=60),
+                retry_policy=RETRY,
+                summary=f"status: {update.conditions[0].reason}",
+            )
 
     async def _activity(
         self,

@@ -161,6 +161,8 @@ class Reconciler:
         return RolloutTuning(
             heartbeat_timeout_seconds=self.settings.heartbeat_timeout_seconds,
             promotion_grace_seconds=self.settings.promotion_grace_seconds,
+            cleanup_round_seconds=self.settings.cleanup_round_seconds,
+            cleanup_pause_seconds=self.settings.cleanup_pause_seconds,
             watch_period_seconds=self.settings.post_promotion_watch_period_seconds,
             probe_error_window_seconds=self.settings.probe_error_window_seconds,
         )

@@ -100,6 +100,15 @@ class ControllerSettings(BaseSettings):
     promotion_grace_seconds: int = Field(
         default=30, description="The previous revision keeps running this long after a switch."
     )
+    cleanup_round_seconds: int = Field(
+        default=600,
+        ge=10,
+        description="One round of a cleanup step's retries; after each round the DecisionModel "
+        "shows CleanupPending and the step is retried (never given up).",
+    )
+    cleanup_pause_seconds: int = Field(
+        default=30, ge=1, le=3600, description="The pause between two rounds of a cleanup step."
+    )
     post_promotion_watch_period_seconds: int = Field(
         default=10,
         ge=1,

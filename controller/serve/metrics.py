@@ -18,7 +18,7 @@ from prometheus_client import CollectorRegistry, Histogram, generate_latest
 from prometheus_client.metrics_core import Metric
 
 from controller.serve.dm_series import CounterSpec, DMSeries, DMSeriesCollector, Durations, EventKey
-from decisionmodel.vocabulary import Phase, StatusKey
+from decisionmodel.vocabulary import ConditionStatus, ConditionType, Phase, StatusKey
 
 # Seed 004's `phase` label values, in its order, plus AwaitingPromotion: dmrollout adds that phase
 # for manual promotion (REFERENCE "Manual promotion"), so the one-hot must cover it too or a held
@@ -71,6 +71,7 @@ DESIRED: Final = "decisionmodel_desired_replicas"
 ACCURACY: Final = "decisionmodel_evaluation_accuracy"
 ECE: Final = "decisionmodel_evaluation_ece"
 RESTARTS: Final = "dmrollout_rollout_restarts"
+CLEANUP_PENDING: Final = "dmrollout_cleanup_pending"
 REAPED: Final = "dmrollout_reaped_objects"
 ROLLOUTS: Final = CounterSpec(
     "decisionmodel_rollouts", "Rollout outcomes: promoted, rolled_back or failed.", "result"
@@ -104,6 +105,8 @@ class ControllerMetrics:
                 DESIRED: "Desired number of serving replicas (status.replicas.desired).",
                 ACCURACY: "Accuracy of the last completed evaluation.",
                 ECE: "Expected Calibration Error of the last completed evaluation.",
+                CLEANUP_PENDING: "1 while a rollout's cleanup keeps failing (condition "
+                "CleanupPending=True), else 0.",
             },
             (
                 ROLLOUTS,
@@ -165,6 +168,7 @@ class ControllerMetrics:
                     if number is not None:
                         state.gauges[family] = number
             _record_evaluation(state, new_status.get("evaluation"))
+            state.gauges[CLEANUP_PENDING] = 1.0 if _cleanup_pending(new_status) else 0.0
             # A phase is left when the accepted status names another known phase; the time
             # spent is measured from the old phaseTransitionTime (when it was entered) to now.
             entered = _timestamp(old.get(StatusKey.PHASE_TRANSITION_TIME))
@@ -232,6 +236,18 @@ def _zero_counters(state: DMSeries) -> None:
     for counter, results in ((ROLLOUTS, ROLLOUT_RESULTS), (PROBES, PROBE_RESULTS)):
         for result in results:
             state.counters.setdefault((counter.name, result), 0.0)
+
+
+def _cleanup_pending(status: Mapping[str, Any]) -> bool:
+    conditions = status.get("conditions")
+    if not isinstance(conditions, list):
+        return False
+    return any(
+        isinstance(c, Mapping)
+        and c.get("type") == ConditionType.CLEANUP_PENDING
+        and c.get("status") == ConditionStatus.TRUE
+        for c in conditions
+    )
 
 
 def _record_evaluation(state: DMSeries, evaluation: object) -> None:

@@ -141,6 +141,17 @@ async def test_a_cleanup_failing_for_an_hour_keeps_its_rounds_and_finishes(
     history = await handle.fetch_history()
     pause = timedelta(seconds=c.RolloutTuning().cleanup_pause_seconds)
     assert timers(history).count(pause) >= 3
+    # The DecisionModel said so after each round, naming the objects, then that it is done.
+    shown = [
+        (cond.status, cond.reason, cond.message)
+        for update in cluster.statuses
+        for cond in update.conditions
+        if cond.type == "CleanupPending"
+    ]
+    pending = [m for status, _, m in shown if status == "True"]
+    assert len(pending) >= 3 and all("by workflow rollout/" in m for m in pending)
+    assert any("(the status write)" in m for m in pending)  # recording the failure, first
+    assert shown[-1][:2] == ("False", "CleanupDone"), shown[-1]
 
 
 async def test_the_client_of_the_time_skipping_server_is_a_real_temporal_client(

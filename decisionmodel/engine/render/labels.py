@@ -70,6 +70,17 @@ def prefetch_job_name(dm: str, rev: str) -> str:
     return f"{dm}-pf-{rev}"
 
 
+def revision_objects(dm: str, rev: str) -> list[tuple[str, str]]:
+    """(kind, name) of a revision's objects, in deletion order: the serving Pods first, the
+    store they mount last."""
+    return [
+        ("Deployment", deployment_name(dm, rev)),
+        ("PodDisruptionBudget", pdb_name(dm, rev)),
+        ("Job", prefetch_job_name(dm, rev)),
+        ("PersistentVolumeClaim", store_pvc_name(dm, rev)),
+    ]
+
+
 def service_name(dm: str) -> str:
     """The one Service of a DecisionModel, named after it."""
     return dm

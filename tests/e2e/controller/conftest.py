@@ -77,6 +77,9 @@ def controller(
             "DMROLLOUT_CONTROLLER_REAP_GRACE_SECONDS": "15",
             # A post-promotion watch checks every second (test_controller_watch.py).
             "DMROLLOUT_CONTROLLER_POST_PROMOTION_WATCH_PERIOD_SECONDS": "1",
+            # A cleanup refused for 10 s shows CleanupPending (test_controller_cleanup_pending.py).
+            "DMROLLOUT_CONTROLLER_CLEANUP_ROUND_SECONDS": "10",
+            "DMROLLOUT_CONTROLLER_CLEANUP_PAUSE_SECONDS": "2",
         },
     )
     c.start()

@@ -153,6 +153,8 @@ UNMAPPED: dict[str, dict[str, str]] = {
         "lease_name": "<fullname>-controller, tied to the leader-election Role's resourceNames",
         "queued_recheck_seconds": "internal tempo",
         "budget_resync_seconds": "internal tempo",
+        "cleanup_round_seconds": "fault tempo; the default suits every install",
+        "cleanup_pause_seconds": "fault tempo; the default suits every install",
         "heartbeat_timeout_seconds": "part of the workflow contract, not an install choice",
         "max_rollout_restarts": "fault tempo; the default suits every install",
         "restart_backoff_seconds": "fault tempo; the default suits every install",
@@ -737,6 +739,7 @@ ALERTS = {
     "DecisionModelEvaluationPoor",
     "DecisionModelDegraded",
     "DecisionModelModelMismatch",
+    "DecisionModelCleanupPending",
     "DmrolloutWorkflowTaskFailures",
     "DecisionModelOperatorReconcileErrors",
     "DecisionModelOperatorDown",
@@ -762,9 +765,8 @@ def exposed_series() -> set[str]:
 
 
 def series_in(expr: str) -> set[str]:
-    return set(
-        re.findall(r"\b((?:decisionmodel|temporal|controller_runtime|workqueue)_[a-z_]+)\b", expr)
-    )
+    prefixes = "decisionmodel|dmrollout|temporal|controller_runtime|workqueue"
+    return set(re.findall(rf"\b((?:{prefixes})_[a-z_]+)\b", expr))
 
 
 def test_exposed_series_read_from_the_registry() -> None:
