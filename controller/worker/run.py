@@ -12,9 +12,12 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import contextlib
 import logging
 import os
 import signal
+import threading
+import time
 from collections.abc import Callable
 from datetime import timedelta
 from typing import Any
@@ -26,6 +29,7 @@ from temporalio.worker import PollerBehaviorSimpleMaximum, Worker
 from activities.registry import build_activities
 from controller.serve.health import HealthServer
 from controller.serve.liveness import LoopProgress
+from controller.serve.metrics import PROBE_RESULTS
 from controller.serve.metrics_server import build_secure_metrics_server
 from controller.serve.metrics_settings import MetricsSettings
 from controller.serve.sdk_metrics import with_sdk_series
@@ -65,8 +69,38 @@ class WorkerMetrics:
             registry=self.registry,
         )
 
+        # (namespace, name) -> monotonic time of its last transition: what forget_deleted checks.
+        self._last_transition: dict[tuple[str, str], float] = {}
+        self._lock = threading.Lock()
+
     def record_probe_transition(self, namespace: str, name: str, result: str) -> None:
+        with self._lock:
+            self._last_transition[(namespace, name)] = time.monotonic()
         self.probe_results.labels(namespace, name, result).inc()
+
+    def forget_deleted(self, exists: Callable[[str, str], bool], idle_seconds: float) -> int:
+        """Seed 004: a deleted DecisionModel's series are removed. The worker sees no deletes,
+        so it asks, for the DecisionModels whose series have been idle ``idle_seconds`` (one
+        GET each, only for those that ever had a candidate here); an error keeps the series.
+        Returns how many DecisionModels' series were removed."""
+        now = time.monotonic()
+        with self._lock:
+            idle = [k for k, t in self._last_transition.items() if now - t >= idle_seconds]
+        removed = 0
+        for namespace, name in idle:
+            try:
+                if exists(namespace, name):
+                    continue
+            except Exception:  # unreachable, throttled: ask again next time
+                log.debug("could not check DecisionModel %s/%s", namespace, name, exc_info=True)
+                continue
+            with self._lock:
+                self._last_transition.pop((namespace, name), None)
+            for result in PROBE_RESULTS:
+                with contextlib.suppress(KeyError):
+                    self.probe_results.remove(namespace, name, result)
+            removed += 1
+        return removed
 
     def observe_resolve(self, seconds: float) -> None:
         self.resolve_duration.observe(seconds)
@@ -163,17 +197,33 @@ async def run_worker(temporal: TemporalSettings, settings: RolloutSettings) -> i
         loop.add_signal_handler(sig, stop.set)
     log.info("worker on task queue %s of %s", temporal.task_queue, temporal.address)
     warn_skipped_proxies(settings)
+    period = settings.worker_series_check_seconds
+    sweep = asyncio.create_task(_forget_deleted(metrics, kube, period))
     try:
         async with worker:
             await stop.wait()
             log.info("shutting down: waiting for activities in flight")
     finally:
+        sweep.cancel()
         if health is not None:
             health.stop()
         if secure is not None:
             secure.stop()
         shutdown_tracing()
     return 0
+
+
+async def _forget_deleted(metrics: WorkerMetrics, kube: Kube, period: float) -> None:
+    """Every ``period``: drop the probe series of DecisionModels that are gone."""
+
+    def exists(namespace: str, name: str) -> bool:
+        return kube.read_dm(namespace, name) is not None
+
+    while True:
+        await asyncio.sleep(period)
+        removed = await asyncio.to_thread(metrics.forget_deleted, exists, period)
+        if removed:
+            log.info("removed the probe series of %d deleted DecisionModel(s)", removed)
 
 
 def _health_server(

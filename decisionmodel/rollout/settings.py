@@ -131,6 +131,12 @@ class RolloutSettings(BaseSettings):
         "hands its workflows back at shutdown; one killed outright keeps the tasks already "
         "sent to it until this ends.",
     )
+    worker_series_check_seconds: float = Field(
+        default=300.0,
+        gt=0,
+        description="How often the worker checks that the DecisionModels of its probe series "
+        "still exist (only those idle this long; one GET each); a deleted one's series go.",
+    )
     worker_liveness_stall_seconds: float = Field(
         default=600.0,
         gt=0,

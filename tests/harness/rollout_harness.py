@@ -299,9 +299,19 @@ class WorkerProcess:
     """`dmrollout worker` as a real process, so a test can SIGKILL it like a crash."""
 
     def __init__(
-        self, cluster: LocalCluster, temporal_address: str, task_queue: str, log_dir: Path
+        self,
+        cluster: LocalCluster,
+        temporal_address: str,
+        task_queue: str,
+        log_dir: Path,
+        metrics_port: int | None = None,
     ) -> None:
         self.env = {**os.environ, **worker_env(cluster, temporal_address, task_queue)}
+        if metrics_port is not None:
+            self.env["DMROLLOUT_WORKER_METRICS_PORT"] = str(metrics_port)
+            # A deleted DecisionModel's probe series go within seconds (test_controller_steady).
+            self.env["DMROLLOUT_WORKER_SERIES_CHECK_SECONDS"] = "3"
+        self.metrics_port = metrics_port
         self.log_dir = log_dir
         self.proc: subprocess.Popen[bytes] | None = None
         self.starts = 0
@@ -316,6 +326,15 @@ class WorkerProcess:
             stderr=subprocess.STDOUT,
             start_new_session=True,
         )
+
+    def metrics(self) -> str:
+        """The worker's /metrics text (plain HTTP), or "" while it is not listening yet."""
+        assert self.metrics_port is not None, "started without a metrics port"
+        try:
+            with httpx.Client(trust_env=False) as c:
+                return c.get(f"http://127.0.0.1:{self.metrics_port}/metrics").text
+        except httpx.TransportError:
+            return ""
 
     def kill(self) -> None:
         assert self.proc is not None

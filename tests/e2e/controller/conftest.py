@@ -43,7 +43,7 @@ def ctl_worker(
     crd: LocalCluster, simulators: Simulators, local_env: LocalEnv, ctl_queue: str, ctl_logs: Path
 ) -> Iterator[WorkerProcess]:
     local_env.start_temporal() if "temporal" not in local_env.timings else None
-    w = WorkerProcess(crd, local_env.temporal.address, ctl_queue, ctl_logs)
+    w = WorkerProcess(crd, local_env.temporal.address, ctl_queue, ctl_logs, metrics_port=18191)
     w.start()
     yield w
     w.stop()

@@ -8,7 +8,13 @@ import re
 import httpx
 import pytest
 from harness.helpers import eventually
-from harness.rollout_harness import ControllerProcess, RolloutHarness, golden_jsonl, put_model
+from harness.rollout_harness import (
+    ControllerProcess,
+    RolloutHarness,
+    WorkerProcess,
+    golden_jsonl,
+    put_model,
+)
 from test_controller import phase, workflows_of
 
 from localenv.env import LocalEnv
@@ -175,3 +181,28 @@ async def test_second_controller_waits_then_takes_over(
         standby.stop()
         if controller.proc is None or controller.proc.poll() is not None:
             controller.start()
+
+
+def worker_series(worker: WorkerProcess, namespace: str, name: str) -> list[str]:
+    labels = (f'name="{name}"', f'namespace="{namespace}"')
+    return [
+        line
+        for line in worker.metrics().splitlines()
+        if line.startswith("decisionmodel_probe_results_total{") and all(x in line for x in labels)
+    ]
+
+
+async def test_a_deleted_decision_models_series_leave_the_worker_too(
+    ctl: RolloutHarness, ctl_worker: WorkerProcess
+) -> None:
+    """Seed 004: every series of a deleted DecisionModel is removed; the worker counts its
+    candidates' gate transitions and sees no deletes, so it asks (issue 22, point 10)."""
+    ctl.create_dm("series", {"model": "laya:en"})
+    await eventually(lambda: phase(ctl, "series") == "Ready", 90, what="Ready")
+    await eventually(
+        lambda: bool(worker_series(ctl_worker, ctl.namespace, "series")), 30, what="series"
+    )
+    ctl.kubectl("delete", "dm", "series", "--wait=false")
+    await eventually(
+        lambda: not worker_series(ctl_worker, ctl.namespace, "series"), 60, what="series gone"
+    )

@@ -168,6 +168,7 @@ UNMAPPED: dict[str, dict[str, str]] = {
         "kube_connect_timeout_seconds": "client tempo; the default bounds every API call",
         "kube_read_timeout_seconds": "client tempo; the default bounds every API call",
         "worker_liveness_stall_seconds": "fault tempo; the default suits every install",
+        "worker_series_check_seconds": "internal tempo",
         **{f: "worker.tuning.*, on the worker (WORKER_TUNING)" for f in WORKER_TUNING.values()},
     },
     "temporal": {
