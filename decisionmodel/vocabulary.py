@@ -113,6 +113,9 @@ class ConditionType(enum.StrEnum):
     # kstatus: True while the spec's revision cannot be reached without a change by the user
     # (it failed, and nothing retries it by itself); absent otherwise.
     STALLED = "Stalled"
+    # kstatus: True while the spec's revision is being rolled out (or waits to be); absent when
+    # it serves, is stalled, or is refused.
+    RECONCILING = "Reconciling"
     # True while a compensation step (deleting a revision's objects, recording the failure) keeps
     # failing; False once it finished. The rollout's: it knows the objects and the workflow.
     CLEANUP_PENDING = "CleanupPending"
@@ -300,6 +303,7 @@ CONTROLLER_CONDITION_TYPES: Final = frozenset(
         ConditionType.RUNTIME_UPDATE_AVAILABLE,
         ConditionType.TEMPORAL_REACHABLE,
         ConditionType.STALLED,
+        ConditionType.RECONCILING,
     }
 )
 # Of those, the ones written only while they hold: left out of a write, they are removed.
@@ -308,6 +312,7 @@ CONTROLLER_WHILE_HELD: Final = frozenset(
         ConditionType.RUNTIME_UPDATE_AVAILABLE,
         ConditionType.TEMPORAL_REACHABLE,
         ConditionType.STALLED,
+        ConditionType.RECONCILING,
     }
 )
 

@@ -524,9 +524,10 @@ class Reconciler:
                     self.budget.queued_message(f"{ref.namespace}/{ref.name}"),
                 )
             )
-        stalled = stalled_condition(dm, step, new_phase.value if new_phase else phase_now)
-        if stalled is not None:
-            want.conditions.append(stalled)
+        phase = new_phase.value if new_phase else phase_now
+        kstatus = stalled_condition(dm, step, phase) or reconciling_condition(dm, step, phase)
+        if kstatus is not None:
+            want.conditions.append(kstatus)
         await self._write_steady(ref, obj, want, new_phase, phase_now)
 
     async def _with_stable(
@@ -647,6 +648,37 @@ def stalled_condition(
         failed.reason or Reason.CANDIDATE_REJECTED,
         f"revision {failed.hash} failed ({failed.reason}) and is not retried by itself: change "
         "the spec, or set a new decisionmodel.io/retry value",
+    )
+
+
+def reconciling_condition(
+    dm: DecisionModel, step: RolloutStep, phase: str | None
+) -> ConditionUpdate | None:
+    """kstatus' Reconciling (Helm 4 --wait, Flux, kstatus-aware tools): True while the spec's
+    revision is not yet what serves and dmrollout is getting there by itself (a rollout in
+    flight, queued, waiting for Temporal or for a ModelNotFound to be resolved again). With
+    observedGeneration and Stalled it tells "in progress" from "current" and "failed"; Ready
+    keeps the reference's meaning (the model serves). None (absent): current, stalled, or
+    refused (the refusal's condition says what to change)."""
+    if step.at_stable or step.refusal is not None:
+        return None
+    generation = dm.metadata.generation
+    reason: str
+    if step.queued:
+        reason, doing = Reason.ROLLOUT_QUEUED, "waits for a rollout slot"
+    elif step.temporal_down is not None:
+        reason, doing = Reason.TEMPORAL_UNAVAILABLE, "waits for Temporal"
+    elif step.in_flight:
+        reason, doing = str(phase or Phase.PENDING), f"is rolling out (phase {phase})"
+    elif step.re_resolve_at is not None:
+        reason, doing = Reason.MODEL_NOT_FOUND, "waits for its tag to be resolved again"
+    else:
+        return None
+    return Cond(
+        ConditionType.RECONCILING,
+        ConditionStatus.TRUE,
+        reason,
+        f"generation {generation} {doing}; the stable revision serves meanwhile",
     )
 
 

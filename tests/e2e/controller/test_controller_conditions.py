@@ -96,7 +96,16 @@ async def test_a_rejected_candidate_sets_degraded_with_its_reason(ctl: RolloutHa
     evaluation = weak_model_gate(ctl, "golden")
     ctl.create_dm("gated", {"model": "laya:en", "rollout": {"evaluation": evaluation}})
     await eventually(lambda: ctl.status("gated").get("phase") == "Ready", 120, what="Ready")
+    assert condition(ctl, "gated", "Reconciling") is None  # current: the spec serves
     ctl.update_spec("gated", {"model": "laya:weak"})
+    # kstatus-aware tools see the new generation in progress while it rolls out...
+    await eventually(
+        lambda: (condition(ctl, "gated", "Reconciling") or {}).get("status") == "True",
+        60,
+        what="Reconciling",
+    )
+    reconciling = condition(ctl, "gated", "Reconciling")
+    assert reconciling is not None and "generation" in reconciling["message"], reconciling
     await eventually(
         lambda: has(ctl, "gated", "Degraded", "True", "EvaluationFailed"), 120, what="Degraded"
     )
@@ -106,6 +115,7 @@ async def test_a_rejected_candidate_sets_degraded_with_its_reason(ctl: RolloutHa
     await eventually(
         lambda: has(ctl, "gated", "Stalled", "True", "EvaluationFailed"), 60, what="Stalled"
     )
+    assert condition(ctl, "gated", "Reconciling") is None  # ...and failed, not in progress
 
     # Health is never hidden by that history (issue 22): the stable losing its only Pod's
     # model shows as Degraded with the health reason; failedRevision stays recorded; once it is

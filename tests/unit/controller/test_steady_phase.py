@@ -6,7 +6,12 @@ from __future__ import annotations
 
 from test_decide import dm
 
-from controller.reconciler.reconcile import RolloutStep, stalled_condition, steady_phase
+from controller.reconciler.reconcile import (
+    RolloutStep,
+    reconciling_condition,
+    stalled_condition,
+    steady_phase,
+)
 from decisionmodel.vocabulary import Phase
 
 IDLE = RolloutStep()
@@ -58,3 +63,22 @@ def test_stalled_only_while_the_spec_names_a_failure_nothing_retries() -> None:
     assert (
         stalled_condition(dm({"model": "laya:x"}, failed("ModelNotFound")), IDLE, "Failed") is None
     )
+
+
+def test_reconciling_while_the_spec_is_on_its_way_and_absent_once_current() -> None:
+    model = dm({"model": "laya:x"}, {})
+    shown = reconciling_condition(model, RolloutStep(in_flight=True), "Evaluating")
+    assert shown is not None and (shown.type, shown.status, shown.reason) == (
+        "Reconciling",
+        "True",
+        "Evaluating",
+    )
+    queued = reconciling_condition(model, RolloutStep(queued=True), "Pending")
+    assert queued is not None and queued.reason == "RolloutQueued"
+    away = reconciling_condition(model, RolloutStep(temporal_down="temporal:7233"), "Ready")
+    assert away is not None and away.reason == "TemporalUnavailable"
+    # Current (the spec serves), refused (its own condition says what to change), or nothing
+    # working on it (stalled: Stalled says so): absent.
+    assert reconciling_condition(model, AT_STABLE, "Ready") is None
+    assert reconciling_condition(model, RolloutStep(refusal="no", in_flight=True), "Ready") is None
+    assert reconciling_condition(model, IDLE, "RolledBack") is None
