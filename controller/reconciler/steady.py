@@ -22,7 +22,7 @@ import copy
 import logging
 import time
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Final
 
 from controller.reconciler.cache import DirectReader, ObjectReader, create_or_wait
 from controller.reconciler.settings import ControllerSettings
@@ -51,6 +51,7 @@ from decisionmodel.rollout.contracts import (
     RevisionObjectsInput,
     RevisionRecord,
 )
+from decisionmodel.rollout.render_params import APIKEY_CHECKSUM_PREFIX
 from decisionmodel.rollout.settings import RolloutSettings
 from decisionmodel.rollout.spec_mapping import stable_objects_input
 from decisionmodel.vocabulary import ConditionStatus, ConditionType, Reason
@@ -275,17 +276,18 @@ class SteadyState:
         patch: dict[str, Any] = {}
         if current["spec"].get("replicas") != inp.replicas:
             patch.setdefault("spec", {})["replicas"] = inp.replicas
-        have = (current["spec"]["template"]["metadata"].get("annotations") or {}).get(
-            ANNOTATION_APIKEY_CHECKSUM
-        )
         want = (desired["spec"]["template"]["metadata"].get("annotations") or {}).get(
             ANNOTATION_APIKEY_CHECKSUM
         )
-        have_env = _api_key_env(current)
-        want_env = _api_key_env(desired)
-        if have != want or have_env != want_env:
+        same_ref = _api_key_env(current) == _api_key_env(desired)
+        action = key_rotation(current, want, same_ref)
+        if action == ROLL:
             # Rotation or a new Secret reference: the new template rolls the Pods per strategy.
             patch.setdefault("spec", {})["template"] = copy.deepcopy(desired["spec"]["template"])
+        elif action == RECORD:
+            # Seed 001: "On upgrade, the first reconcile only records the checksum".
+            log.info("recording the API-key checksum of %s/%s (no roll)", inp.dm.namespace, name)
+            patch["metadata"] = {"annotations": {ANNOTATION_APIKEY_CHECKSUM: want}}
         if patch:
             await Kube.run(self.kube.kinds["Deployment"].patch, name, inp.dm.namespace, patch)
 
@@ -439,6 +441,36 @@ class SteadyState:
         if written:
             await gate_event(self.kube, dm, pod, found)
         return probe_result(found) if written else None
+
+
+ROLL: Final = "roll"
+RECORD: Final = "record"
+
+
+def key_rotation(current: dict[str, Any], want: str | None, same_ref: bool) -> str | None:
+    """What the stable's Deployment needs for its API key: ROLL (the value or the Secret
+    reference changed: a new template), RECORD (only write the checksum on the Deployment's
+    metadata), None (nothing). Pure.
+
+    The checksum dmrollout compares is its own (``APIKEY_CHECKSUM_PREFIX``): the Pod
+    template's, or, for a Deployment another operator made (the reference's template holds its
+    own checksum or none), the one recorded on the Deployment. A Deployment with neither, whose
+    Pods already read the same Secret key, is an upgrade: its checksum is recorded and nothing
+    rolls (seed 001); a roll happens only when the value changes afterwards."""
+    if not same_ref:
+        return ROLL
+    if want is None:
+        return None
+    template = (current["spec"]["template"]["metadata"].get("annotations") or {}).get(
+        ANNOTATION_APIKEY_CHECKSUM
+    )
+    recorded = (current["metadata"].get("annotations") or {}).get(ANNOTATION_APIKEY_CHECKSUM)
+    ours = [c for c in (template, recorded) if c and c.startswith(APIKEY_CHECKSUM_PREFIX)]
+    if not ours:
+        return RECORD
+    if template is not None and template.startswith(APIKEY_CHECKSUM_PREFIX):
+        return None if template == want else ROLL
+    return None if recorded == want else ROLL
 
 
 def _api_key_env(deployment: dict[str, Any]) -> dict[str, Any] | None:

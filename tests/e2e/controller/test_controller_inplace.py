@@ -135,3 +135,42 @@ async def test_pinned_runtime_reports_a_newer_default_and_rolls_only_when_asked(
     )
     await eventually(lambda: condition(ctl, "rt", "RuntimeUpdateAvailable") is None, 30)
     assert len(await workflows_of(ctl, "rt")) == 2
+
+
+async def test_an_upgraded_stable_only_gets_the_checksum_recorded_then_rolls_on_a_new_key(
+    ctl: RolloutHarness,
+) -> None:
+    """Seed 001: "On upgrade, the first reconcile only records the checksum (it does not roll a
+    Pod that is otherwise unchanged)". The stable's template is made to hold another operator's
+    checksum, as the reference's Deployments do; dmrollout records its own on the Deployment and
+    leaves the Pods; a new key value afterwards rolls them."""
+    ctl.api_key_secret("key-up", "first-key-value")
+    auth = {"apiKeySecretRef": {"name": "key-up", "key": "token"}}
+    ctl.create_dm("upgr", {"model": "laya:en", "auth": auth})
+    await eventually(lambda: phase(ctl, "upgr") == "Ready", 90, what="Ready")
+    name = f"upgr-{ctl.status('upgr')['stableRevision']['hash']}"
+    theirs = "sha256:" + "c" * 64
+    patch = {"spec": {"template": {"metadata": {"annotations": {CHECKSUM: theirs}}}}}
+    ctl.kubectl("patch", "deployment", name, "--type=merge", "-p", json.dumps(patch))
+
+    def recorded() -> str | None:
+        annotations = (ctl.get("deployment", name) or {}).get("metadata", {}).get("annotations")
+        return (annotations or {}).get(CHECKSUM)
+
+    await eventually(lambda: (recorded() or "").startswith("hmac-sha256:"), 60, what="recorded")
+    assert template_checksum(ctl, name) == theirs  # the Pods were not rolled by dmrollout
+    dep = ctl.get("deployment", name) or {}
+    generation = dep["metadata"]["generation"]
+    await eventually(lambda: phase(ctl, "upgr") == "Ready", 90, what="Ready after the record")
+    # A later reconcile (every 10 s here) sees its own record: still no template change.
+    first = recorded()
+    await eventually(
+        lambda: ctl.status("upgr").get("replicas", {}).get("modelReady") == 1, 60, what="serving"
+    )
+    assert (ctl.get("deployment", name) or {})["metadata"]["generation"] == generation
+    assert recorded() == first
+    ctl.api_key_secret("key-up", "second-key-value")
+    await eventually(
+        lambda: (template_checksum(ctl, name) or "").startswith("hmac-sha256:"), 60, what="roll"
+    )
+    await eventually(lambda: phase(ctl, "upgr") == "Ready", 90, what="Ready with the new key")
