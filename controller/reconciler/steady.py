@@ -36,6 +36,8 @@ from decisionmodel.engine.render import (
 from decisionmodel.engine.render.labels import (
     ANNOTATION_APIKEY_CHECKSUM,
     ANNOTATION_RETRY,
+    LABEL_MANAGED_BY,
+    MANAGED_BY,
     deployment_name,
     pdb_name,
     prefetch_job_name,
@@ -273,6 +275,7 @@ class SteadyState:
         if Kube.controller_uid(current) != inp.dm.uid:
             conflicts.append(f"Deployment {name} is not owned by this DecisionModel")
             return
+        await self._take_over("Deployment", current)
         patch: dict[str, Any] = {}
         if current["spec"].get("replicas") != inp.replicas:
             patch.setdefault("spec", {})["replicas"] = inp.replicas
@@ -322,6 +325,7 @@ class SteadyState:
         if Kube.controller_uid(current) != dm.uid:
             conflicts.append(f"Service {name} is not owned by this DecisionModel")
             return
+        await self._take_over("Service", current)
         selector = current["spec"].get("selector") or {}
         if selector != desired["spec"]["selector"]:
             # status.stableRevision is written before the Service switch (crash-safe order); a
@@ -356,6 +360,7 @@ class SteadyState:
         pvc = await Kube.run(self.reader.get, "PersistentVolumeClaim", inp.dm.namespace, name)
         if pvc is None or Kube.controller_uid(pvc) != inp.dm.uid:
             return
+        await self._take_over("PersistentVolumeClaim", pvc)
         spec = pvc["spec"]
         current = spec["resources"]["requests"]["storage"]
         immutable: list[str] = []
@@ -391,6 +396,21 @@ class SteadyState:
                     + ": the store PVC is left as is; a new revision provisions from spec.cache",
                 )
             )
+
+    async def _take_over(self, kind: str, obj: dict[str, Any]) -> None:
+        """A stable object of this DecisionModel without dmrollout's label was made by the
+        reference operator (same group and kind, so the same owner): label it as dmrollout's,
+        metadata only, so nothing restarts and later changes pass the admission policy
+        (docs/migration.md). PDBs and Jobs are never changed, only deleted, which the policy
+        allows for such objects as they are."""
+        meta = obj["metadata"]
+        if (meta.get("labels") or {}).get(LABEL_MANAGED_BY) == MANAGED_BY:
+            return
+        log.info(
+            "taking over %s %s/%s (made before dmrollout)", kind, meta["namespace"], meta["name"]
+        )
+        label = {"metadata": {"labels": {LABEL_MANAGED_BY: MANAGED_BY}}}
+        await Kube.run(self.kube.kinds[kind].patch, meta["name"], meta["namespace"], label)
 
     # -- probing ---------------------------------------------------------------------------
     async def _restore(self, desired: dict[str, Any], what: str) -> None:

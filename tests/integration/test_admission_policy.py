@@ -247,7 +247,18 @@ def test_a_token_deletes_only_what_dmrollout_made_for_a_decision_model(
     foreign = copy.deepcopy(unowned)
     foreign["metadata"]["name"] = f"foreign-{suffix}"
     del foreign["metadata"]["labels"]["app.kubernetes.io/managed-by"]
-    for obj in (ours, unowned, foreign):
+    del foreign["metadata"]["labels"]["decisionmodel.io/name"]
+    # As the reference operator makes them (issue 22, a way in): no managed-by, labelled with
+    # the name of the DecisionModel that controls it; taken over by dmrollout. Labelled with
+    # another DecisionModel's name, it is not.
+    theirs = copy.deepcopy(ours)
+    theirs["metadata"]["name"] = f"theirs-{suffix}"
+    del theirs["metadata"]["labels"]["app.kubernetes.io/managed-by"]
+    theirs["metadata"]["labels"]["decisionmodel.io/name"] = owner
+    misnamed = copy.deepcopy(theirs)
+    misnamed["metadata"]["name"] = f"misnamed-{suffix}"
+    misnamed["metadata"]["labels"]["decisionmodel.io/name"] = "another"
+    for obj in (ours, unowned, foreign, theirs, misnamed):
         local_cluster.kubectl("create", "-f", "-", input=yaml.safe_dump(obj))
 
     def delete(name: str) -> subprocess.CompletedProcess[str]:
@@ -269,3 +280,17 @@ def test_a_token_deletes_only_what_dmrollout_made_for_a_decision_model(
     assert result.returncode != 0 and "owned by a DecisionModel" in result.stderr, result.stderr
     result = delete(ours["metadata"]["name"])
     assert result.returncode == 0, result.stderr
+    result = delete(theirs["metadata"]["name"])
+    assert result.returncode == 0, result.stderr
+    result = delete(misnamed["metadata"]["name"])
+    assert result.returncode != 0 and "owned by a DecisionModel" in result.stderr, result.stderr
+    label = {"metadata": {"labels": {"app.kubernetes.io/managed-by": "dmrollout"}}}
+    for name, admitted in (
+        (theirs["metadata"]["name"], True),
+        (misnamed["metadata"]["name"], False),
+    ):
+        result = as_user(
+            local_cluster, account, "-n", namespace, "patch", "pvc", name,
+            "--dry-run=server", "--type=merge", "-p", json.dumps(label),
+        )  # fmt: skip
+        assert (result.returncode == 0) == admitted, (name, result.stderr)
