@@ -18,7 +18,13 @@ from temporalio import activity
 
 from activities.promote import selected_revision
 from activities.typed_errors import typed_errors
-from decisionmodel.engine.render.labels import revision_objects, service_name
+from decisionmodel.engine.render.labels import (
+    deployment_name,
+    legacy_store_pvc_name,
+    mounts_claim,
+    revision_objects,
+    service_name,
+)
 from decisionmodel.rollout.contracts import (
     DELETE_REVISION,
     DeleteRevisionInput,
@@ -80,8 +86,18 @@ class DeleteRevisionActivities:
             if inp.revision in (selected_revision(service), stable):
                 log.info("revision %s of %s is live; kept (%s)", inp.revision, dm.name, inp.reason)
                 return DeleteRevisionResult(deleted=[], kept_selected=True)
+            deployment = await Kube.run(
+                self.kube.get, "Deployment", dm.namespace, deployment_name(dm.name, inp.revision)
+            )
+            legacy = legacy_store_pvc_name(dm.name)
+            objects = revision_objects(dm.name, inp.revision)
+            if deployment is not None and mounts_claim(deployment, legacy):
+                # Seed 000 "Migration": the shared store of a revision promoted before stores
+                # were per revision goes with the last workload mounting it, which is this one
+                # (every revision since has its own).
+                objects.append(("PersistentVolumeClaim", legacy))
             deleted: list[str] = []
-            for kind, name in revision_objects(dm.name, inp.revision):
+            for kind, name in objects:
                 if await Kube.run(self._delete, kind, dm.namespace, name, dm.uid):
                     deleted.append(f"{kind}/{name}")
             return DeleteRevisionResult(deleted=deleted)

@@ -39,6 +39,8 @@ from decisionmodel.engine.render.labels import (
     LABEL_MANAGED_BY,
     MANAGED_BY,
     deployment_name,
+    legacy_store_pvc_name,
+    mounts_claim,
     pdb_name,
     prefetch_job_name,
     service_name,
@@ -239,6 +241,8 @@ class SteadyState:
         """The stable's store: lost, being recovered, failed to recover, or being deleted."""
         if self.recoveries is None:
             return StoreHealth()
+        if await self._on_legacy_store(inp):
+            return StoreHealth()
         name = store_pvc_name(inp.dm.name, inp.record.hash)
         pvc = await Kube.run(self.reader.get, "PersistentVolumeClaim", inp.dm.namespace, name)
         retry = (model.metadata.annotations or {}).get(ANNOTATION_RETRY)
@@ -396,6 +400,26 @@ class SteadyState:
                     + ": the store PVC is left as is; a new revision provisions from spec.cache",
                 )
             )
+
+    async def _on_legacy_store(self, inp: RevisionObjectsInput) -> bool:
+        """A stable promoted before stores were per revision mounts the shared ``<dm>-store``
+        until its next promotion (seed 000 "Migration"): while that PVC is there, its own
+        ``<dm>-store-<rev>`` is not missing, so no StoreLost and no recovery. (Without it, the
+        usual recovery provisions the per-revision store.)"""
+        dep = await Kube.run(
+            self.reader.get,
+            "Deployment",
+            inp.dm.namespace,
+            deployment_name(inp.dm.name, inp.record.hash),
+        )
+        legacy = legacy_store_pvc_name(inp.dm.name)
+        if dep is None or not mounts_claim(dep, legacy):
+            return False
+        pvc = await Kube.run(self.reader.get, "PersistentVolumeClaim", inp.dm.namespace, legacy)
+        if pvc is None or pvc["metadata"].get("deletionTimestamp"):
+            return False
+        await self._take_over("PersistentVolumeClaim", pvc)
+        return True
 
     async def _take_over(self, kind: str, obj: dict[str, Any]) -> None:
         """A stable object of this DecisionModel without dmrollout's label was made by the

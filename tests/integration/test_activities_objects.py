@@ -617,3 +617,59 @@ async def test_a_step_writes_its_phase_when_it_starts_and_its_outcome_when_it_en
     with pytest.raises(ApplicationError) as err:
         await env.run(resolve, asked)
     assert (err.value.type, err.value.non_retryable) == ("DecisionModelGone", True)
+
+
+async def test_the_shared_store_of_a_revision_from_before_per_revision_stores_goes_with_it(
+    local_cluster: LocalCluster, kube: Kube, settings: RolloutSettings, dm: DMRef, env: Any
+) -> None:
+    """Seed 000 "Migration": a stable promoted before per-revision stores mounts the shared
+    ``<dm>-store``; when that revision is deleted (after the next promotion) the shared store
+    goes with it. A revision that does not mount it leaves it alone."""
+    ns = dm.namespace
+    owner = {
+        "apiVersion": "decisionmodel.io/v1alpha1",
+        "kind": "DecisionModel",
+        "name": dm.name,
+        "uid": dm.uid,
+        "controller": True,
+        "blockOwnerDeletion": True,
+    }
+    labels = {"decisionmodel.io/name": dm.name}
+
+    def deployment(rev: str, claim: str) -> dict[str, Any]:
+        pod_labels = {**labels, "decisionmodel.io/revision": rev}
+        return {
+            "apiVersion": "apps/v1",
+            "kind": "Deployment",
+            "metadata": {"name": f"router-{rev}", "namespace": ns, "labels": pod_labels,
+                         "ownerReferences": [owner]},
+            "spec": {
+                "replicas": 0,
+                "selector": {"matchLabels": pod_labels},
+                "template": {
+                    "metadata": {"labels": pod_labels},
+                    "spec": {
+                        "containers": [{"name": "ollaya", "image": "ollaya/ollaya:0.10.0"}],
+                        "volumes": [{"name": "models", "persistentVolumeClaim": {
+                            "claimName": claim, "readOnly": True}}],
+                    },
+                },
+            },
+        }  # fmt: skip
+
+    shared = {
+        "apiVersion": "v1",
+        "kind": "PersistentVolumeClaim",
+        "metadata": {"name": "router-store", "namespace": ns, "labels": labels,
+                     "ownerReferences": [owner]},
+        "spec": {"accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": "1Gi"}}},
+    }  # fmt: skip
+    new, old = _rev(), _rev()
+    local_cluster.apply(
+        [shared, deployment(new, f"router-store-{new}"), deployment(old, "router-store")]
+    )
+    delete = DeleteRevisionActivities(kube, settings).delete_revision
+    kept = await env.run(delete, DeleteRevisionInput(dm=dm, revision=new, reason="test"))
+    assert "PersistentVolumeClaim/router-store" not in kept.deleted
+    gone = await env.run(delete, DeleteRevisionInput(dm=dm, revision=old, reason="test"))
+    assert gone.deleted == [f"Deployment/router-{old}", "PersistentVolumeClaim/router-store"]

@@ -11,7 +11,7 @@ most) is accepted; the Service name is the DM name itself.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from decisionmodel.engine.params import OwnerRef
@@ -63,6 +63,18 @@ def pdb_name(dm: str, rev: str) -> str:
 def store_pvc_name(dm: str, rev: str) -> str:
     """Per-revision model store: ``<dm>-store-<rev>`` (seed 000 §7)."""
     return f"{dm}-store-{rev}"
+
+
+def legacy_store_pvc_name(dm: str) -> str:
+    """The one store of a DecisionModel before stores were per revision (seed 000 "Migration"):
+    ``<dm>-store``. A stable promoted then keeps mounting it until its next promotion."""
+    return f"{dm}-store"
+
+
+def mounts_claim(deployment: dict[str, Any], claim: str) -> bool:
+    """Whether the Deployment's Pods mount the PVC ``claim``."""
+    volumes = deployment.get("spec", {}).get("template", {}).get("spec", {}).get("volumes") or []
+    return any((v.get("persistentVolumeClaim") or {}).get("claimName") == claim for v in volumes)
 
 
 def prefetch_job_name(dm: str, rev: str) -> str:
