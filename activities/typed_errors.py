@@ -7,19 +7,18 @@ non-retryable, so a permanent failure is never retried whatever raised it.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from typing import Final
 
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
 from decisionmodel.errors import DmrolloutError
 from decisionmodel.rollout.contracts import DMRef
-from decisionmodel.vocabulary import ConditionType, Reason
+from decisionmodel.vocabulary import GUARD_REASONS, ConditionType, Reason
 from kube.client import DecisionModelGone, Kube
 from kube.errors import Unavailable
-from kube.rollout_status import show_guard
+from kube.rollout_status import clear_guard, show_guard
 
 
 def to_application_error(error: DmrolloutError) -> ApplicationError:
@@ -28,33 +27,30 @@ def to_application_error(error: DmrolloutError) -> ApplicationError:
     return ApplicationError(str(error), type=error.reason, non_retryable=error.permanent)
 
 
-# Failures a user fixes while the rollout waits (label the Secret, create the dataset, remove
-# the foreign object, bring the registry back or name it with the right scheme): the step is
-# retried until its deadline, and says so at once (seed 001: "the condition appears at once;
-# the operator goes on about 60 s after the fix").
-GUARD_REASONS: Final = frozenset(
-    {
-        Reason.SECRET_NOT_ALLOWED,
-        Reason.API_KEY_INVALID,
-        Reason.SECRET_NOT_FOUND,
-        Reason.DATASET_NOT_FOUND,
-        Reason.RESOURCE_CONFLICT,
-        Reason.REGISTRY_UNAVAILABLE,
-        Reason.REGISTRY_ERROR,
-    }
-)
-# What an activity does when a guard holds it: show the condition (kube.rollout_status).
-OnGuard = Callable[[DmrolloutError], Awaitable[None]]
+class GuardDisplay:
+    """What an activity does about a guard on ``condition``: show it when it holds the step
+    (kube.rollout_status.show_guard), and take it back when a later attempt gets past it, so
+    Ready, Degraded and the phase the controller derives from it (controller.reconciler.
+    guard_status) do not outlive the fix."""
+
+    def __init__(self, kube: Kube, dm: DMRef, condition: ConditionType) -> None:
+        self.kube, self.dm, self.condition = kube, dm, condition
+
+    async def __call__(self, error: DmrolloutError) -> None:
+        first = activity.in_activity() and activity.info().attempt == 1
+        await show_guard(self.kube, self.dm, self.condition, error.reason, str(error), first)
+
+    async def cleared(self) -> None:
+        if activity.in_activity() and activity.info().attempt > 1:
+            await clear_guard(self.kube, self.dm, self.condition)
+
+
+OnGuard = GuardDisplay
 
 
 def show_guards(kube: Kube, dm: DMRef, condition: ConditionType) -> OnGuard:
     """The ``on_guard`` of a step whose guards show on ``condition``."""
-
-    async def show(error: DmrolloutError) -> None:
-        first = activity.in_activity() and activity.info().attempt == 1
-        await show_guard(kube, dm, condition, error.reason, str(error), first)
-
-    return show
+    return GuardDisplay(kube, dm, condition)
 
 
 @asynccontextmanager
@@ -63,6 +59,8 @@ async def typed_errors(on_guard: OnGuard | None = None) -> AsyncIterator[None]:
     holds the step is shown first (``on_guard``), then retried."""
     try:
         yield
+        if on_guard is not None:
+            await on_guard.cleared()
     except DmrolloutError as e:
         if on_guard is not None and not e.permanent and e.reason in GUARD_REASONS:
             await on_guard(e)

@@ -179,6 +179,7 @@ class Reason(enum.StrEnum):
     API_SERVER_UNAVAILABLE = "APIServerUnavailable"  # a Kubernetes call timed out or was refused
     ROLLOUT_RESTARTS_EXHAUSTED = "RolloutRestartsExhausted"  # ended without a verdict N times
     CLEANUP_PENDING = "CleanupPending"  # a compensation step keeps failing; it keeps retrying
+    GUARD_CLEARED = "GuardCleared"  # a step a guard held goes on (its condition Unknown)
     CLEANUP_DONE = "CleanupDone"  # CleanupPending=False: the step that kept failing is done
     ACTIVITY_FAILED = "ActivityFailed"  # a step failed without a typed reason
     ACTIVITY_TIMEOUT = "ActivityTimeout"  # a step without a phase deadline timed out
@@ -356,3 +357,20 @@ class Gate(enum.StrEnum):
     MAX_ECE_INCREASE = "maxECEIncrease"
     MAX_NEGATIVE_FLIP_RATE = "maxNegativeFlipRate"
     SLICES = "slices"  # a gate of spec.rollout.evaluation.slices, on one slice
+
+
+# Failures a user fixes while the rollout waits (label the Secret, create the dataset, remove
+# the foreign object, bring the registry back or name it with the right scheme): the step is
+# retried until its deadline, and says so at once (seed 001: "the condition appears at once;
+# the operator goes on about 60 s after the fix").
+GUARD_REASONS: Final = frozenset(
+    {
+        Reason.SECRET_NOT_ALLOWED,
+        Reason.API_KEY_INVALID,
+        Reason.SECRET_NOT_FOUND,
+        Reason.DATASET_NOT_FOUND,
+        Reason.RESOURCE_CONFLICT,
+        Reason.REGISTRY_UNAVAILABLE,
+        Reason.REGISTRY_ERROR,
+    }
+)

@@ -26,9 +26,11 @@ from decisionmodel.rollout.contracts import (
 )
 from decisionmodel.rollout.evaluation_status import evaluation_status
 from decisionmodel.vocabulary import (
+    GUARD_REASONS,
     ROLLOUT_CONDITION_TYPES,
     ConditionStatus,
     ConditionType,
+    Reason,
     StatusKey,
 )
 from kube.client import ROLLOUT_FIELD_MANAGER, Kube
@@ -253,6 +255,45 @@ async def show_guard(
             await emit_event(kube, dm, reason, message, "Warning")
     except KubeError as e:
         log.warning("could not show %s on %s: %s", reason, dm.name, e)
+
+
+async def clear_guard(kube: Kube, dm: DMRef, condition: ConditionType) -> None:
+    """A later attempt got past the guard ``show_guard`` showed: the step's condition goes to
+    Unknown (``GuardCleared``; the step writes its outcome when it ends). Only when it still
+    shows a guard of this rollout's generation; best effort."""
+    update = StatusUpdate(
+        dm=dm,
+        conditions=[
+            ConditionUpdate(
+                type=condition,
+                status=ConditionStatus.UNKNOWN,
+                reason=Reason.GUARD_CLEARED,
+                message="the guard no longer holds; the step goes on",
+            )
+        ],
+    )
+
+    def build(current: Mapping[str, Any], generation: int, now: datetime) -> dict[str, Any] | None:
+        if not shows_guard(current, condition, dm.generation):
+            return None
+        return build_rollout_status(current, update, dm.generation or generation, now)
+
+    try:
+        await apply_owned_status(kube, dm, build, ROLLOUT_FIELD_MANAGER)
+    except KubeError as e:
+        log.warning("could not clear the guard on %s: %s", dm.name, e)
+
+
+def shows_guard(current: Mapping[str, Any], condition: ConditionType, generation: int) -> bool:
+    """Whether ``current`` holds ``condition`` False with a guard's reason, for ``generation``."""
+    for raw in current.get("conditions") or []:
+        if isinstance(raw, Mapping) and raw.get("type") == condition:
+            return (
+                raw.get("status") == ConditionStatus.FALSE
+                and raw.get("reason") in GUARD_REASONS
+                and raw.get("observedGeneration") in (generation, None)
+            )
+    return False
 
 
 def newer_condition(current: Mapping[str, Any], condition: ConditionType, generation: int) -> bool:

@@ -86,6 +86,7 @@ with workflow.unsafe.imports_passed_through():
     )
     from decisionmodel.rollout.evaluation_status import evaluation_details
     from decisionmodel.vocabulary import (
+        GUARD_REASONS,
         PERMANENT_REASONS,
         ConditionType,
         EvaluationResult,
@@ -110,6 +111,8 @@ RETRY = RetryPolicy(
 )
 
 
+# The change id of "a guard holding a step stops its deadline" (see ``_activity``).
+GUARD_HOLDS_THE_DEADLINE = "guard-holds-the-deadline"
 # The change id of "compensation is never given up" (see ``_until_done``).
 CLEANUP_NEVER_GIVEN_UP = "cleanup-never-given-up"
 # The change id of "each step writes its own status; search attributes upserted together"
@@ -914,26 +917,27 @@ class RolloutWorkflow:
         """Run one step; turn its final failure into a RolloutFailure with the reason."""
         inp = self._state.require_input()
         self._flush_attributes()
-        try:
-            result = await workflow.execute_activity(
-                name,
-                arg,
-                result_type=result_type,
-                start_to_close_timeout=start_to_close,
-                schedule_to_close_timeout=schedule_to_close,
-                heartbeat_timeout=timedelta(seconds=inp.tuning.heartbeat_timeout_seconds)
-                if heartbeat
-                else None,
-                retry_policy=RETRY,
-                # Mutating steps: cleanup after a cancel must not race a step still running.
-                cancellation_type=workflow.ActivityCancellationType.WAIT_CANCELLATION_COMPLETED,
-                summary=summary,
-            )
-        except ActivityError as e:
-            if isinstance(e.cause, CancelledError):
-                # Cancelled on our request (supersede or abort): not a failure of the step.
-                raise asyncio.CancelledError() from e
-            raise _failure_of(e, name, timeout_reason) from None
+        held_until = workflow.now() + timedelta(seconds=inp.timeouts.decision)
+        beat = timedelta(seconds=inp.tuning.heartbeat_timeout_seconds) if heartbeat else None
+        while True:
+            try:
+                result = await workflow.execute_activity(
+                    name,
+                    arg,
+                    result_type=result_type,
+                    start_to_close_timeout=start_to_close,
+                    schedule_to_close_timeout=schedule_to_close,
+                    heartbeat_timeout=beat,
+                    retry_policy=RETRY,
+                    # Mutating steps: cleanup after a cancel must not race a step still running.
+                    cancellation_type=workflow.ActivityCancellationType.WAIT_CANCELLATION_COMPLETED,
+                    summary=summary,
+                )
+            except ActivityError as e:
+                if not _still_held(e, held_until):
+                    raise _failure_of(e, name, timeout_reason) from None
+                continue
+            break
         self._stop_if_requested()
         return result
 
@@ -953,6 +957,28 @@ class RolloutWorkflow:
             return
         if self._state.abort_reason is not None or current.cancelling() > 0:
             raise asyncio.CancelledError()
+
+
+def _still_held(error: ActivityError, held_until: datetime) -> bool:
+    """Seed 001: a guard holds the step until it is fixed; its deadline does not run meanwhile.
+    The step gets a new window (the activity shows the guard again), up to timeouts.decision
+    in all. Histories from before this rule failed the step at its deadline."""
+    if isinstance(error.cause, CancelledError):
+        # Cancelled on our request (supersede or abort): not a failure of the step.
+        raise asyncio.CancelledError() from error
+    held = _held_by_guard(error) and workflow.now() < held_until
+    return held and workflow.patched(GUARD_HOLDS_THE_DEADLINE)
+
+
+def _held_by_guard(error: ActivityError) -> bool:
+    """The step's window ran out while a guard (an unlabelled Secret, a foreign object, ...)
+    was what failed it: waiting for the user's fix, not a failure of the revision."""
+    cause = error.cause
+    return (
+        _round_ran_out(error)
+        and isinstance(cause, ApplicationError)
+        and cause.type in GUARD_REASONS
+    )
 
 
 def _round_ran_out(error: ActivityError) -> bool:

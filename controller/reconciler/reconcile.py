@@ -29,6 +29,7 @@ from controller.reconciler.dispatch import (
     runtime_update_available,
 )
 from controller.reconciler.fleet_budget import FleetBudget
+from controller.reconciler.guard_status import held_by_guard, held_phase, show_held
 from controller.reconciler.placement_guard import (
     already_shown,
     clear_refusal,
@@ -503,6 +504,12 @@ class Reconciler:
             want.replicas = {"desired": dm.spec.replicas, "modelReady": 0}
             want.conditions.extend(_no_stable(phase_now, status))
             want.while_held = frozenset({ConditionType.DEGRADED})
+        held = (
+            held_by_guard(status.conditions, ref.generation) if step.in_flight and status else None
+        )
+        if held is not None:
+            want.conditions = show_held(want.conditions, held)
+            new_phase = held_phase(held) or new_phase
         await self._runtime_update(ref, dm, want)
         self._notices(dm, step, want)
         if step.refusal is not None:

@@ -22,6 +22,7 @@ from temporalio.api.enums.v1 import EventType, IndexedValueType
 from temporalio.api.operatorservice.v1 import AddSearchAttributesRequest
 from temporalio.client import Client, WorkflowHistory
 from temporalio.contrib.pydantic import pydantic_data_converter
+from temporalio.exceptions import ApplicationError
 from temporalio.testing import WorkflowEnvironment
 from temporalio.worker import Worker
 
@@ -120,6 +121,39 @@ async def test_an_approval_is_awaited_for_a_week_and_still_promotes(
     outcome = await handle.result()
     assert outcome.result == c.RolloutResult.PROMOTED
     assert cluster.promoted == [waiting.revision]
+
+
+async def test_a_guard_holds_the_step_past_its_deadline_until_it_is_fixed(
+    env: WorkflowEnvironment, queue: str, cluster: FakeCluster
+) -> None:
+    """Seed 001: a dataset Secret without its label holds Evaluating until it is labelled; the
+    step's deadline (10 min) does not run while a guard is the cause. 30 minutes later it still
+    waits; the fix lets it go on and promote."""
+    cluster.fail[c.EVALUATE] = ApplicationError("label the Secret", type="SecretNotAllowed")
+    handle = await start(env.client, queue, shipped(make_input(stable=True, evaluation=True)))
+    await wait_phase(handle, c.Phase.EVALUATING)
+    await env.sleep(timedelta(minutes=30))
+    still = await handle.query(RolloutWorkflow.progress, result_type=c.RolloutProgress)
+    assert still.phase == c.Phase.EVALUATING
+    assert "record-failure" not in cluster.calls
+    del cluster.fail[c.EVALUATE]
+    outcome = await handle.result()
+    assert outcome.result == c.RolloutResult.PROMOTED
+
+
+async def test_a_guard_never_fixed_ends_at_the_decision_deadline(
+    env: WorkflowEnvironment, queue: str, cluster: FakeCluster
+) -> None:
+    """Every wait is bounded: a guard nobody fixes ends the rollout at timeouts.decision
+    (24 h by default, 1 h here: each skipped minute is still two real attempts) with the step's
+    timeout reason; the stable serves throughout."""
+    cluster.fail[c.EVALUATE] = ApplicationError("label the Secret", type="SecretNotAllowed")
+    inp = shipped(make_input(stable=True, evaluation=True))
+    inp = inp.model_copy(update={"timeouts": c.PhaseTimeouts(decision=3600)})
+    handle = await start(env.client, queue, inp)
+    outcome = await handle.result()
+    assert outcome.result == c.RolloutResult.ROLLED_BACK
+    assert outcome.reason == "EvaluationTimeout", outcome
 
 
 async def test_a_cleanup_failing_for_an_hour_keeps_its_rounds_and_finishes(
