@@ -18,7 +18,7 @@ endif
 UNIT_WORKERS ?= 2
 HELM = $(shell bash hack/testenv.sh --print)/helm
 
-.PHONY: help venv testenv browser bench bench-gates bench-startup bench-fleet test e2e chaos fuzz unit lint format manifests demo dev-up image image-test chart release clean
+.PHONY: help venv testenv browser bench bench-gates bench-startup bench-fleet bench-watch test e2e chaos fuzz unit lint format manifests demo dev-up image image-test chart release clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-10s %s\n", $$1, $$2}'
@@ -89,6 +89,9 @@ bench-startup: venv testenv ## print start-up timings of the local environment
 
 bench-fleet: venv testenv ## fleets of 20/100/300/1000 DecisionModels at once (FLEET_ARGS="--sizes 100,300 --budget 300", "--quick")
 	hack/in-netns.sh $(BIN)/python bench/fleet.py $(FLEET_ARGS)
+
+bench-watch: venv testenv ## post-promotion watch: rollbacks in 20 runs each of a scale-down, a Pod delete, a digest fault in the window, beside the goal (~8 min; WATCH_ARGS=--quick ~4 min)
+	hack/in-netns.sh $(BIN)/python bench/watch_runs.py $(WATCH_ARGS)
 
 image: ## build the image without Docker (mmdebstrap + buildah) into build/dmrollout-<version>.oci.tar
 	bash hack/image.sh
