@@ -96,6 +96,35 @@ class RolloutResult(enum.StrEnum):
     ABORTED = "Aborted"
 
 
+class StageState(enum.StrEnum):
+    """Where one stage is; what `kubectl get dmp` and `dmrollout pipeline status` show."""
+
+    PENDING = "Pending"  # waiting for its dependencies
+    SOAKING = "Soaking"
+    WAITING_FOR_WINDOW = "WaitingForWindow"
+    AWAITING_APPROVAL = "AwaitingApproval"
+    ROLLING_OUT = "RollingOut"
+    PROMOTED = "Promoted"
+    FAILED = "Failed"
+    BLOCKED = "Blocked"  # a dependency failed, was aborted or blocked: it never starts
+    ABORTED = "Aborted"
+    SUPERSEDED = "Superseded"
+
+
+class StageReason(enum.StrEnum):
+    """Why a pipeline's stage is where it is (its ``reason``, beside the state)."""
+
+    WAITING_FOR_DEPENDENCIES = "WaitingForDependencies"
+    DEPENDENCY_FAILED = "DependencyFailed"
+    SOAKING = "Soaking"
+    OUTSIDE_CHANGE_WINDOW = "OutsideChangeWindow"
+    AWAITING_APPROVAL = "AwaitingApproval"
+    ROLLING_OUT = "RollingOut"
+    STAGE_FAILED = "StageFailed"
+    FREIGHT_FAILED = "FreightFailed"
+    ABORTED = "Aborted"
+
+
 class ConditionType(enum.StrEnum):
     """The condition types a DecisionModel reports."""
 

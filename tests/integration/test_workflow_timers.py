@@ -10,18 +10,17 @@ Central (hack/test-server.sh), as the SDK's own download is out of reach here.
 from __future__ import annotations
 
 import asyncio
-import subprocess
 import uuid
 from collections.abc import AsyncIterator
 from datetime import timedelta
 from pathlib import Path
 
 import pytest
+from harness.time_skipping import start_time_skipping
 from harness.workflow_fakes import FakeCluster, make_input, start, wait_phase
 from temporalio.api.enums.v1 import EventType, IndexedValueType
 from temporalio.api.operatorservice.v1 import AddSearchAttributesRequest
 from temporalio.client import Client, WorkflowHistory
-from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.exceptions import ApplicationError
 from temporalio.testing import WorkflowEnvironment
 from temporalio.worker import Worker
@@ -38,12 +37,7 @@ ACTIVITY_SCHEDULED = EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED
 
 @pytest.fixture(scope="module")
 async def env() -> AsyncIterator[WorkflowEnvironment]:
-    exe = subprocess.run(
-        ["bash", str(ROOT / "hack/test-server.sh")], capture_output=True, text=True, check=True
-    ).stdout.split()[-1]
-    environment = await WorkflowEnvironment.start_time_skipping(
-        data_converter=pydantic_data_converter, test_server_existing_path=exe
-    )
+    environment = await start_time_skipping()
     # The rollout's search attributes, as `dmrollout temporal setup` registers them.
     await environment.client.operator_service.add_search_attributes(
         AddSearchAttributesRequest(

@@ -1,0 +1,1 @@
+"""Pipelines across clusters (issue 25): the pure rules a pipeline run follows, no I/O."""

@@ -1,0 +1,116 @@
+"""What the pipeline workflow, the stage workflow and their activities exchange (issue 25).
+
+As with the rollout's contracts, everything here enters Temporal history: references only (the
+template is a DecisionModel spec, which names Secrets and ConfigMaps, never their values).
+Fields may be added with defaults; never renamed or removed.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any, Final
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from decisionmodel.api.pipeline import DecisionModelPipelineSpec
+from decisionmodel.pipeline.stages import StageProgress
+from decisionmodel.vocabulary import StageState
+
+# Activity names (workflows/ schedules by name, never importing activities/).
+RESOLVE_FREIGHT = "pipeline_resolve_freight"
+RECORD_PIPELINE = "pipeline_record_status"
+APPLY_STAGE = "pipeline_apply_stage"
+AWAIT_STAGE_ROLLOUT = "pipeline_await_stage_rollout"
+AWAIT_STAGE_VERDICT = "pipeline_await_stage_verdict"
+
+HUB_TASK_QUEUE: Final = "dmrollout-pipelines"
+PIPELINE_WORKFLOW_ID_PREFIX: Final = "pipeline"
+
+
+class Contract(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="ignore")
+
+
+class PipelineRef(Contract):
+    """The DecisionModelPipeline on the hub; the UID guards against a re-created namesake."""
+
+    namespace: str
+    name: str
+    uid: str = ""
+    generation: int = 0
+
+
+class PipelineInput(Contract):
+    pipeline: PipelineRef
+    revision: str  # the pipeline revision (hash of the template and the stages)
+    spec: DecisionModelPipelineSpec
+
+    @property
+    def model_name(self) -> str:
+        return self.spec.template.name or self.pipeline.name
+
+
+class Freight(Contract):
+    """What every stage rolls out: the model and the digest it resolved to, once."""
+
+    model: str
+    digest: str
+    resolved_from_registry: bool = True
+
+
+class ResolveFreightInput(Contract):
+    pipeline: PipelineRef
+    model: str
+
+
+class Approval(Contract):
+    """A person's go for one Manual stage, bound to the freight it saw (and so to the upstream
+    verdicts that rolled out that freight)."""
+
+    stage: str
+    digest: str
+    by: str = ""
+
+
+class PipelineRecord(Contract):
+    """The pipeline's state as the hub's DecisionModelPipeline status shows it."""
+
+    pipeline: PipelineRef
+    revision: str
+    freight: Freight | None = None
+    stages: dict[str, StageProgress] = Field(default_factory=dict)
+    message: str = ""
+
+
+class StageInput(Contract):
+    """The work of one stage, done by its cluster's worker."""
+
+    pipeline: PipelineRef
+    pipeline_revision: str
+    stage: str
+    namespace: str
+    name: str  # the DecisionModel's name
+    spec: dict[str, Any]  # the template's DecisionModel spec, wire form, digest pinned
+
+
+class AppliedStage(Contract):
+    namespace: str
+    name: str
+    uid: str
+    generation: int
+
+
+class StageRollout(Contract):
+    """The cluster's rollout of the applied generation (its RolloutWorkflow run)."""
+
+    workflow_id: str
+    run_id: str = ""
+
+
+class StageVerdict(Contract):
+    state: StageState  # Promoted, Failed or Aborted
+    reason: str = ""
+    message: str = ""
+    rollout_workflow_id: str | None = None
+    revision: str | None = None  # the DecisionModel revision the cluster rolled out
+    decided_at: datetime | None = None

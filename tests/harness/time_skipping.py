@@ -1,0 +1,25 @@
+"""Temporal's time-skipping test server, as the timer tests use it.
+
+The server is the Java build from Maven Central (hack/test-server.sh), as the SDK's own download
+is out of reach here.
+"""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+from temporalio.contrib.pydantic import pydantic_data_converter
+from temporalio.testing import WorkflowEnvironment
+
+
+async def start_time_skipping() -> WorkflowEnvironment:
+    # Resolved here, not at import: a test module defining a workflow is re-imported inside
+    # the workflow sandbox, which refuses filesystem calls.
+    root = Path(__file__).resolve().parents[2]
+    exe = subprocess.run(
+        ["bash", str(root / "hack/test-server.sh")], capture_output=True, text=True, check=True
+    ).stdout.split()[-1]
+    return await WorkflowEnvironment.start_time_skipping(
+        data_converter=pydantic_data_converter, test_server_existing_path=exe
+    )

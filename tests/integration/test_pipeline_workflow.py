@@ -1,0 +1,341 @@
+"""PipelineWorkflow and PipelineStageWorkflow on Temporal's time-skipping test server (issue 25).
+
+Each cluster is a worker of its own on its own task queue (``dmrollout-stage-<cluster>``), as
+in production: the hub's worker runs the pipeline and resolves the freight, a cluster's worker
+runs its stage. The cluster's side (apply, find the rollout, its verdict) is a fake that records
+what it was asked and answers as the test says; soaks, windows and approvals run at their real
+lengths and the server skips the time.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from collections.abc import AsyncIterator
+from contextlib import AsyncExitStack
+from dataclasses import dataclass, field
+from datetime import UTC, timedelta
+
+import pytest
+from harness.time_skipping import start_time_skipping
+from temporalio import activity, workflow
+from temporalio.client import Client, WorkflowHandle, WorkflowUpdateFailedError
+from temporalio.testing import WorkflowEnvironment
+from temporalio.worker import Worker
+
+from decisionmodel.api.pipeline import DecisionModelPipelineSpec, stage_task_queue
+from decisionmodel.pipeline import contracts as p
+from decisionmodel.vocabulary import StageState
+from workflows.pipeline import PipelineWorkflow
+from workflows.pipeline_stage import PipelineStageWorkflow
+
+DIGEST_A, DIGEST_B = "a" * 64, "b" * 64
+Handle = WorkflowHandle[PipelineWorkflow, p.PipelineRecord]
+
+
+@pytest.fixture(scope="module")
+async def env() -> AsyncIterator[WorkflowEnvironment]:
+    environment = await start_time_skipping()
+    yield environment
+    await environment.shutdown()
+
+
+@dataclass
+class Hub:
+    """The hub's side: the registry's answer for the tag, and every status it was given."""
+
+    digest: str = DIGEST_A
+    resolves: int = 0
+    records: list[p.PipelineRecord] = field(default_factory=list)
+
+    def activities(self) -> list[object]:
+        @activity.defn(name=p.RESOLVE_FREIGHT)
+        async def resolve(inp: p.ResolveFreightInput) -> p.Freight:
+            self.resolves += 1
+            return p.Freight(model=inp.model, digest=self.digest)
+
+        @activity.defn(name=p.RECORD_PIPELINE)
+        async def record(rec: p.PipelineRecord) -> None:
+            self.records.append(rec)
+
+        return [resolve, record]
+
+
+@dataclass
+class FakeCluster:
+    """One cluster's worker: what it applied, and the verdict its rollout reaches."""
+
+    name: str
+    verdict: StageState = StageState.PROMOTED
+    hold: bool = False  # the rollout never decides (until the stage is cancelled)
+    applied: list[dict[str, object]] = field(default_factory=list)
+
+    def activities(self) -> list[object]:
+        @activity.defn(name=p.APPLY_STAGE)
+        async def apply(inp: p.StageInput) -> p.AppliedStage:
+            self.applied.append(inp.spec)
+            return p.AppliedStage(namespace=inp.namespace, name=inp.name, uid="u", generation=1)
+
+        @activity.defn(name=p.AWAIT_STAGE_ROLLOUT)
+        async def rollout(applied: p.AppliedStage) -> p.StageRollout:
+            return p.StageRollout(workflow_id=self.rollout_id(applied.namespace, applied.name))
+
+        @activity.defn(name=p.AWAIT_STAGE_VERDICT)
+        async def verdict(applied: p.AppliedStage) -> p.StageVerdict:
+            while self.hold:
+                activity.heartbeat()
+                await asyncio.sleep(0.1)
+            reason = "AsExpected" if self.verdict == StageState.PROMOTED else "EvaluationFailed"
+            return p.StageVerdict(state=self.verdict, reason=reason, message=self.name)
+
+        return [apply, rollout, verdict]
+
+    def rollout_id(self, namespace: str, name: str) -> str:
+        return f"rollout/{namespace}/{name}/{self.name}"
+
+
+@workflow.defn(name="RolloutWorkflow")
+class FakeRollout:
+    """The cluster's rollout, as far as a stage sees it: it can be aborted."""
+
+    def __init__(self) -> None:
+        self.reason: str | None = None
+
+    @workflow.run
+    async def run(self) -> str:
+        await workflow.wait_condition(lambda: self.reason is not None)
+        return self.reason or ""
+
+    @workflow.signal
+    def abort(self, reason: str) -> None:
+        self.reason = reason
+
+
+@dataclass
+class Fleet:
+    client: Client
+    hub: Hub
+    clusters: dict[str, FakeCluster]
+    hub_queue: str
+    stack: AsyncExitStack
+
+    async def start_worker(self, cluster: FakeCluster) -> None:
+        await self.stack.enter_async_context(
+            Worker(
+                self.client,
+                task_queue=stage_task_queue(cluster.name),
+                workflows=[PipelineStageWorkflow, FakeRollout],
+                activities=cluster.activities(),
+            )
+        )
+
+
+@pytest.fixture
+async def fleet(env: WorkflowEnvironment) -> AsyncIterator[Fleet]:
+    suffix = uuid.uuid4().hex[:6]
+    hub = Hub()
+    clusters = {n: FakeCluster(f"{n}-{suffix}") for n in ("staging", "prod-eu", "prod-us")}
+    async with AsyncExitStack() as stack:
+        f = Fleet(env.client, hub, clusters, f"hub-{suffix}", stack)
+        await stack.enter_async_context(
+            Worker(
+                env.client,
+                task_queue=f.hub_queue,
+                workflows=[PipelineWorkflow],
+                activities=hub.activities(),
+            )
+        )
+        yield f
+
+
+def spec(fleet: Fleet, *stages: dict[str, object]) -> DecisionModelPipelineSpec:
+    for s in stages:
+        s["cluster"] = fleet.clusters[str(s["cluster"])].name
+        s.setdefault("namespace", "models")
+    return DecisionModelPipelineSpec.model_validate(
+        {"template": {"spec": {"model": "laya:en"}}, "stages": list(stages)}
+    )
+
+
+async def start(fleet: Fleet, pipeline: DecisionModelPipelineSpec) -> Handle:
+    ref = p.PipelineRef(namespace="hub", name="scoring", uid="u1")
+    inp = p.PipelineInput(pipeline=ref, revision=uuid.uuid4().hex[:10], spec=pipeline)
+    return await fleet.client.start_workflow(
+        PipelineWorkflow.run,
+        inp,
+        id=f"pipeline/hub/scoring/{inp.revision}",
+        task_queue=fleet.hub_queue,
+    )
+
+
+async def progress(handle: Handle) -> p.PipelineRecord:
+    return await handle.query(PipelineWorkflow.progress, result_type=p.PipelineRecord)
+
+
+async def stage_reaches(handle: Handle, stage: str, state: StageState) -> p.PipelineRecord:
+    """Query until ``stage`` is in ``state`` (bounded: 200 queries)."""
+    for _ in range(200):
+        rec = await progress(handle)
+        if rec.stages[stage].state == state:
+            return rec
+        await asyncio.sleep(0.05)
+    raise AssertionError(f"{stage} never reached {state}: {(await progress(handle)).stages}")
+
+
+async def result(handle: Handle) -> p.PipelineRecord:
+    return await handle.result()
+
+
+async def test_staging_soaks_then_a_manual_production_stage_gets_the_staging_digest(
+    env: WorkflowEnvironment, fleet: Fleet
+) -> None:
+    """Freight pinned once: the tag moves after staging, production still gets DIGEST_A; the
+    soak is a durable timer; the approval must name the freight."""
+    for c in fleet.clusters.values():
+        await fleet.start_worker(c)
+    pipeline = spec(
+        fleet,
+        {"name": "staging", "cluster": "staging"},
+        {
+            "name": "prod-eu",
+            "cluster": "prod-eu",
+            "dependsOn": ["staging"],
+            "soak": "2h",
+            "approval": "Manual",
+        },
+    )
+    handle = await start(fleet, pipeline)
+    await stage_reaches(handle, "prod-eu", StageState.SOAKING)
+    fleet.hub.digest = DIGEST_B  # the tag is re-published meanwhile
+    await env.sleep(timedelta(hours=2))
+    waiting = await stage_reaches(handle, "prod-eu", StageState.AWAITING_APPROVAL)
+    assert waiting.freight is not None and waiting.freight.digest == DIGEST_A
+    with pytest.raises(WorkflowUpdateFailedError):
+        await handle.execute_update(
+            PipelineWorkflow.approve, p.Approval(stage="prod-eu", digest=DIGEST_B)
+        )
+    assert fleet.clusters["prod-eu"].applied == []
+    await handle.execute_update(
+        PipelineWorkflow.approve, p.Approval(stage="prod-eu", digest=DIGEST_A)
+    )
+    done = await result(handle)
+    assert {s.state for s in done.stages.values()} == {StageState.PROMOTED}
+    assert fleet.hub.resolves == 1
+    for name in ("staging", "prod-eu"):
+        assert [a["digest"] for a in fleet.clusters[name].applied] == [DIGEST_A]
+    soaked = done.stages["prod-eu"].since
+    promoted = done.stages["staging"].promoted_at
+    assert soaked is not None and promoted is not None
+    assert soaked - promoted >= timedelta(hours=2)
+    assert fleet.clusters["prod-us"].applied == []
+
+
+async def test_a_failing_staging_never_reaches_production(fleet: Fleet) -> None:
+    fleet.clusters["staging"].verdict = StageState.FAILED
+    for c in fleet.clusters.values():
+        await fleet.start_worker(c)
+    pipeline = spec(
+        fleet,
+        {"name": "staging", "cluster": "staging"},
+        {"name": "prod-eu", "cluster": "prod-eu", "dependsOn": ["staging"]},
+        {"name": "prod-us", "cluster": "prod-us", "dependsOn": ["prod-eu"]},
+    )
+    done = await result(await start(fleet, pipeline))
+    assert done.stages["staging"].state == StageState.FAILED
+    assert done.stages["staging"].reason == "EvaluationFailed"
+    assert done.stages["prod-eu"].state == StageState.BLOCKED
+    assert "staging" in done.stages["prod-eu"].message
+    assert done.stages["prod-us"].state == StageState.BLOCKED
+    assert fleet.clusters["prod-eu"].applied == [] and fleet.clusters["prod-us"].applied == []
+
+
+async def test_independent_production_stages_run_in_parallel(fleet: Fleet) -> None:
+    """prod-eu holds its rollout; prod-us still promotes: only dependents wait."""
+    fleet.clusters["prod-eu"].hold = True
+    for c in fleet.clusters.values():
+        await fleet.start_worker(c)
+    pipeline = spec(
+        fleet,
+        {"name": "staging", "cluster": "staging"},
+        {"name": "prod-eu", "cluster": "prod-eu", "dependsOn": ["staging"]},
+        {"name": "prod-us", "cluster": "prod-us", "dependsOn": ["staging"]},
+    )
+    handle = await start(fleet, pipeline)
+    await stage_reaches(handle, "prod-us", StageState.PROMOTED)
+    assert (await progress(handle)).stages["prod-eu"].state == StageState.ROLLING_OUT
+    fleet.clusters["prod-eu"].hold = False
+    done = await result(handle)
+    assert done.stages["prod-eu"].state == StageState.PROMOTED
+    assert done.stages["prod-us"].rollout_workflow_id is not None
+
+
+async def test_a_cluster_that_is_away_leaves_its_stage_waiting_until_it_is_back(
+    fleet: Fleet,
+) -> None:
+    """No worker polls prod-eu's queue at first: the stage waits RollingOut, nothing fails;
+    once the cluster's worker is back the stage goes on and promotes."""
+    await fleet.start_worker(fleet.clusters["staging"])
+    pipeline = spec(
+        fleet,
+        {"name": "staging", "cluster": "staging"},
+        {"name": "prod-eu", "cluster": "prod-eu", "dependsOn": ["staging"]},
+    )
+    handle = await start(fleet, pipeline)
+    await stage_reaches(handle, "prod-eu", StageState.ROLLING_OUT)
+    await asyncio.sleep(1)
+    assert (await progress(handle)).stages["prod-eu"].state == StageState.ROLLING_OUT
+    await fleet.start_worker(fleet.clusters["prod-eu"])
+    done = await result(handle)
+    assert done.stages["prod-eu"].state == StageState.PROMOTED
+
+
+async def test_a_change_window_delays_the_stage_to_its_next_opening(
+    env: WorkflowEnvironment, fleet: Fleet
+) -> None:
+    for c in fleet.clusters.values():
+        await fleet.start_worker(c)
+    now = (await env.get_current_time()).astimezone(UTC)
+    opens = (now + timedelta(hours=3)).replace(second=0, microsecond=0)
+    window = {
+        "days": [opens.strftime("%a")],
+        "start": opens.strftime("%H:%M"),
+        "end": (opens + timedelta(hours=1)).strftime("%H:%M"),
+    }
+    pipeline = spec(fleet, {"name": "staging", "cluster": "staging", "windows": [window]})
+    handle = await start(fleet, pipeline)
+    held = await stage_reaches(handle, "staging", StageState.WAITING_FOR_WINDOW)
+    assert opens.isoformat() in held.stages["staging"].message
+    assert fleet.clusters["staging"].applied == []
+    done = await result(handle)
+    started = done.stages["staging"].promoted_at
+    assert started is not None and started >= opens
+
+
+async def test_abort_stops_the_stages_in_flight_and_starts_no_other(fleet: Fleet) -> None:
+    fleet.clusters["staging"].hold = True
+    for c in fleet.clusters.values():
+        await fleet.start_worker(c)
+    pipeline = spec(
+        fleet,
+        {"name": "staging", "cluster": "staging"},
+        {"name": "prod-eu", "cluster": "prod-eu", "dependsOn": ["staging"]},
+    )
+    staging = fleet.clusters["staging"]
+    rollout = await fleet.client.start_workflow(
+        FakeRollout.run,
+        id=staging.rollout_id("models", "scoring"),
+        task_queue=stage_task_queue(staging.name),
+    )
+    handle = await start(fleet, pipeline)
+    await stage_reaches(handle, "staging", StageState.ROLLING_OUT)
+    await handle.signal(PipelineWorkflow.abort, "change freeze")
+    done = await result(handle)
+    assert done.stages["staging"].state == StageState.ABORTED
+    assert done.stages["prod-eu"].state in (StageState.BLOCKED, StageState.ABORTED)
+    assert "stopped stage staging" in await rollout.result()
+    assert fleet.clusters["prod-eu"].applied == []
+    assert "change freeze" in done.message
+
+
+def test_a_stage_names_its_clusters_task_queue() -> None:
+    assert stage_task_queue("prod-eu") == "dmrollout-stage-prod-eu"

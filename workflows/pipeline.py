@@ -1,0 +1,341 @@
+"""PipelineWorkflow: one revision of a DecisionModelPipeline through its stages (issue 25).
+
+One workflow per (pipeline, revision), ID ``pipeline/<namespace>/<name>/<revision>``, on the
+hub's task queue. It pins the freight once (the template's tag resolved to a digest by the hub's
+worker, or the template's own pin), then runs every stage as soon as its dependencies allow:
+independent stages in parallel, each through soak (a durable timer from its dependencies'
+promotions), change window (a timer to the next opening), approval (Manual stages wait for an
+update bound to the freight) and its rollout. The rollout is a child workflow
+(``PipelineStageWorkflow``) on the stage cluster's own task queue, run by that cluster's worker,
+so the hub never holds another cluster's credentials and the history links every stage. A
+cluster that is away leaves its child waiting in its queue; nothing else waits on it but its
+dependents. A failed stage blocks everything downstream; ``abort`` cancels the stages in
+flight (their rollouts are aborted; promoted stages keep serving).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from datetime import datetime, timedelta
+
+from temporalio import workflow
+from temporalio.common import RetryPolicy
+from temporalio.exceptions import (
+    ActivityError,
+    ApplicationError,
+    CancelledError,
+    ChildWorkflowError,
+)
+
+with workflow.unsafe.imports_passed_through():
+    from decisionmodel.api.pipeline import Approval as ApprovalMode
+    from decisionmodel.api.pipeline import Stage
+    from decisionmodel.pipeline.contracts import (
+        RECORD_PIPELINE,
+        RESOLVE_FREIGHT,
+        Approval,
+        Freight,
+        PipelineInput,
+        PipelineRecord,
+        ResolveFreightInput,
+        StageInput,
+    )
+    from decisionmodel.pipeline.stages import (
+        ENDED,
+        StageProgress,
+        blocked_by,
+        dependencies_promoted,
+        soaked_at,
+    )
+    from decisionmodel.pipeline.windows import describe, next_opening
+    from decisionmodel.vocabulary import PERMANENT_REASONS, StageReason, StageState
+    from workflows.pipeline_stage import PipelineStageWorkflow
+
+RETRY = RetryPolicy(
+    initial_interval=timedelta(seconds=1),
+    maximum_interval=timedelta(seconds=30),
+    non_retryable_error_types=sorted(str(r) for r in PERMANENT_REASONS),
+)
+HUB_STEP = timedelta(seconds=30)
+# Status is best effort: a few tries, then the next change writes it again.
+RECORD_RETRY = RetryPolicy(maximum_interval=timedelta(seconds=30), maximum_attempts=5)
+
+
+@workflow.defn(name="PipelineWorkflow")
+class PipelineWorkflow:
+    def __init__(self) -> None:
+        self._inp: PipelineInput | None = None
+        self._progress: dict[str, StageProgress] = {}
+        self._freight: Freight | None = None
+        self._approvals: dict[str, Approval] = {}
+        self._aborted: str | None = None
+        self._dirty = False
+        self._done = False
+
+    @workflow.run
+    async def run(self, inp: PipelineInput) -> PipelineRecord:
+        self._inp = inp
+        now = workflow.now()
+        self._progress = {s.name: StageProgress(since=now) for s in inp.spec.stages}
+        self._freight = await self._pin_freight(inp)
+        await self._record()
+        stages = [asyncio.create_task(self._run_stage(s)) for s in inp.spec.stages]
+        recorder = asyncio.create_task(self._keep_recording())
+        await asyncio.gather(*stages)
+        self._done = True
+        await recorder
+        return self._snapshot()
+
+    # --- the messages a person (or the CLI, or the Temporal UI) sends ---------------------
+
+    @workflow.update
+    async def approve(self, approval: Approval) -> str:
+        """A Manual stage may start; bound to the freight pinned for this run."""
+        self._approvals[approval.stage] = approval
+        return f"stage {approval.stage} approved for {approval.digest[:12]}"
+
+    @approve.validator
+    def _check_approval(self, approval: Approval) -> None:
+        progress = self._progress.get(approval.stage)
+        if progress is None:
+            raise ValueError(f"no stage {approval.stage!r} in this pipeline")
+        if progress.state in ENDED:
+            raise ValueError(f"stage {approval.stage} has ended ({progress.state})")
+        if self._freight is None or approval.digest != self._freight.digest:
+            pinned = self._freight.digest if self._freight else "not yet pinned"
+            raise ValueError(
+                f"the approval is for digest {approval.digest[:12]}, this run's freight is "
+                f"{pinned[:12]}: approve what was verified upstream"
+            )
+
+    @workflow.signal
+    def abort(self, reason: str) -> None:
+        """Stop the stages in flight (their rollouts roll back) and start no other."""
+        self._aborted = reason or "aborted"
+
+    @workflow.query
+    def progress(self) -> PipelineRecord:
+        return self._snapshot()
+
+    # --- the stages ---------------------------------------------------------------------
+
+    async def _run_stage(self, stage: Stage) -> None:
+        if not await self._dependencies(stage):
+            return
+        if not await self._soak(stage) or not await self._window(stage):
+            return
+        if stage.approval == ApprovalMode.MANUAL and not await self._approval(stage):
+            return
+        await self._roll_out(stage)
+
+    async def _dependencies(self, stage: Stage) -> bool:
+        def settled() -> bool:
+            return (
+                self._aborted is not None
+                or dependencies_promoted(stage, self._progress)
+                or blocked_by(stage, self._progress) is not None
+            )
+
+        await workflow.wait_condition(settled)
+        dep = blocked_by(stage, self._progress)
+        if dep is not None:
+            why = self._progress[dep]
+            self._set(
+                stage, StageState.BLOCKED, StageReason.DEPENDENCY_FAILED, f"{dep}: {why.state}"
+            )
+            return False
+        return self._not_aborted(stage)
+
+    async def _soak(self, stage: Stage) -> bool:
+        until = soaked_at(stage, self._progress)
+        if until is None or until <= workflow.now():
+            return True
+        self._set(stage, StageState.SOAKING, StageReason.SOAKING, f"until {until.isoformat()}")
+        await self._sleep_until(until)
+        return self._not_aborted(stage)
+
+    async def _window(self, stage: Stage) -> bool:
+        opens = next_opening(stage.windows, workflow.now())
+        if opens <= workflow.now():
+            return True
+        message = f"opens {opens.isoformat()} ({describe(stage.windows)})"
+        self._set(stage, StageState.WAITING_FOR_WINDOW, StageReason.OUTSIDE_CHANGE_WINDOW, message)
+        await self._sleep_until(opens)
+        return self._not_aborted(stage)
+
+    async def _approval(self, stage: Stage) -> bool:
+        inp = self._require()
+        digest = self._freight.digest if self._freight else ""
+        hint = f"dmrollout pipeline promote {inp.pipeline.name} --stage {stage.name}"
+        self._set(
+            stage,
+            StageState.AWAITING_APPROVAL,
+            StageReason.AWAITING_APPROVAL,
+            f"`{hint}` ({digest})",
+        )
+        await workflow.wait_condition(
+            lambda: stage.name in self._approvals or self._aborted is not None
+        )
+        return self._not_aborted(stage)
+
+    async def _roll_out(self, stage: Stage) -> None:
+        inp = self._require()
+        self._set(
+            stage, StageState.ROLLING_OUT, StageReason.ROLLING_OUT, f"in cluster {stage.cluster}"
+        )
+        child = asyncio.create_task(
+            workflow.execute_child_workflow(
+                PipelineStageWorkflow.run,
+                self._stage_input(stage),
+                id=f"{workflow.info().workflow_id}/{stage.name}",
+                task_queue=stage.task_queue,
+                static_summary=f"{stage.name}: {inp.model_name} in {stage.cluster}",
+            )
+        )
+        await workflow.wait_condition(lambda: child.done() or self._aborted is not None)
+        if not child.done():
+            child.cancel()  # the child aborts its cluster's rollout, then ends
+        try:
+            verdict = await child
+        except (ChildWorkflowError, asyncio.CancelledError) as e:
+            self._set(stage, *_stage_failure(e, self._aborted))
+            return
+        promoted = verdict.state == StageState.PROMOTED
+        self._set(
+            stage,
+            verdict.state,
+            verdict.reason,
+            verdict.message,
+            rollout=verdict.rollout_workflow_id,
+            promoted_at=workflow.now() if promoted else None,
+        )
+
+    def _stage_input(self, stage: Stage) -> StageInput:
+        inp = self._require()
+        spec = inp.spec.template.spec.to_wire()
+        if self._freight is not None:
+            spec["digest"] = self._freight.digest
+        return StageInput(
+            pipeline=inp.pipeline,
+            pipeline_revision=inp.revision,
+            stage=stage.name,
+            namespace=stage.namespace,
+            name=inp.model_name,
+            spec=spec,
+        )
+
+    # --- helpers --------------------------------------------------------------------------
+
+    async def _pin_freight(self, inp: PipelineInput) -> Freight:
+        template = inp.spec.template.spec
+        if template.digest:
+            return Freight(
+                model=template.model, digest=template.digest, resolved_from_registry=False
+            )
+        try:
+            freight: Freight = await workflow.execute_activity(
+                RESOLVE_FREIGHT,
+                ResolveFreightInput(pipeline=inp.pipeline, model=template.model),
+                result_type=Freight,
+                start_to_close_timeout=HUB_STEP,
+                retry_policy=RETRY,
+                summary=f"resolve {template.model} once for every stage",
+            )
+        except ActivityError as e:
+            raise _failed(e) from None
+        return freight
+
+    async def _sleep_until(self, when: datetime) -> None:
+        """A durable timer that an abort cuts short."""
+        left = (when - workflow.now()).total_seconds()
+        if left > 0:
+            with contextlib.suppress(TimeoutError):
+                await workflow.wait_condition(lambda: self._aborted is not None, timeout=left)
+
+    def _not_aborted(self, stage: Stage) -> bool:
+        if self._aborted is None:
+            return True
+        self._set(stage, StageState.ABORTED, StageReason.ABORTED, self._aborted)
+        return False
+
+    def _set(
+        self,
+        stage: Stage,
+        state: StageState,
+        reason: str,
+        message: str,
+        *,
+        rollout: str | None = None,
+        promoted_at: datetime | None = None,
+    ) -> None:
+        before = self._progress[stage.name]
+        self._progress[stage.name] = StageProgress(
+            state=state,
+            reason=reason,
+            message=message,
+            rollout_workflow_id=rollout or before.rollout_workflow_id,
+            since=workflow.now(),
+            promoted_at=promoted_at,
+        )
+        self._dirty = True
+
+    async def _keep_recording(self) -> None:
+        """Write the hub's status whenever a stage moved (one activity per batch of changes),
+        and once more at the end."""
+        while not self._done:
+            await workflow.wait_condition(lambda: self._dirty or self._done)
+            await self._record()
+
+    async def _record(self) -> None:
+        self._dirty = False
+        try:
+            await workflow.execute_activity(
+                RECORD_PIPELINE,
+                self._snapshot(),
+                start_to_close_timeout=HUB_STEP,
+                retry_policy=RetryPolicy(
+                    maximum_interval=timedelta(seconds=30), maximum_attempts=5
+                ),
+                summary="record the pipeline's status on the hub",
+            )
+        except ActivityError as e:
+            # Best effort: the next change writes it again; the query always has it.
+            workflow.logger.warning("could not record the pipeline's status: %s", e.cause or e)
+
+    def _snapshot(self) -> PipelineRecord:
+        inp = self._require()
+        return PipelineRecord(
+            pipeline=inp.pipeline,
+            revision=inp.revision,
+            freight=self._freight,
+            stages=dict(self._progress),
+            message=f"aborted: {self._aborted}" if self._aborted else "",
+        )
+
+    def _require(self) -> PipelineInput:
+        assert self._inp is not None
+        return self._inp
+
+
+def _stage_failure(error: BaseException, aborted: str | None) -> tuple[StageState, str, str]:
+    """The state, reason and message of a stage whose child did not return a verdict."""
+    cause = error.cause if isinstance(error, ChildWorkflowError) else error
+    if aborted is not None and isinstance(cause, (CancelledError, asyncio.CancelledError)):
+        return StageState.ABORTED, StageReason.ABORTED, aborted
+    reason = (
+        cause.type
+        if isinstance(cause, ApplicationError) and cause.type
+        else StageReason.STAGE_FAILED
+    )
+    return StageState.FAILED, reason, str(cause or error)
+
+
+def _failed(error: ActivityError) -> ApplicationError:
+    cause = error.cause
+    kind = (
+        cause.type
+        if isinstance(cause, ApplicationError) and cause.type
+        else StageReason.FREIGHT_FAILED
+    )
+    return ApplicationError(str(cause or error), type=kind, non_retryable=True)

@@ -1,0 +1,110 @@
+"""PipelineStageWorkflow: one stage of a pipeline, run by the stage cluster's own worker.
+
+A child of PipelineWorkflow on the task queue ``dmrollout-stage-<cluster>``: only a worker of
+that cluster polls it, with that cluster's in-cluster credentials, so no component holds
+another cluster's. It applies the DecisionModel (the template, digest pinned to the freight),
+finds the rollout that cluster's controller started for it, and returns that rollout's
+verdict. The cluster's RolloutWorkflow is unchanged: its gates decide. While the cluster's API
+server is away the activities retry (its stage waits, nothing fails); a killed worker's
+activities are retried on the next one, and applying is idempotent (server-side apply), so no
+second rollout starts. Cancelled (the pipeline aborted or was superseded), it aborts the
+cluster's rollout it found, which rolls back; a stage already promoted keeps serving.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from datetime import timedelta
+from typing import Final, TypeVar
+
+from temporalio import workflow
+from temporalio.common import RetryPolicy
+from temporalio.exceptions import ActivityError, ApplicationError, CancelledError
+
+with workflow.unsafe.imports_passed_through():
+    from decisionmodel.pipeline.contracts import (
+        APPLY_STAGE,
+        AWAIT_STAGE_ROLLOUT,
+        AWAIT_STAGE_VERDICT,
+        AppliedStage,
+        StageInput,
+        StageRollout,
+        StageVerdict,
+    )
+    from decisionmodel.vocabulary import PERMANENT_REASONS
+
+# A cluster that is away is retried, never given up: its stage waits (issue 25, point 5).
+RETRY: Final = RetryPolicy(
+    initial_interval=timedelta(seconds=1),
+    maximum_interval=timedelta(seconds=30),
+    non_retryable_error_types=sorted(str(r) for r in PERMANENT_REASONS),
+)
+APPLY_BOUND: Final = timedelta(seconds=30)
+HEARTBEAT: Final = timedelta(seconds=60)
+# Finding the rollout: the controller starts it within one reconcile of the apply.
+ROLLOUT_BOUND: Final = timedelta(minutes=10)
+# The verdict: the rollout's own deadlines end it, a Manual promotion in the template can wait
+# for its approval up to a week (RolloutPolicy's default approval wait); a day more of slack.
+VERDICT_BOUND: Final = timedelta(days=8)
+ROLLOUT_ABORT = "abort"  # RolloutWorkflow's abort signal (workflows/rollout.py)
+
+T = TypeVar("T")
+
+
+@workflow.defn(name="PipelineStageWorkflow")
+class PipelineStageWorkflow:
+    @workflow.run
+    async def run(self, inp: StageInput) -> StageVerdict:
+        applied = await self._step(APPLY_STAGE, inp, AppliedStage, APPLY_BOUND, beat=False)
+        rollout: StageRollout | None = None
+        try:
+            rollout = await self._step(AWAIT_STAGE_ROLLOUT, applied, StageRollout, ROLLOUT_BOUND)
+            verdict = await self._step(AWAIT_STAGE_VERDICT, applied, StageVerdict, VERDICT_BOUND)
+        except asyncio.CancelledError:
+            if rollout is not None and rollout.workflow_id:
+                await _abort_rollout(rollout, inp)
+            raise
+        return verdict.model_copy(
+            update={"rollout_workflow_id": verdict.rollout_workflow_id or _id(rollout)}
+        )
+
+    async def _step(
+        self,
+        name: str,
+        arg: object,
+        result_type: type[T],
+        bound: timedelta,
+        *,
+        beat: bool = True,
+    ) -> T:
+        try:
+            result: T = await workflow.execute_activity(
+                name,
+                arg,
+                result_type=result_type,
+                start_to_close_timeout=bound,
+                heartbeat_timeout=HEARTBEAT if beat else None,
+                retry_policy=RETRY,
+                cancellation_type=workflow.ActivityCancellationType.TRY_CANCEL,
+            )
+        except ActivityError as e:
+            cause = e.cause
+            if isinstance(cause, CancelledError):  # the stage was cancelled, not failed
+                raise asyncio.CancelledError() from e
+            kind = cause.type if isinstance(cause, ApplicationError) and cause.type else name
+            raise ApplicationError(str(cause or e), type=kind, non_retryable=True) from None
+        return result
+
+
+def _id(rollout: StageRollout | None) -> str | None:
+    return rollout.workflow_id if rollout is not None and rollout.workflow_id else None
+
+
+async def _abort_rollout(rollout: StageRollout, inp: StageInput) -> None:
+    """Signal the cluster's rollout to abort (it compensates itself); best effort."""
+    handle = workflow.get_external_workflow_handle(rollout.workflow_id)
+    reason = f"pipeline {inp.pipeline.namespace}/{inp.pipeline.name} stopped stage {inp.stage}"
+    try:
+        await handle.signal(ROLLOUT_ABORT, reason)
+    except Exception as e:  # the rollout may have ended meanwhile
+        workflow.logger.warning("could not abort %s: %s", rollout.workflow_id, e)
