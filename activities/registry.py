@@ -7,6 +7,8 @@ from typing import Any
 
 from activities.delete_revision import DeleteRevisionActivities
 from activities.evaluate import EvaluateActivities
+from activities.pipeline_hub import PipelineHubActivities
+from activities.pipeline_stage import StageActivities
 from activities.prefetch import PrefetchActivities
 from activities.promote import PromoteActivities
 from activities.recover_store import StoreRecoveryActivities
@@ -42,3 +44,15 @@ def build_activities(
         StatusActivities(kube, settings).record_status,
         *_store_recovery(kube, settings),
     ]
+
+
+def build_stage_activities(kube: Kube, settings: RolloutSettings) -> list[Callable[..., Any]]:
+    """A cluster's part of the pipelines (issue 25): on its ``dmrollout-stage-<cluster>``."""
+    stage = StageActivities(kube, settings)
+    return [stage.apply, stage.await_rollout, stage.await_verdict]
+
+
+def build_hub_activities(kube: Kube, settings: RolloutSettings) -> list[Callable[..., Any]]:
+    """The hub's part of the pipelines: freight and the pipeline's status."""
+    hub = PipelineHubActivities(kube, settings)
+    return [hub.resolve_freight, hub.record_status]

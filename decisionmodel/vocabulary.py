@@ -120,9 +120,36 @@ class StageReason(enum.StrEnum):
     OUTSIDE_CHANGE_WINDOW = "OutsideChangeWindow"
     AWAITING_APPROVAL = "AwaitingApproval"
     ROLLING_OUT = "RollingOut"
+    NOTHING_TO_ROLL_OUT = "NothingToRollOut"
     STAGE_FAILED = "StageFailed"
     FREIGHT_FAILED = "FreightFailed"
     ABORTED = "Aborted"
+
+
+class PipelinePhase(enum.StrEnum):
+    """The phase of a DecisionModelPipeline's run (`kubectl get dmp`)."""
+
+    PROGRESSING = "Progressing"
+    AWAITING_APPROVAL = "AwaitingApproval"
+    SUCCEEDED = "Succeeded"
+    FAILED = "Failed"
+    ABORTED = "Aborted"
+    INVALID = "Invalid"
+
+
+class PipelineCondition(enum.StrEnum):
+    """The condition types of a DecisionModelPipeline, with their reasons."""
+
+    ACCEPTED = "Accepted"  # the spec is a pipeline (no cycle, a valid template)
+    STAGE_WORKERS_POLLING = "StageWorkersPolling"  # every stage's cluster has a worker
+
+
+class PipelineReason(enum.StrEnum):
+    ACCEPTED = "Accepted"
+    PIPELINE_INVALID = "PipelineInvalid"
+    POLLING = "Polling"
+    NO_STAGE_WORKER = "NoStageWorker"
+    TEMPORAL_UNREACHABLE = "TemporalUnreachable"
 
 
 class ConditionType(enum.StrEnum):

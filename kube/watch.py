@@ -42,6 +42,7 @@ from typing import Any, Final, Literal
 import httpx
 
 from decisionmodel.api import GROUP, PLURAL, VERSION
+from decisionmodel.api.pipeline import PIPELINE_PLURAL
 from kube.client import Kube
 from kube.errors import Unavailable, from_status, status_reason
 
@@ -61,6 +62,7 @@ _PATHS: Final = {
     "Service": ("/api/v1", "services"),
     "PodDisruptionBudget": ("/apis/policy/v1", "poddisruptionbudgets"),
     "DecisionModel": (f"/apis/{GROUP}/{VERSION}", PLURAL),
+    "DecisionModelPipeline": (f"/apis/{GROUP}/{VERSION}", PIPELINE_PLURAL),
 }
 
 

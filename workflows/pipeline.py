@@ -310,6 +310,7 @@ class PipelineWorkflow:
             revision=inp.revision,
             freight=self._freight,
             stages=dict(self._progress),
+            clusters={s.name: s.cluster for s in inp.spec.stages},
             message=f"aborted: {self._aborted}" if self._aborted else "",
         )
 

@@ -59,7 +59,7 @@ class PipelineStageWorkflow:
         rollout: StageRollout | None = None
         try:
             rollout = await self._step(AWAIT_STAGE_ROLLOUT, applied, StageRollout, ROLLOUT_BOUND)
-            verdict = await self._step(AWAIT_STAGE_VERDICT, applied, StageVerdict, VERDICT_BOUND)
+            verdict = await self._step(AWAIT_STAGE_VERDICT, rollout, StageVerdict, VERDICT_BOUND)
         except asyncio.CancelledError:
             if rollout is not None and rollout.workflow_id:
                 await _abort_rollout(rollout, inp)

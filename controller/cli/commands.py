@@ -163,6 +163,10 @@ def add_commands(sub: Any) -> None:
     add_output_flag(hi)
     hi.set_defaults(func=cli_entry(history))
 
+    from controller.cli.pipeline import add_pipeline_commands
+
+    add_pipeline_commands(sub, cli_entry)
+
     co = sub.add_parser("controller", help="run the controller (watches, dispatch, steady state)")
     co.add_argument("--watch-namespaces", default=None, help="comma-separated; empty = all")
     co.add_argument("--max-concurrent-rollouts", type=int, default=None)

@@ -26,7 +26,7 @@ from prometheus_client import CollectorRegistry, Counter, Histogram, generate_la
 from temporalio.client import Client
 from temporalio.worker import PollerBehaviorSimpleMaximum, Worker
 
-from activities.registry import build_activities
+from activities.registry import build_activities, build_hub_activities, build_stage_activities
 from controller.serve.health import HealthServer
 from controller.serve.liveness import LoopProgress
 from controller.serve.metrics import PROBE_RESULTS
@@ -36,10 +36,14 @@ from controller.serve.sdk_metrics import with_sdk_series
 from controller.serve.tracing import shutdown_tracing, tracing_interceptors
 from controller.temporal.client import TemporalSettings, check_namespace, connect, make_runtime
 from controller.worker.progress import ProgressInterceptor
+from decisionmodel.api.pipeline import stage_task_queue
 from decisionmodel.engine.render.proxy import skipped_proxy_variables
+from decisionmodel.pipeline.contracts import HUB_TASK_QUEUE
 from decisionmodel.rollout import render_params
 from decisionmodel.rollout.settings import RolloutSettings
 from kube.client import Kube
+from workflows.pipeline import PipelineWorkflow
+from workflows.pipeline_stage import PipelineStageWorkflow
 from workflows.rollout import RolloutWorkflow
 from workflows.store_recovery import StoreRecoveryWorkflow
 
@@ -153,6 +157,39 @@ def build_worker(
     )
 
 
+def pipeline_workers(client: Client, kube: Kube, settings: RolloutSettings) -> list[Worker]:
+    """The pipelines' workers this process runs besides the rollouts' (issue 25): the stages
+    of this cluster (``DMROLLOUT_STAGE_CLUSTER``) and, on the hub, the pipelines
+    (``DMROLLOUT_PIPELINE_HUB``). Each polls its own task queue with this cluster's
+    credentials only."""
+    workers = []
+    common: dict[str, Any] = {
+        **tuning_options(settings),
+        "graceful_shutdown_timeout": timedelta(seconds=20),
+    }
+    if settings.stage_cluster:
+        workers.append(
+            Worker(
+                client,
+                task_queue=stage_task_queue(settings.stage_cluster),
+                workflows=[PipelineStageWorkflow],
+                activities=build_stage_activities(kube, settings),
+                **common,
+            )
+        )
+    if settings.pipeline_hub:
+        workers.append(
+            Worker(
+                client,
+                task_queue=HUB_TASK_QUEUE,
+                workflows=[PipelineWorkflow],
+                activities=build_hub_activities(kube, settings),
+                **common,
+            )
+        )
+    return workers
+
+
 def warn_skipped_proxies(settings: RolloutSettings) -> list[str]:
     """One startup warning naming the proxy variables that look credentialed and are
     therefore not copied to prefetch Jobs (seed 001: names only, never the value)."""
@@ -199,8 +236,13 @@ async def run_worker(temporal: TemporalSettings, settings: RolloutSettings) -> i
     warn_skipped_proxies(settings)
     period = settings.worker_series_check_seconds
     sweep = asyncio.create_task(_forget_deleted(metrics, kube, period))
+    extra = pipeline_workers(client, kube, settings)
+    for w in extra:
+        log.info("pipelines: also on task queue %s", w.task_queue)
     try:
-        async with worker:
+        async with contextlib.AsyncExitStack() as workers:
+            for w in (worker, *extra):
+                await workers.enter_async_context(w)
             await stop.wait()
             log.info("shutting down: waiting for activities in flight")
     finally:

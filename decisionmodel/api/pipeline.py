@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import enum
 from datetime import timedelta
-from typing import Final
+from typing import Annotated, Final
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from pydantic import ConfigDict, Field, field_validator, model_validator
@@ -46,6 +46,9 @@ MSG_SOAK_RANGE: Final = "soak must be a Go duration between 0s and 720h, e.g. 30
 MSG_WINDOW_EMPTY: Final = (
     "a change window's start and end must differ (end before start: overnight)"
 )
+
+
+StageName = Annotated[str, Field(min_length=1, max_length=63, pattern=LABEL_PATTERN)]
 
 
 def stage_task_queue(cluster: str) -> str:
@@ -86,8 +89,8 @@ class ChangeWindow(WireModel):
     days: list[Weekday] = Field(
         min_length=1, max_length=7, description="Days the window opens on: Mon .. Sun."
     )
-    start: str = Field(pattern=CLOCK_PATTERN, description="Opening, HH:MM (24 h).")
-    end: str = Field(pattern=CLOCK_PATTERN, description="Closing, HH:MM (24 h).")
+    start: str = Field(pattern=CLOCK_PATTERN, max_length=5, description="Opening, HH:MM (24 h).")
+    end: str = Field(pattern=CLOCK_PATTERN, max_length=5, description="Closing, HH:MM (24 h).")
     time_zone: str = Field(
         default="UTC",
         min_length=1,
@@ -140,7 +143,7 @@ class Stage(WireModel):
     namespace: str = Field(
         min_length=1, max_length=63, pattern=LABEL_PATTERN, description="Namespace there."
     )
-    depends_on: list[str] = Field(
+    depends_on: list[StageName] = Field(
         default_factory=list,
         max_length=MAX_STAGES,
         description="Stages that must have promoted (and soaked) before this one starts.",
@@ -202,12 +205,15 @@ class DecisionModelPipelineSpec(WireModel):
     model_config = ConfigDict(
         json_schema_extra=cel_rules(
             cel_rule(
-                "self.stages.all(s, s.dependsOn.all(d, self.stages.exists(t, t.name == d)))",
+                "self.stages.all(s, !has(s.dependsOn) || "
+                "s.dependsOn.all(d, self.stages.exists(t, t.name == d)))",
                 MSG_DEPENDS_ON_KNOWN,
                 ".stages",
             ),
             cel_rule(
-                "self.stages.all(s, !(s.name in s.dependsOn))", MSG_DEPENDS_ON_SELF, ".stages"
+                "self.stages.all(s, !has(s.dependsOn) || !(s.name in s.dependsOn))",
+                MSG_DEPENDS_ON_SELF,
+                ".stages",
             ),
         )
     )

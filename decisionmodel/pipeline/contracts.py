@@ -79,6 +79,7 @@ class PipelineRecord(Contract):
     revision: str
     freight: Freight | None = None
     stages: dict[str, StageProgress] = Field(default_factory=dict)
+    clusters: dict[str, str] = Field(default_factory=dict)  # stage -> cluster
     message: str = ""
 
 
@@ -98,13 +99,7 @@ class AppliedStage(Contract):
     name: str
     uid: str
     generation: int
-
-
-class StageRollout(Contract):
-    """The cluster's rollout of the applied generation (its RolloutWorkflow run)."""
-
-    workflow_id: str
-    run_id: str = ""
+    rollout_before: str = ""  # status.rollout's workflow before the apply (a new one is ours)
 
 
 class StageVerdict(Contract):
@@ -114,3 +109,12 @@ class StageVerdict(Contract):
     rollout_workflow_id: str | None = None
     revision: str | None = None  # the DecisionModel revision the cluster rolled out
     decided_at: datetime | None = None
+
+
+class StageRollout(Contract):
+    """The cluster's rollout of the applied generation (its RolloutWorkflow run), or the
+    verdict reached without one (``settled``: nothing to roll out, or the spec refused)."""
+
+    workflow_id: str = ""
+    run_id: str = ""
+    settled: StageVerdict | None = None

@@ -131,6 +131,18 @@ class RolloutSettings(BaseSettings):
         "hands its workflows back at shutdown; one killed outright keeps the tasks already "
         "sent to it until this ends.",
     )
+    stage_cluster: str | None = Field(
+        default=None,
+        pattern=r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$",
+        max_length=63,
+        description="This cluster's name in DecisionModelPipelines: the worker also polls "
+        "dmrollout-stage-<name> and does the stages that name it (unset: none).",
+    )
+    pipeline_hub: bool = Field(
+        default=False,
+        description="This worker runs the pipelines of the hub (task queue "
+        "dmrollout-pipelines): resolves their freight and writes their status.",
+    )
     worker_series_check_seconds: float = Field(
         default=300.0,
         gt=0,

@@ -81,7 +81,7 @@ class FakeCluster:
             return p.StageRollout(workflow_id=self.rollout_id(applied.namespace, applied.name))
 
         @activity.defn(name=p.AWAIT_STAGE_VERDICT)
-        async def verdict(applied: p.AppliedStage) -> p.StageVerdict:
+        async def verdict(rollout: p.StageRollout) -> p.StageVerdict:
             while self.hold:
                 activity.heartbeat()
                 await asyncio.sleep(0.1)

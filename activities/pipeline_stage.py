@@ -1,0 +1,169 @@
+"""The work of a pipeline's stage in its own cluster (issue 25), run by that cluster's worker.
+
+``apply`` writes the DecisionModel the stage names (the pipeline's template, digest pinned to
+the freight) by server-side apply under its own field manager, labelled with the pipeline; a
+DecisionModel of that name that the pipeline did not create is never touched
+(ResourceConflict: rename it or remove it). ``await_rollout`` watches the DecisionModel until
+the cluster's controller has taken up the applied generation (``decisionmodel.pipeline.
+observe``), ``await_verdict`` waits for the result of the rollout it started: the cluster's
+RolloutWorkflow, unchanged, decides. Each retries while the API server is away, so the stage
+waits instead of failing.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from datetime import UTC, datetime
+from typing import Any, Final
+
+from temporalio import activity
+from temporalio.client import WorkflowFailureError
+
+from activities.typed_errors import typed_errors
+from decisionmodel.api import API_VERSION, KIND
+from decisionmodel.errors import ResourceConflict
+from decisionmodel.pipeline.contracts import (
+    APPLY_STAGE,
+    AWAIT_STAGE_ROLLOUT,
+    AWAIT_STAGE_VERDICT,
+    AppliedStage,
+    StageInput,
+    StageRollout,
+    StageVerdict,
+)
+from decisionmodel.pipeline.observe import StageObservation, observe, rollout_verdict
+from decisionmodel.rollout.contracts import RolloutOutcome
+from decisionmodel.rollout.settings import RolloutSettings
+from decisionmodel.vocabulary import StageState
+from kube.client import Kube
+from kube.pipelines import (
+    LABEL_PIPELINE,
+    PIPELINE_FIELD_MANAGER,
+    apply_dm,
+    stage_annotations,
+)
+from kube.wait import wait_until
+from kube.watch import source
+
+# How often a waiting step heartbeats while nothing changes (the heartbeat timeout is 60 s).
+BEAT_SECONDS: Final = 15.0
+
+
+def stage_object(inp: StageInput) -> dict[str, Any]:
+    """The DecisionModel a stage applies: the template, labelled with its pipeline."""
+    return {
+        "apiVersion": API_VERSION,
+        "kind": KIND,
+        "metadata": {
+            "name": inp.name,
+            "namespace": inp.namespace,
+            "labels": {LABEL_PIPELINE: inp.pipeline.name},
+            "annotations": stage_annotations(inp),
+        },
+        "spec": inp.spec,
+    }
+
+
+def refuse_foreign(current: dict[str, Any] | None, inp: StageInput) -> None:
+    """Only a DecisionModel this pipeline made (or none) may be applied over."""
+    if current is None:
+        return
+    labels = (current.get("metadata") or {}).get("labels") or {}
+    if labels.get(LABEL_PIPELINE) != inp.pipeline.name:
+        raise ResourceConflict(
+            f"DecisionModel {inp.namespace}/{inp.name} exists and was not made by pipeline "
+            f"{inp.pipeline.name}; dmrollout never modifies a foreign object: remove it, or "
+            f"label it {LABEL_PIPELINE}={inp.pipeline.name} to hand it to the pipeline",
+            permanent=True,
+        )
+
+
+class StageActivities:
+    def __init__(self, kube: Kube, settings: RolloutSettings) -> None:
+        self.kube = kube
+        self.settings = settings
+
+    @activity.defn(name=APPLY_STAGE)
+    async def apply(self, inp: StageInput) -> AppliedStage:
+        async with typed_errors():
+            current = await Kube.run(self.kube.read_dm, inp.namespace, inp.name)
+            refuse_foreign(current, inp)
+            before = ((current or {}).get("status") or {}).get("rollout") or {}
+            applied = await Kube.run(apply_dm, self.kube, stage_object(inp))
+            meta = applied["metadata"]
+            return AppliedStage(
+                namespace=inp.namespace,
+                name=inp.name,
+                uid=meta["uid"],
+                generation=int(meta.get("generation") or 1),
+                rollout_before=str(before.get("workflowId") or ""),
+            )
+
+    @activity.defn(name=AWAIT_STAGE_ROLLOUT)
+    async def await_rollout(self, applied: AppliedStage) -> StageRollout:
+        async def taken_up(items: list[dict[str, Any]]) -> StageObservation | None:
+            activity.heartbeat("waiting for the controller to take up the applied generation")
+            dm = next((i for i in items if i["metadata"]["uid"] == applied.uid), None)
+            if dm is None:
+                raise ResourceConflict(
+                    f"DecisionModel {applied.namespace}/{applied.name} was deleted or "
+                    "re-created while its stage ran",
+                    permanent=True,
+                )
+            return observe(dm, applied.generation, applied.rollout_before)
+
+        async with typed_errors():
+            src = source("DecisionModel", applied.namespace, name=applied.name)
+            seen = await wait_until(self.kube, src, taken_up, idle=BEAT_SECONDS)
+            settled = None
+            if seen.state is not None:
+                settled = StageVerdict(
+                    state=seen.state,
+                    reason=seen.reason,
+                    message=seen.message,
+                    decided_at=datetime.now(UTC),
+                )
+            return StageRollout(
+                workflow_id=seen.rollout_workflow_id, run_id=seen.rollout_run_id, settled=settled
+            )
+
+    @activity.defn(name=AWAIT_STAGE_VERDICT)
+    async def await_verdict(self, rollout: StageRollout) -> StageVerdict:
+        """The result of the cluster's RolloutWorkflow (the cluster's own Temporal client)."""
+        if rollout.settled is not None:
+            return rollout.settled
+        handle = activity.client().get_workflow_handle(
+            rollout.workflow_id, result_type=RolloutOutcome
+        )
+        result = asyncio.ensure_future(handle.result())
+        try:
+            while not result.done():
+                activity.heartbeat(f"waiting for {rollout.workflow_id}")
+                await asyncio.wait({result}, timeout=BEAT_SECONDS)
+            outcome = result.result()
+        except WorkflowFailureError as e:
+            return _failed_rollout(rollout, e)
+        finally:
+            result.cancel()
+        return StageVerdict(
+            state=rollout_verdict(outcome.result),
+            reason=outcome.reason or str(outcome.result),
+            message=outcome.message or "",
+            rollout_workflow_id=rollout.workflow_id,
+            revision=outcome.revision,
+            decided_at=datetime.now(UTC),
+        )
+
+
+def _failed_rollout(rollout: StageRollout, error: WorkflowFailureError) -> StageVerdict:
+    cause = error.cause
+    return StageVerdict(
+        state=StageState.FAILED,
+        reason=getattr(cause, "type", None) or type(cause).__name__,
+        message=str(cause or error)[:1024],
+        rollout_workflow_id=rollout.workflow_id,
+        decided_at=datetime.now(UTC),
+    )
+
+
+__all__ = ["PIPELINE_FIELD_MANAGER", "StageActivities", "refuse_foreign", "stage_object"]

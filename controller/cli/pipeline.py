@@ -1,0 +1,143 @@
+"""``dmrollout pipeline …`` (issue 25): follow and steer a DecisionModelPipeline's run from the
+hub, and ``dmrollout pipeline-controller``, the hub's controller.
+
+``promote`` approves a Manual stage for the freight the run pinned (read from the pipeline's
+status, or ``--digest``): an approval for other bytes than the run's is refused by the run
+itself. ``abort`` stops the stages in flight. ``status`` prints each stage; ``history`` the run's
+workflow and each stage's rollout in its cluster (the audit trail in the Temporal UI).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import getpass
+from datetime import timedelta
+from typing import Any, Final
+
+from temporalio.client import WorkflowUpdateFailedError
+
+from controller.cli.context import CliContext, add_kube_flags, add_temporal_flags
+from controller.cli.errors import CliError, ExitCode
+from decisionmodel.pipeline.contracts import Approval, PipelineRecord
+from decisionmodel.vocabulary import ConditionStatus
+from kube.client import Kube
+from kube.pipelines import read_pipeline
+from workflows.pipeline import PipelineWorkflow
+
+RPC: Final = timedelta(seconds=10)
+
+
+async def _pipeline(ctx: CliContext) -> dict[str, Any]:
+    namespace, name = ctx.namespace(), ctx.args.name
+    obj = await Kube.run(read_pipeline, ctx.kube(), namespace, name)
+    if obj is None:
+        raise CliError(ExitCode.NOT_FOUND, f"no DecisionModelPipeline {namespace}/{name}")
+    return obj
+
+
+def _run_id(obj: dict[str, Any]) -> str:
+    wid = (obj.get("status") or {}).get("workflowId")
+    if not wid:
+        meta = obj["metadata"]
+        raise CliError(
+            ExitCode.NOT_FOUND,
+            f"{meta['namespace']}/{meta['name']} has no run yet: is the pipeline controller "
+            "running on this hub (`dmrollout pipeline-controller`)?",
+        )
+    return str(wid)
+
+
+async def promote(ctx: CliContext) -> int:
+    obj = await _pipeline(ctx)
+    wid = _run_id(obj)
+    digest = ctx.args.digest or ((obj.get("status") or {}).get("freight") or {}).get("digest")
+    if not digest:
+        raise CliError(ExitCode.FAILED, "the run has not pinned its freight yet; try again")
+    client, _ = await ctx.temporal()
+    handle = client.get_workflow_handle(wid)
+    approval = Approval(stage=ctx.args.stage, digest=digest, by=getpass.getuser())
+    try:
+        said = await handle.execute_update(PipelineWorkflow.approve, approval, rpc_timeout=RPC)
+    except WorkflowUpdateFailedError as e:
+        raise CliError(ExitCode.FAILED, f"refused: {e.cause or e}") from None
+    print(said)
+    return ExitCode.OK
+
+
+async def abort(ctx: CliContext) -> int:
+    wid = _run_id(await _pipeline(ctx))
+    client, _ = await ctx.temporal()
+    await client.get_workflow_handle(wid).signal(
+        PipelineWorkflow.abort, ctx.args.reason, rpc_timeout=RPC
+    )
+    print(f"abort sent to {wid} ({ctx.args.reason})")
+    return ExitCode.OK
+
+
+async def status(ctx: CliContext) -> int:
+    obj = await _pipeline(ctx)
+    st = obj.get("status") or {}
+    freight = st.get("freight") or {}
+    print(f"{obj['metadata']['name']}: {st.get('phase') or '-'} revision {st.get('revision')}")
+    print(f"  freight {freight.get('model', '?')}@sha256:{freight.get('digest', '?')}")
+    for s in st.get("stages") or []:
+        print(f"  {s['name']:<16} {s['state']:<18} {s.get('reason', '')}: {s.get('message', '')}")
+    for c in st.get("conditions") or []:
+        if c.get("status") != ConditionStatus.TRUE:
+            print(f"  {c['type']}={c['status']} {c.get('reason')}: {c.get('message')}")
+    return ExitCode.OK
+
+
+async def history(ctx: CliContext) -> int:
+    wid = _run_id(await _pipeline(ctx))
+    client, _ = await ctx.temporal()
+    handle = client.get_workflow_handle_for(PipelineWorkflow.run, wid)
+    record: PipelineRecord = await handle.query(PipelineWorkflow.progress, rpc_timeout=RPC)
+    print(f"pipeline run {wid}")
+    for name, p in record.stages.items():
+        print(f"  {name:<16} {p.state:<18} stage {wid}/{name}  rollout {p.rollout_workflow_id}")
+    return ExitCode.OK
+
+
+def pipeline_controller(args: argparse.Namespace) -> int:
+    from controller.hub.pipelines import run_pipeline_controller
+    from controller.serve.logs import configure_logging, log_format
+    from controller.temporal.client import TemporalSettings, connect
+    from decisionmodel.rollout.settings import RolloutSettings
+
+    configure_logging(log_format(args))
+
+    async def main() -> int:
+        client = await connect(TemporalSettings.load())
+        return await run_pipeline_controller(Kube.from_settings(RolloutSettings()), client)
+
+    return asyncio.run(main())
+
+
+def add_pipeline_commands(sub: Any, cli_entry: Any) -> None:
+    from controller.serve.logs import add_log_flag
+
+    pc = sub.add_parser(
+        "pipeline-controller", help="run the hub's DecisionModelPipeline controller"
+    )
+    add_log_flag(pc)
+    pc.set_defaults(func=pipeline_controller)
+    top = sub.add_parser("pipeline", help="DecisionModelPipelines: status, promote, abort, history")
+    verbs = top.add_subparsers(dest="pipeline_verb", required=True)
+
+    def verb(name: str, help: str, fn: Any) -> argparse.ArgumentParser:
+        p: argparse.ArgumentParser = verbs.add_parser(name, help=help)
+        p.add_argument("name", help="the DecisionModelPipeline")
+        add_kube_flags(p)
+        add_temporal_flags(p)
+        p.set_defaults(func=cli_entry(fn))
+        return p
+
+    verb("status", "the run in flight and each stage's state", status)
+    pr = verb("promote", "approve a Manual stage for the run's freight", promote)
+    pr.add_argument("--stage", required=True, help="the stage to approve")
+    pr.add_argument("--digest", default=None, help="default: the freight in the status")
+    ab = verb("abort", "stop the stages in flight (promoted stages keep serving)", abort)
+    ab.add_argument("--reason", default="aborted from the CLI", help="recorded in history")
+    verb("history", "the run's workflow and each stage's rollout", history)

@@ -1,0 +1,1 @@
+"""The hub's pipeline controller (issue 25)."""

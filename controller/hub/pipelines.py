@@ -1,0 +1,233 @@
+"""The pipeline controller of the hub (issue 25): one PipelineWorkflow per pipeline revision.
+
+Level-triggered from a list-then-watch of DecisionModelPipelines (and a resync every
+``RESYNC_SECONDS``). For each: the spec is read as a pipeline (a cycle, a bad template:
+``Accepted=False/PipelineInvalid`` naming the field, nothing started, nothing applied to any
+cluster); its revision's run is started (idempotent by workflow ID); a run of an older
+revision is aborted (superseded: its stages in flight roll back, promoted ones keep serving);
+every stage's cluster is checked for a worker polling its task queue
+(``StageWorkersPolling=False/NoStageWorker`` naming the queue: the stage will wait there); a
+deleted pipeline's run is aborted. The controller writes only its own status fields
+(observedGeneration, revision, workflowId, conditions); the run writes the rest.
+"""
+
+from __future__ import annotations
+
+import logging
+from contextlib import aclosing
+from datetime import UTC, datetime, timedelta
+from typing import Any, Final
+
+from pydantic import ValidationError
+from temporalio.api.enums.v1 import TaskQueueType
+from temporalio.api.taskqueue.v1 import TaskQueue
+from temporalio.api.workflowservice.v1 import DescribeTaskQueueRequest
+from temporalio.client import Client, WorkflowExecutionStatus
+from temporalio.common import WorkflowIDReusePolicy
+from temporalio.exceptions import WorkflowAlreadyStartedError
+from temporalio.service import RPCError
+
+from decisionmodel.api.pipeline import DecisionModelPipelineSpec, stage_task_queue
+from decisionmodel.pipeline.contracts import HUB_TASK_QUEUE, PipelineInput, PipelineRef
+from decisionmodel.pipeline.revision import pipeline_revision, pipeline_workflow_id
+from decisionmodel.vocabulary import (
+    ConditionStatus,
+    PipelineCondition,
+    PipelinePhase,
+    PipelineReason,
+    StatusKey,
+)
+from kube.client import Kube
+from kube.errors import KubeError
+from kube.pipelines import PIPELINE_CONTROLLER_MANAGER, apply_pipeline_status
+from kube.watch import Changes, Listed, ListWatch, Obj, source
+from workflows.pipeline import PipelineWorkflow
+
+log = logging.getLogger("dmrollout.pipelines")
+
+RESYNC_SECONDS: Final = 30.0
+RPC_TIMEOUT: Final = timedelta(seconds=10)
+
+
+def read_spec(obj: Obj) -> tuple[DecisionModelPipelineSpec | None, str]:
+    """The spec, or None and what is wrong with it (every field named)."""
+    try:
+        return DecisionModelPipelineSpec.model_validate(obj.get("spec") or {}), ""
+    except ValidationError as e:
+        problems = [
+            f"spec.{'.'.join(str(p) for p in err['loc'])}: {err['msg']}".replace("spec.: ", "")
+            for err in e.errors()
+        ]
+        return None, "; ".join(problems)[:1000]
+
+
+def condition(kind: PipelineCondition, ok: bool, reason: str, message: str) -> dict[str, Any]:
+    return {
+        "type": kind.value,
+        "status": (ConditionStatus.TRUE if ok else ConditionStatus.FALSE).value,
+        "reason": reason,
+        "message": message[:1024],
+    }
+
+
+def stamped(conditions: list[dict[str, Any]], obj: Obj) -> list[dict[str, Any]]:
+    """Each condition with its lastTransitionTime: kept from the stored one when its status
+    did not change (a resync rewrites nothing), now otherwise."""
+    stored = {c.get("type"): c for c in (obj.get("status") or {}).get("conditions") or []}
+    now = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    out = []
+    for c in conditions:
+        before = stored.get(c["type"]) or {}
+        same = before.get("status") == c["status"] and before.get("lastTransitionTime")
+        out.append({**c, "lastTransitionTime": before["lastTransitionTime"] if same else now})
+    return out
+
+
+class PipelineController:
+    def __init__(self, kube: Kube, client: Client) -> None:
+        self.kube = kube
+        self.client = client
+        self.known: dict[tuple[str, str], str] = {}  # (ns, name) -> workflow id of its run
+
+    async def run(self) -> None:
+        watch = ListWatch(self.kube, source("DecisionModelPipeline", None))
+        async with aclosing(watch.events(idle=RESYNC_SECONDS)) as events:
+            current: dict[tuple[str, str], Obj] = {}
+            async for event in events:
+                if isinstance(event, Listed):
+                    current = {_key(o): o for o in event.items}
+                elif isinstance(event, Changes):
+                    for change in event.changes:
+                        if change.type == "DELETED":
+                            current.pop(_key(change.object), None)
+                            await self.deleted(change.object)
+                        else:
+                            current[_key(change.object)] = change.object
+                for obj in list(current.values()):
+                    await self.reconcile_safely(obj)
+
+    async def reconcile_safely(self, obj: Obj) -> None:
+        try:
+            await self.reconcile(obj)
+        except (KubeError, RPCError) as e:  # the next event or resync tries again
+            log.warning("pipeline %s/%s: %s", *_key(obj), e)
+
+    async def reconcile(self, obj: Obj) -> None:
+        meta = obj["metadata"]
+        spec, problem = read_spec(obj)
+        if spec is None:
+            invalid = condition(
+                PipelineCondition.ACCEPTED, False, PipelineReason.PIPELINE_INVALID, problem
+            )
+            await self._write(obj, {"phase": PipelinePhase.INVALID.value, "conditions": [invalid]})
+            return
+        revision = pipeline_revision(spec)
+        wid = pipeline_workflow_id(meta["namespace"], meta["name"], revision)
+        await self._start(obj, spec, revision, wid)
+        previous = ((obj.get("status") or {}).get("workflowId")) or self.known.get(_key(obj))
+        if previous and previous != wid:
+            await self._abort(previous, f"superseded by revision {revision}")
+        self.known[_key(obj)] = wid
+        accepted = condition(PipelineCondition.ACCEPTED, True, PipelineReason.ACCEPTED, "")
+        polling = await self._stage_workers(spec)
+        await self._write(
+            obj, {"revision": revision, "workflowId": wid, "conditions": [accepted, polling]}
+        )
+
+    async def deleted(self, obj: Obj) -> None:
+        wid = ((obj.get("status") or {}).get("workflowId")) or self.known.pop(_key(obj), None)
+        if wid:
+            await self._abort(wid, "the DecisionModelPipeline was deleted")
+
+    async def _start(
+        self, obj: Obj, spec: DecisionModelPipelineSpec, revision: str, wid: str
+    ) -> None:
+        meta = obj["metadata"]
+        ref = PipelineRef(
+            namespace=meta["namespace"],
+            name=meta["name"],
+            uid=meta.get("uid", ""),
+            generation=int(meta.get("generation") or 0),
+        )
+        try:
+            await self.client.start_workflow(
+                PipelineWorkflow.run,
+                PipelineInput(pipeline=ref, revision=revision, spec=spec),
+                id=wid,
+                task_queue=HUB_TASK_QUEUE,
+                # One run per revision: an ended run is not started again by a resync.
+                id_reuse_policy=WorkflowIDReusePolicy.REJECT_DUPLICATE,
+                static_summary=f"pipeline {ref.namespace}/{ref.name} revision {revision}",
+                rpc_timeout=RPC_TIMEOUT,
+            )
+            log.info("pipeline %s/%s: started %s", ref.namespace, ref.name, wid)
+        except WorkflowAlreadyStartedError:
+            pass
+
+    async def _abort(self, wid: str, reason: str) -> None:
+        handle = self.client.get_workflow_handle(wid)
+        try:
+            described = await handle.describe(rpc_timeout=RPC_TIMEOUT)
+            if described.status == WorkflowExecutionStatus.RUNNING:
+                await handle.signal(PipelineWorkflow.abort, reason, rpc_timeout=RPC_TIMEOUT)
+                log.info("aborted %s: %s", wid, reason)
+        except RPCError as e:
+            log.warning("could not abort %s: %s", wid, e)
+
+    async def _stage_workers(self, spec: DecisionModelPipelineSpec) -> dict[str, Any]:
+        """Whether a worker polls each stage's task queue (Temporal keeps pollers of the last
+        few minutes): a queue nobody polls is a cluster not installed, or away."""
+        missing = []
+        for cluster in sorted({s.cluster for s in spec.stages}):
+            queue = stage_task_queue(cluster)
+            answer = await self.client.workflow_service.describe_task_queue(
+                DescribeTaskQueueRequest(
+                    namespace=self.client.namespace,
+                    task_queue=TaskQueue(name=queue),
+                    task_queue_type=TaskQueueType.TASK_QUEUE_TYPE_WORKFLOW,
+                ),
+                timeout=RPC_TIMEOUT,
+            )
+            if not answer.pollers:
+                missing.append(queue)
+        if not missing:
+            return condition(
+                PipelineCondition.STAGE_WORKERS_POLLING, True, PipelineReason.POLLING, ""
+            )
+        message = (
+            f"no worker polls {', '.join(missing)}: its stages wait there; install dmrollout in "
+            "that cluster with worker.stageCluster set to the stage's cluster "
+            "(DMROLLOUT_STAGE_CLUSTER), or fix the stage's cluster name"
+        )
+        return condition(
+            PipelineCondition.STAGE_WORKERS_POLLING, False, PipelineReason.NO_STAGE_WORKER, message
+        )
+
+    async def _write(self, obj: Obj, status: dict[str, Any]) -> None:
+        meta = obj["metadata"]
+        body = {StatusKey.OBSERVED_GENERATION.value: int(meta.get("generation") or 0), **status}
+        body["conditions"] = stamped(body.get("conditions") or [], obj)
+        await Kube.run(
+            apply_pipeline_status,
+            self.kube,
+            meta["namespace"],
+            meta["name"],
+            meta.get("uid", ""),
+            body,
+            PIPELINE_CONTROLLER_MANAGER,
+        )
+
+
+def _key(obj: Obj) -> tuple[str, str]:
+    meta = obj.get("metadata") or {}
+    return str(meta.get("namespace", "")), str(meta.get("name", ""))
+
+
+async def run_pipeline_controller(kube: Kube, client: Client) -> int:
+    controller = PipelineController(kube, client)
+    log.info("pipeline controller on the hub: task queue %s", HUB_TASK_QUEUE)
+    await controller.run()
+    return 0
+
+
+__all__ = ["PipelineController", "read_spec", "run_pipeline_controller"]

@@ -1,0 +1,69 @@
+"""What a stage reads off its cluster's DecisionModel (issue 25). Pure.
+
+After the stage applied generation G, the cluster's controller sees it (observedGeneration >= G)
+and either starts a rollout, whose workflow names itself in ``status.rollout`` (a run other
+than the one before the apply), or has nothing to roll out (an in-place change, or the same
+revision already serving: not Reconciling), or refuses the spec (kstatus ``Stalled=True``).
+The rollout's verdict itself comes from its workflow's result (``rollout_verdict``), the
+cluster's RolloutWorkflow deciding with its own gates.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict
+
+from decisionmodel.api.status import DecisionModelStatus
+from decisionmodel.vocabulary import (
+    ConditionStatus,
+    ConditionType,
+    RolloutResult,
+    StageReason,
+    StageState,
+)
+
+
+class StageObservation(BaseModel):
+    """The rollout the applied generation started, or the verdict reached without one."""
+
+    model_config = ConfigDict(frozen=True)
+
+    rollout_workflow_id: str = ""
+    rollout_run_id: str = ""
+    state: StageState | None = None  # set when decided without a (new) rollout
+    reason: str = ""
+    message: str = ""
+
+
+def observe(dm: dict[str, Any], generation: int, rollout_before: str) -> StageObservation | None:
+    """None: not decided yet (the controller has not seen G, or is about to start a rollout)."""
+    status = DecisionModelStatus.model_validate(dm.get("status") or {})
+    if (status.observed_generation or 0) < generation:
+        return None
+    run = status.rollout
+    if run is not None and run.workflow_id and run.workflow_id != rollout_before:
+        return StageObservation(rollout_workflow_id=run.workflow_id, rollout_run_id=run.run_id)
+    conditions = {c.type: c for c in status.conditions}
+    stalled = conditions.get(ConditionType.STALLED)
+    if stalled is not None and stalled.status == ConditionStatus.TRUE:
+        return StageObservation(
+            state=StageState.FAILED, reason=stalled.reason, message=stalled.message
+        )
+    reconciling = conditions.get(ConditionType.RECONCILING)
+    if reconciling is not None and reconciling.status == ConditionStatus.TRUE:
+        return None  # queued, resolving, or the rollout's first step has not written yet
+    return StageObservation(
+        state=StageState.PROMOTED,
+        reason=StageReason.NOTHING_TO_ROLL_OUT,
+        message="the applied spec's revision already serves (no rollout was needed)",
+    )
+
+
+def rollout_verdict(result: RolloutResult) -> StageState:
+    """A finished RolloutWorkflow's result as its stage's state."""
+    if result == RolloutResult.PROMOTED:
+        return StageState.PROMOTED
+    if result == RolloutResult.ABORTED:
+        return StageState.ABORTED
+    return StageState.FAILED  # RolledBack, Failed, Superseded (someone changed it meanwhile)

@@ -1,0 +1,59 @@
+"""What a stage reads off its cluster's DecisionModel after applying generation G (issue 25)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from decisionmodel.pipeline.observe import observe, rollout_verdict
+from decisionmodel.vocabulary import RolloutResult, StageState
+
+G = 3
+
+
+def dm(generation: int, *conditions: tuple[str, str], rollout: str | None = None) -> dict[str, Any]:
+    status: dict[str, Any] = {
+        "observedGeneration": generation,
+        "conditions": [
+            {"type": t, "status": s, "reason": "R", "message": "m"} for t, s in conditions
+        ],
+    }
+    if rollout:
+        status["rollout"] = {"workflowId": rollout, "runId": "run"}
+    return {"status": status}
+
+
+def test_not_seen_yet_is_undecided() -> None:
+    assert observe(dm(G - 1), G, "") is None
+
+
+def test_a_new_rollout_is_found_by_its_workflow() -> None:
+    seen = observe(
+        dm(G, ("Reconciling", "True"), rollout="rollout/ns/m/new"), G, "rollout/ns/m/old"
+    )
+    assert seen is not None and seen.rollout_workflow_id == "rollout/ns/m/new"
+    assert seen.state is None
+
+
+def test_the_rollout_from_before_the_apply_is_not_ours() -> None:
+    assert (
+        observe(dm(G, ("Reconciling", "True"), rollout="rollout/ns/m/old"), G, "rollout/ns/m/old")
+        is None
+    )
+
+
+def test_a_refused_spec_fails_the_stage() -> None:
+    seen = observe(dm(G, ("Stalled", "True")), G, "")
+    assert seen is not None and seen.state == StageState.FAILED
+
+
+def test_nothing_to_roll_out_is_promoted() -> None:
+    seen = observe(dm(G, ("Ready", "True"), rollout="rollout/ns/m/old"), G, "rollout/ns/m/old")
+    assert seen is not None and seen.state == StageState.PROMOTED
+    assert seen.rollout_workflow_id == ""
+
+
+def test_rollout_results_map_to_stage_states() -> None:
+    assert rollout_verdict(RolloutResult.PROMOTED) == StageState.PROMOTED
+    assert rollout_verdict(RolloutResult.ABORTED) == StageState.ABORTED
+    for failed in (RolloutResult.ROLLED_BACK, RolloutResult.FAILED, RolloutResult.SUPERSEDED):
+        assert rollout_verdict(failed) == StageState.FAILED
