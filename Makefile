@@ -71,6 +71,7 @@ manifests: venv ## regenerate the CRD (deploy/ and the chart) and docs/api.md fr
 	$(BIN)/dmrollout crd > deploy/crd/decisionmodels.decisionmodel.io.yaml
 	cp deploy/crd/decisionmodels.decisionmodel.io.yaml charts/dmrollout/crds/
 	$(BIN)/python -m decisionmodel.api.crd --docs > docs/api.md
+	$(BIN)/python -m decisionmodel.api.pipeline_crd > deploy/pipelines/hub/decisionmodelpipelines.decisionmodel.io.yaml
 
 demo: venv testenv ## local cluster, Temporal (UI on host 127.0.0.1:8233), simulators, worker, controller, two sample rollouts; Ctrl-C stops
 	hack/demo.sh $(DEMO_ARGS)
