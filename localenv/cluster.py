@@ -5,12 +5,17 @@ etcd, kube-apiserver, kube-controller-manager and kube-scheduler built from Go m
 ``localenv.kubelet`` for what kwok cannot do (readiness gates, running prefetch Jobs, binding
 PVCs). Must run inside the private network namespace of ``hack/in-netns.sh``: every address
 here is loopback or in the namespace-local Pod network 100.72.0.0/16.
+
+Several clusters can run side by side in one namespace (``localenv.multicluster``): each takes
+a ``ClusterSlot``, which gives it its own ports and its own share of the Pod network.
 """
 
 from __future__ import annotations
 
+import ipaddress
 import json
 import os
+import re
 import shutil
 import ssl
 import subprocess
@@ -18,7 +23,7 @@ import sys
 import tempfile
 import time
 import urllib.request
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -34,9 +39,32 @@ NODE_IP = "100.72.0.1"
 # Service ClusterIPs are never connected to (no kube-proxy here); keep them out of the
 # private ranges all the same.
 SERVICE_NETWORK = "100.96.0.0/16"
+# Every listener of the default cluster (slot 0). Another slot adds its PORT_STRIDE multiple.
 API_PORT = 6443
 ETCD_CLIENT_PORT = 2379
 ETCD_PEER_PORT = 2380
+CONTROLLER_MANAGER_PORT = 10257
+SCHEDULER_PORT = 10259
+KWOK_PORT = 10247
+LISTENERS = {
+    "kube-apiserver": API_PORT,
+    "etcd-client": ETCD_CLIENT_PORT,
+    "etcd-peer": ETCD_PEER_PORT,
+    "kube-controller-manager": CONTROLLER_MANAGER_PORT,
+    "kube-scheduler": SCHEDULER_PORT,
+    "kwok": KWOK_PORT,
+}
+# Several clusters share one network namespace (issue 25: a hub and a production cluster).
+# Slot k moves each port up by k * PORT_STRIDE (100 keeps every slot's ports clear of the next
+# slot's and of Temporal, the simulators and the codec server) and its Pod network to the k-th
+# /18 of POD_NETWORK, so the namespace's one local route serves every slot and no two slots
+# hand out the same Pod IP.
+PORT_STRIDE = 100
+# 2 ** (18 - 16) = 4 slots of 64 /24s each: room for the largest fleet benchmark's nodes.
+SLOT_PREFIX = 18
+MAX_SLOTS = 2 ** (SLOT_PREFIX - ipaddress.ip_network(POD_NETWORK).prefixlen)
+# The slot's name goes into node names and the kubeconfig's context: a DNS label.
+_SLOT_NAME = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?")
 
 GPU_TAINT = {"key": "nvidia.com/gpu", "value": "present", "effect": "NoSchedule"}
 
@@ -60,6 +88,79 @@ DEFAULT_NODES = (
         gpus=2,
     ),
 )
+
+
+def _slot_network(index: int) -> ipaddress.IPv4Network:
+    subnets = list(ipaddress.IPv4Network(POD_NETWORK).subnets(new_prefix=SLOT_PREFIX))
+    return subnets[index]
+
+
+@dataclass(frozen=True)
+class ClusterSlot:
+    """Which of the clusters sharing one network namespace a LocalCluster is.
+
+    Slot 0 is the cluster the tests have always had, in every respect (ports, Pod network,
+    node names) but the kubeconfig's context name, which is ``dmrollout-<name>``
+    (``dmrollout-local`` for the default). Slot ``k`` has every port ``k * PORT_STRIDE`` up,
+    its nodes' Pod CIDRs in the k-th /18 of POD_NETWORK and node names prefixed by its name.
+    """
+
+    index: int = 0
+    name: str = "local"
+
+    def __post_init__(self) -> None:
+        if not 0 <= self.index < MAX_SLOTS:
+            raise ValueError(f"cluster slot {self.index}: POD_NETWORK has room for {MAX_SLOTS}")
+        if not _SLOT_NAME.fullmatch(self.name):
+            raise ValueError(f"cluster slot name {self.name!r}: not a DNS label")
+
+    def port(self, default: int) -> int:
+        """This slot's port for a listener the default cluster has on ``default``."""
+        return default + self.index * PORT_STRIDE
+
+    @property
+    def api_port(self) -> int:
+        return self.port(API_PORT)
+
+    @property
+    def network(self) -> ipaddress.IPv4Network:
+        """The slot's share of the Pod network: its nodes' Pod CIDRs must lie in it."""
+        return _slot_network(self.index)
+
+    @property
+    def kwok_cidr(self) -> str:
+        # Slot 0 keeps the whole /16 it always gave kwok (whose fallback when a node has no
+        # podCIDR; ours all have one); another slot must not fall back into slot 0's range.
+        return POD_NETWORK if self.index == 0 else str(self.network)
+
+    @property
+    def node_ip(self) -> str:
+        # The slot's first address, outside its nodes' Pod CIDRs as NODE_IP is for slot 0.
+        return NODE_IP if self.index == 0 else str(self.network.network_address + 1)
+
+    @property
+    def context(self) -> str:
+        return f"dmrollout-{self.name}"
+
+    def nodes(self, base: tuple[FakeNode, ...] = DEFAULT_NODES) -> tuple[FakeNode, ...]:
+        """``base`` (laid out for slot 0) moved into this slot: CIDRs shifted by whole /18s
+        (100.72.1.0/24 becomes 100.72.65.0/24 in slot 1), names prefixed ``<name>-``. Slot 0
+        keeps them as they are: tests and benchmarks name ``kwok-gpu-0``."""
+        if self.index == 0:
+            return base
+        return tuple(
+            replace(n, name=f"{self.name}-{n.name}", pod_cidr=self._shift(n.pod_cidr)) for n in base
+        )
+
+    def _shift(self, cidr: str) -> str:
+        net = ipaddress.IPv4Network(cidr)
+        if not net.subnet_of(_slot_network(0)):
+            raise ValueError(f"{cidr}: outside slot 0's {_slot_network(0)}, cannot be moved")
+        offset = int(self.network.network_address) - int(_slot_network(0).network_address)
+        return f"{net.network_address + offset}/{net.prefixlen}"
+
+
+DEFAULT_SLOT = ClusterSlot()
 
 STORAGE_CLASSES = (
     # The default class: expandable, like most CSI classes. The fake kubelet provisions it.
@@ -93,9 +194,16 @@ def in_private_netns() -> bool:
 class LocalCluster:
     """Start/stop the control plane; ``kubectl`` against it with the generated kubeconfig."""
 
-    def __init__(self, state_dir: Path, nodes: tuple[FakeNode, ...] = DEFAULT_NODES) -> None:
+    def __init__(
+        self,
+        state_dir: Path,
+        nodes: tuple[FakeNode, ...] | None = None,
+        slot: ClusterSlot = DEFAULT_SLOT,
+    ) -> None:
         self.state_dir = state_dir
-        self.nodes = nodes
+        self.slot = slot
+        # Benchmarks replace ``nodes`` before start() (more CPU nodes); checked there.
+        self.nodes = slot.nodes() if nodes is None else nodes
         self.log_dir = state_dir / "logs"
         self.kubeconfig = state_dir / "kubeconfig"
         # The API server's audit log: every request of dmrollout's ServiceAccounts (only those:
@@ -106,6 +214,20 @@ class LocalCluster:
         self._pki: pki.Pki | None = None
         self.start_seconds: float | None = None
 
+    @property
+    def api_port(self) -> int:
+        return self.slot.api_port
+
+    @property
+    def server(self) -> str:
+        """The API server's URL, as the kubeconfig has it."""
+        return f"https://127.0.0.1:{self.api_port}"
+
+    @property
+    def ports(self) -> dict[str, int]:
+        """Every port this cluster's processes listen on, by listener (LISTENERS)."""
+        return {name: self.slot.port(port) for name, port in LISTENERS.items()}
+
     # -- lifecycle -------------------------------------------------------------------------
     def start(self) -> LocalCluster:
         if not in_private_netns():
@@ -113,6 +235,7 @@ class LocalCluster:
                 "the local cluster runs only inside its private network namespace: "
                 "run through hack/in-netns.sh (make test / make demo do)"
             )
+        self._check_nodes()
         began = time.monotonic()
         bins = ensure_binaries()
         self.state_dir.mkdir(parents=True, exist_ok=True)
@@ -120,6 +243,7 @@ class LocalCluster:
             self.state_dir / "pki",
             hosts=["localhost", "kubernetes", "kubernetes.default", "kubernetes.default.svc"],
             ips=["127.0.0.1", "100.96.0.1"],
+            ca_name=f"{self.slot.context}-ca",
         )
         self._write_kubeconfig()
         self._start_etcd(bins)
@@ -132,6 +256,14 @@ class LocalCluster:
         self._wait_for_default_service_account()
         self.start_seconds = time.monotonic() - began
         return self
+
+    def _check_nodes(self) -> None:
+        # Pod IPs outside the namespace's local route would be unreachable, and Pod IPs in
+        # another slot's range would be served as that cluster's Pods by the runtime simulator.
+        allowed = ipaddress.IPv4Network(self.slot.kwok_cidr)
+        for n in self.nodes:
+            if not ipaddress.IPv4Network(n.pod_cidr).subnet_of(allowed):
+                raise ValueError(f"node {n.name}: podCIDR {n.pod_cidr} outside {allowed}")
 
     def stop(self) -> None:
         for p in reversed(self.processes):
@@ -186,9 +318,7 @@ class LocalCluster:
         assert self._pki is not None
         ctx = ssl.create_default_context(cafile=str(self._pki.ca_cert))
         ctx.load_cert_chain(str(self._pki.admin_cert), str(self._pki.admin_key))
-        with urllib.request.urlopen(
-            f"https://127.0.0.1:{API_PORT}{path}", context=ctx, timeout=5
-        ) as r:
+        with urllib.request.urlopen(f"{self.server}{path}", context=ctx, timeout=5) as r:
             body = r.read()
         return json.loads(body) if body.startswith(b"{") else body.decode()
 
@@ -228,9 +358,9 @@ class LocalCluster:
             "kind": "Config",
             "clusters": [
                 {
-                    "name": "dmrollout-local",
+                    "name": self.slot.context,
                     "cluster": {
-                        "server": f"https://127.0.0.1:{API_PORT}",
+                        "server": self.server,
                         "certificate-authority": str(self._pki.ca_cert),
                     },
                 }
@@ -246,19 +376,19 @@ class LocalCluster:
             ],
             "contexts": [
                 {
-                    "name": "dmrollout-local",
-                    "context": {"cluster": "dmrollout-local", "user": "admin"},
+                    "name": self.slot.context,
+                    "context": {"cluster": self.slot.context, "user": "admin"},
                 }
             ],
-            "current-context": "dmrollout-local",
+            "current-context": self.slot.context,
         }
         self.kubeconfig.write_text(yaml.safe_dump(cfg))
 
     def _start_etcd(self, bins: Path) -> None:
         data = self.state_dir / "etcd"
         shutil.rmtree(data, ignore_errors=True)
-        client = f"http://127.0.0.1:{ETCD_CLIENT_PORT}"
-        peer = f"http://127.0.0.1:{ETCD_PEER_PORT}"
+        client = self._etcd_url
+        peer = f"http://127.0.0.1:{self.slot.port(ETCD_PEER_PORT)}"
         p = self._spawn(
             "etcd",
             [
@@ -282,6 +412,10 @@ class LocalCluster:
             alive=[p],
         )
 
+    @property
+    def _etcd_url(self) -> str:
+        return f"http://127.0.0.1:{self.slot.port(ETCD_CLIENT_PORT)}"
+
     def _start_apiserver(self, bins: Path) -> None:
         assert self._pki is not None
         k = self._pki
@@ -289,8 +423,8 @@ class LocalCluster:
             "kube-apiserver",
             [
                 str(bins / "kube-apiserver"),
-                f"--etcd-servers=http://127.0.0.1:{ETCD_CLIENT_PORT}",
-                f"--secure-port={API_PORT}",
+                f"--etcd-servers={self._etcd_url}",
+                f"--secure-port={self.api_port}",
                 "--bind-address=127.0.0.1",
                 "--advertise-address=127.0.0.1",
                 f"--tls-cert-file={k.serving_cert}",
@@ -334,7 +468,7 @@ class LocalCluster:
                 f"--authentication-kubeconfig={self.kubeconfig}",
                 f"--authorization-kubeconfig={self.kubeconfig}",
                 "--bind-address=127.0.0.1",
-                "--secure-port=10257",
+                f"--secure-port={self.slot.port(CONTROLLER_MANAGER_PORT)}",
                 "--leader-elect=false",
                 "--use-service-account-credentials=false",
                 f"--service-account-private-key-file={self._pki.sa_key}",
@@ -357,7 +491,7 @@ class LocalCluster:
                 f"--authentication-kubeconfig={self.kubeconfig}",
                 f"--authorization-kubeconfig={self.kubeconfig}",
                 "--bind-address=127.0.0.1",
-                "--secure-port=10259",
+                f"--secure-port={self.slot.port(SCHEDULER_PORT)}",
                 "--leader-elect=false",
                 "-v=1",
             ],
@@ -369,10 +503,10 @@ class LocalCluster:
             "apiVersion: config.kwok.x-k8s.io/v1alpha1\n"
             "kind: KwokConfiguration\n"
             "options:\n"
-            f"  nodeIP: {NODE_IP}\n"
-            f"  cidr: {POD_NETWORK}\n"
+            f"  nodeIP: {self.slot.node_ip}\n"
+            f"  cidr: {self.slot.kwok_cidr}\n"
             "  manageNodesWithAnnotationSelector: kwok.x-k8s.io/node=fake\n"
-            "  serverAddress: 127.0.0.1:10247\n"
+            f"  serverAddress: 127.0.0.1:{self.slot.port(KWOK_PORT)}\n"
             # Explicit: with a config file kwok v0.8.0 leaves these at 0 and refuses to start.
             "  podPlayStageParallelism: 4\n"
             "  nodePlayStageParallelism: 4\n"

@@ -30,43 +30,67 @@ def _port_open(host: str, port: int) -> bool:
 
 @dataclass
 class Simulators:
-    """The registry and runtime simulators, sharing the simulated volumes of ``state_dir``."""
+    """The registry and runtime simulators, sharing the simulated volumes of ``state_dir``.
+
+    The ports are the defaults everywhere but beside another environment in the same network
+    namespace (``localenv.multicluster``); the product's serving Pods expect the runtime on
+    RUNTIME_PORT (decisionmodel's HTTP_PORT).
+    """
 
     state_dir: Path
     kubeconfig: Path
+    registry_port: int = REGISTRY_PORT
+    runtime_port: int = RUNTIME_PORT
 
     def __post_init__(self) -> None:
         self.registry: ManagedProcess | None = None
         self.runtime: ManagedProcess | None = None
+        self.registry_url = f"http://127.0.0.1:{self.registry_port}"
 
+    # The default's, for tests that need it before any instance exists.
     registry_url = REGISTRY_URL
+
+    def runtime_args(self) -> list[str]:
+        """The runtime simulator's command line: one cluster's Pods, at its kubeconfig."""
+        return [
+            sys.executable, "-m", "simulators.runtime", "--host", "0.0.0.0",
+            "--port", str(self.runtime_port), "--state-dir", str(self.state_dir),
+            "--kubeconfig", str(self.kubeconfig),
+        ]  # fmt: skip
 
     def start(self) -> Simulators:
         logs = self.state_dir / "logs"
         self.registry = ManagedProcess(
             "registry-sim",
             [sys.executable, "-m", "simulators.registry", "--host", "127.0.0.1",
-             "--port", str(REGISTRY_PORT), "--state-dir", str(self.state_dir)],
+             "--port", str(self.registry_port), "--state-dir", str(self.state_dir)],
             logs,
         ).start()  # fmt: skip
         # 0.0.0.0: one process answers on every Pod IP of the namespace-local Pod network.
-        self.runtime = ManagedProcess(
-            "runtime-sim",
-            [sys.executable, "-m", "simulators.runtime", "--host", "0.0.0.0",
-             "--port", str(RUNTIME_PORT), "--state-dir", str(self.state_dir),
-             "--kubeconfig", str(self.kubeconfig)],
-            logs,
-        ).start()  # fmt: skip
-        wait_until(lambda: _port_open("127.0.0.1", REGISTRY_PORT), 30, "registry simulator",
-                   0.1, [self.registry])  # fmt: skip
-        wait_until(lambda: _port_open("127.0.0.1", RUNTIME_PORT), 30, "runtime simulator",
-                   0.1, [self.runtime])  # fmt: skip
+        self.runtime = ManagedProcess("runtime-sim", self.runtime_args(), logs).start()
+        wait_until(lambda: _port_open("127.0.0.1", self.registry_port), 30,
+                   "registry simulator", 0.1, [self.registry])  # fmt: skip
+        wait_until(lambda: _port_open("127.0.0.1", self.runtime_port), 30,
+                   "runtime simulator", 0.1, [self.runtime])  # fmt: skip
         return self
 
     def stop(self) -> None:
         for p in (self.runtime, self.registry):
             if p is not None:
                 p.stop()
+
+
+def fake_kubelet(
+    kubeconfig: Path, sim_state: Path, log_dir: Path, name: str = "fake-kubelet"
+) -> ManagedProcess:
+    """The fake kubelet of one cluster (not started), keeping its volumes under ``sim_state``
+    where the runtime simulator looks for that cluster's stores."""
+    return ManagedProcess(
+        name,
+        [sys.executable, "-m", "localenv.kubelet", "--kubeconfig", str(kubeconfig),
+         "--state-dir", str(sim_state)],
+        log_dir,
+    )  # fmt: skip
 
 
 class LocalEnv:
@@ -85,12 +109,9 @@ class LocalEnv:
     def start_cluster(self) -> None:
         t0 = time.monotonic()
         self.cluster.start()
-        self.kubelet = ManagedProcess(
-            "fake-kubelet",
-            [sys.executable, "-m", "localenv.kubelet", "--kubeconfig", str(self.cluster.kubeconfig),
-             "--state-dir", str(self.simulators.state_dir)],
-            self.state_dir / "logs",
-        ).start()  # fmt: skip
+        self.kubelet = fake_kubelet(
+            self.cluster.kubeconfig, self.simulators.state_dir, self.state_dir / "logs"
+        ).start()
         self.timings["cluster"] = time.monotonic() - t0
 
     def start_temporal(self) -> None:

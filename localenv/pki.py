@@ -28,13 +28,17 @@ def _openssl(*args: str, cwd: Path) -> None:
     subprocess.run(["openssl", *args], cwd=cwd, check=True, capture_output=True)
 
 
-def generate(directory: Path, hosts: list[str], ips: list[str]) -> Pki:
+def generate(
+    directory: Path, hosts: list[str], ips: list[str], ca_name: str = "dmrollout-local-ca"
+) -> Pki:
+    """``ca_name``: the CA's common name; clusters side by side (localenv.multicluster) each
+    name theirs, so a certificate error says which cluster's CA it was about."""
     directory.mkdir(parents=True, exist_ok=True)
     d = directory
     _openssl("genrsa", "-out", "ca.key", "2048", cwd=d)
     _openssl(
         "req", "-x509", "-new", "-nodes", "-key", "ca.key", "-days", "3650",
-        "-subj", "/CN=dmrollout-local-ca", "-out", "ca.crt", cwd=d,
+        "-subj", f"/CN={ca_name}", "-out", "ca.crt", cwd=d,
     )  # fmt: skip
     san = ",".join([f"DNS:{h}" for h in hosts] + [f"IP:{ip}" for ip in ips])
     (d / "serving.ext").write_text(
