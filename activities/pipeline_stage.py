@@ -17,7 +17,7 @@ from datetime import UTC, datetime
 from typing import Any, Final
 
 from temporalio import activity
-from temporalio.client import WorkflowFailureError
+from temporalio.client import Client, WorkflowFailureError
 
 from activities.typed_errors import typed_errors
 from decisionmodel.api import API_VERSION, KIND
@@ -79,9 +79,14 @@ def refuse_foreign(current: dict[str, Any] | None, inp: StageInput) -> None:
 
 
 class StageActivities:
-    def __init__(self, kube: Kube, settings: RolloutSettings) -> None:
+    def __init__(
+        self, kube: Kube, settings: RolloutSettings, rollouts: Client | None = None
+    ) -> None:
         self.kube = kube
         self.settings = settings
+        # The client of this cluster's rollouts (its own Temporal namespace); None: the
+        # activity's own (rollouts and pipelines in one namespace).
+        self.rollouts = rollouts
 
     @activity.defn(name=APPLY_STAGE)
     async def apply(self, inp: StageInput) -> AppliedStage:
@@ -129,12 +134,11 @@ class StageActivities:
 
     @activity.defn(name=AWAIT_STAGE_VERDICT)
     async def await_verdict(self, rollout: StageRollout) -> StageVerdict:
-        """The result of the cluster's RolloutWorkflow (the cluster's own Temporal client)."""
+        """The result of the cluster's RolloutWorkflow, read in the cluster's own namespace."""
         if rollout.settled is not None:
             return rollout.settled
-        handle = activity.client().get_workflow_handle(
-            rollout.workflow_id, result_type=RolloutOutcome
-        )
+        client = self.rollouts or activity.client()
+        handle = client.get_workflow_handle(rollout.workflow_id, result_type=RolloutOutcome)
         result = asyncio.ensure_future(handle.result())
         try:
             while not result.done():

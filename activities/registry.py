@@ -5,6 +5,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from temporalio.client import Client
+
 from activities.delete_revision import DeleteRevisionActivities
 from activities.evaluate import EvaluateActivities
 from activities.pipeline_hub import PipelineHubActivities
@@ -46,9 +48,12 @@ def build_activities(
     ]
 
 
-def build_stage_activities(kube: Kube, settings: RolloutSettings) -> list[Callable[..., Any]]:
-    """A cluster's part of the pipelines (issue 25): on its ``dmrollout-stage-<cluster>``."""
-    stage = StageActivities(kube, settings)
+def build_stage_activities(
+    kube: Kube, settings: RolloutSettings, rollouts: Client | None = None
+) -> list[Callable[..., Any]]:
+    """A cluster's part of the pipelines (issue 25): on its ``dmrollout-stage-<cluster>``;
+    ``rollouts``: the client of this cluster's rollouts' namespace."""
+    stage = StageActivities(kube, settings, rollouts)
     return [stage.apply, stage.await_rollout, stage.await_verdict]
 
 

@@ -84,8 +84,12 @@ class CliContext:
         self.where.temporal_namespace = settings.namespace
         return settings
 
-    async def temporal(self) -> tuple[Client, TemporalSettings]:
+    async def temporal(self, pipelines: bool = False) -> tuple[Client, TemporalSettings]:
+        """``pipelines``: in the pipelines' namespace unless --temporal-namespace names one."""
         settings = self.temporal_settings()
+        if pipelines and not getattr(self.args, "temporal_namespace", None):
+            settings = settings.for_pipelines()
+            self.where.temporal_namespace = settings.namespace
         try:
             client = await asyncio.wait_for(connect(settings), CONNECT_TIMEOUT_SECONDS)
         except TimeoutError:

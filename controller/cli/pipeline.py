@@ -54,7 +54,7 @@ async def promote(ctx: CliContext) -> int:
     digest = ctx.args.digest or ((obj.get("status") or {}).get("freight") or {}).get("digest")
     if not digest:
         raise CliError(ExitCode.FAILED, "the run has not pinned its freight yet; try again")
-    client, _ = await ctx.temporal()
+    client, _ = await ctx.temporal(pipelines=True)
     handle = client.get_workflow_handle(wid)
     approval = Approval(stage=ctx.args.stage, digest=digest, by=getpass.getuser())
     try:
@@ -67,7 +67,7 @@ async def promote(ctx: CliContext) -> int:
 
 async def abort(ctx: CliContext) -> int:
     wid = _run_id(await _pipeline(ctx))
-    client, _ = await ctx.temporal()
+    client, _ = await ctx.temporal(pipelines=True)
     await client.get_workflow_handle(wid).signal(
         PipelineWorkflow.abort, ctx.args.reason, rpc_timeout=RPC
     )
@@ -91,7 +91,7 @@ async def status(ctx: CliContext) -> int:
 
 async def history(ctx: CliContext) -> int:
     wid = _run_id(await _pipeline(ctx))
-    client, _ = await ctx.temporal()
+    client, _ = await ctx.temporal(pipelines=True)
     handle = client.get_workflow_handle_for(PipelineWorkflow.run, wid)
     record: PipelineRecord = await handle.query(PipelineWorkflow.progress, rpc_timeout=RPC)
     print(f"pipeline run {wid}")
@@ -109,7 +109,7 @@ def pipeline_controller(args: argparse.Namespace) -> int:
     configure_logging(log_format(args))
 
     async def main() -> int:
-        client = await connect(TemporalSettings.load())
+        client = await connect(TemporalSettings.load().for_pipelines())
         return await run_pipeline_controller(Kube.from_settings(RolloutSettings()), client)
 
     return asyncio.run(main())

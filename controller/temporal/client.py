@@ -40,6 +40,12 @@ class TemporalSettings(BaseSettings):
     address: str = Field(default="127.0.0.1:7233", description="Frontend host:port.")
     namespace: str = Field(default="default", description="Temporal namespace of the rollouts.")
     task_queue: str = Field(default="dmrollout-rollouts", description="Task queue of workers.")
+    pipelines_namespace: str = Field(
+        default="",
+        description="Temporal namespace of DecisionModelPipelines (docs/pipelines.md), shared by "
+        "the hub and every stage cluster; each cluster's rollouts stay in its own namespace. "
+        "Empty: the rollouts' namespace (pipelines within one cluster's namespace only).",
+    )
     tls: bool = Field(
         default=False, description="Use TLS (implied by a CA, a client cert or an API key)."
     )
@@ -107,6 +113,10 @@ class TemporalSettings(BaseSettings):
         if profile.tls is not None and not (TLS_FIELDS & given):
             resolved._profile_tls = profile.tls.to_connect_tls_config()
         return resolved
+
+    def for_pipelines(self) -> TemporalSettings:
+        """The same connection, in the pipelines' namespace."""
+        return self.model_copy(update={"namespace": self.pipelines_namespace or self.namespace})
 
     def tls_config(self) -> TLSConfig | bool:
         if self._profile_tls is not None:

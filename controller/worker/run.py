@@ -157,11 +157,14 @@ def build_worker(
     )
 
 
-def pipeline_workers(client: Client, kube: Kube, settings: RolloutSettings) -> list[Worker]:
+def pipeline_workers(
+    client: Client, kube: Kube, settings: RolloutSettings, rollouts: Client | None = None
+) -> list[Worker]:
     """The pipelines' workers this process runs besides the rollouts' (issue 25): the stages
     of this cluster (``DMROLLOUT_STAGE_CLUSTER``) and, on the hub, the pipelines
-    (``DMROLLOUT_PIPELINE_HUB``). Each polls its own task queue with this cluster's
-    credentials only."""
+    (``DMROLLOUT_PIPELINE_HUB``), on ``client`` (the pipelines' namespace). Each polls its
+    own task queue with this cluster's credentials only; ``rollouts`` is the client of this
+    cluster's rollouts, whose verdicts the stages read."""
     workers = []
     common: dict[str, Any] = {
         **tuning_options(settings),
@@ -173,7 +176,7 @@ def pipeline_workers(client: Client, kube: Kube, settings: RolloutSettings) -> l
                 client,
                 task_queue=stage_task_queue(settings.stage_cluster),
                 workflows=[PipelineStageWorkflow],
-                activities=build_stage_activities(kube, settings),
+                activities=build_stage_activities(kube, settings, rollouts),
                 **common,
             )
         )
@@ -236,7 +239,10 @@ async def run_worker(temporal: TemporalSettings, settings: RolloutSettings) -> i
     warn_skipped_proxies(settings)
     period = settings.worker_series_check_seconds
     sweep = asyncio.create_task(_forget_deleted(metrics, kube, period))
-    extra = pipeline_workers(client, kube, settings)
+    pipelines = client
+    if temporal.pipelines_namespace and temporal.pipelines_namespace != temporal.namespace:
+        pipelines = await connect(temporal.for_pipelines())
+    extra = pipeline_workers(pipelines, kube, settings, rollouts=client)
     for w in extra:
         log.info("pipelines: also on task queue %s", w.task_queue)
     try:
