@@ -46,6 +46,8 @@ ROLLOUT_BOUND: Final = timedelta(minutes=10)
 # The verdict: the rollout's own deadlines end it, a Manual promotion in the template can wait
 # for its approval up to a week (RolloutPolicy's default approval wait); a day more of slack.
 VERDICT_BOUND: Final = timedelta(days=8)
+# Cancelled before the rollout was found: how long the cleanup looks for it.
+ABORT_FIND_BOUND: Final = timedelta(minutes=2)
 ROLLOUT_ABORT = "abort"  # RolloutWorkflow's abort signal (workflows/rollout.py)
 
 T = TypeVar("T")
@@ -61,12 +63,31 @@ class PipelineStageWorkflow:
             rollout = await self._step(AWAIT_STAGE_ROLLOUT, applied, StageRollout, ROLLOUT_BOUND)
             verdict = await self._step(AWAIT_STAGE_VERDICT, rollout, StageVerdict, VERDICT_BOUND)
         except asyncio.CancelledError:
-            if rollout is not None and rollout.workflow_id:
-                await _abort_rollout(rollout, inp)
+            await self._abort_applied(inp, applied, rollout)
             raise
         return verdict.model_copy(
             update={"rollout_workflow_id": verdict.rollout_workflow_id or _id(rollout)}
         )
+
+    async def _abort_applied(
+        self, inp: StageInput, applied: AppliedStage, rollout: StageRollout | None
+    ) -> None:
+        """Cancelled once the spec was applied: the cluster's controller starts (or started)
+        its rollout, so find it (bounded) and abort it; it rolls back."""
+        if rollout is None:
+            try:
+                rollout = await self._step(
+                    AWAIT_STAGE_ROLLOUT,
+                    applied,
+                    StageRollout,
+                    ABORT_FIND_BOUND,
+                    total=ABORT_FIND_BOUND,
+                )
+            except (ApplicationError, asyncio.CancelledError) as e:
+                workflow.logger.warning("no rollout of %s to abort: %s", applied.name, e)
+                return
+        if rollout.workflow_id:
+            await _abort_rollout(rollout, inp)
 
     async def _step(
         self,
@@ -76,6 +97,7 @@ class PipelineStageWorkflow:
         bound: timedelta,
         *,
         beat: bool = True,
+        total: timedelta | None = None,
     ) -> T:
         try:
             result: T = await workflow.execute_activity(
@@ -83,6 +105,7 @@ class PipelineStageWorkflow:
                 arg,
                 result_type=result_type,
                 start_to_close_timeout=bound,
+                schedule_to_close_timeout=total,
                 heartbeat_timeout=HEARTBEAT if beat else None,
                 retry_policy=RETRY,
                 cancellation_type=workflow.ActivityCancellationType.TRY_CANCEL,

@@ -73,9 +73,10 @@ async def test_a_scale_down_and_a_pod_replaced_in_the_window_keep_the_promotion(
     spec = {"model": "laya:en", "replicas": 3, "rollout": {"postPromotionWatch": "1m"}}
     old, new = await promoted_again(ctl, spec, "scaled")
     # What an HPA or an operator does right after a promotion: fewer replicas, and one Pod
-    # replaced (its successor warms up while the watch looks).
-    ctl.kubectl("scale", "dm/scaled", "--replicas=2")
+    # replaced (its successor warms up while the watch looks). The Pod is deleted before the
+    # scale-down: after it, the ReplicaSet may already have deleted the one picked (CI, loaded).
     ctl.kubectl("delete", "pod", ctl.pods("scaled", new)[0]["metadata"]["name"], "--wait=false")
+    ctl.kubectl("scale", "dm/scaled", "--replicas=2")
 
     # The watch ends (the previous revision is deleted after it) with the promotion kept.
     await eventually(lambda: not ctl.pods("scaled", old), 180, what="the watch over")
