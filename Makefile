@@ -18,7 +18,7 @@ endif
 UNIT_WORKERS ?= 2
 HELM = $(shell bash hack/testenv.sh --print)/helm
 
-.PHONY: help venv testenv browser bench bench-gates bench-startup bench-fleet bench-watch test e2e chaos fuzz unit lint format manifests demo dev-up image image-test chart release clean
+.PHONY: help venv testenv browser demo-pipeline bench bench-gates bench-startup bench-fleet bench-watch test e2e chaos fuzz unit lint format manifests demo dev-up image image-test chart release clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-10s %s\n", $$1, $$2}'
@@ -72,6 +72,9 @@ manifests: venv ## regenerate the CRD (deploy/ and the chart) and docs/api.md fr
 	cp deploy/crd/decisionmodels.decisionmodel.io.yaml charts/dmrollout/crds/
 	$(BIN)/python -m decisionmodel.api.crd --docs > docs/api.md
 	$(BIN)/python -m decisionmodel.api.pipeline_crd > deploy/pipelines/hub/decisionmodelpipelines.decisionmodel.io.yaml
+
+demo-pipeline: venv testenv ## two clusters (hub/staging, prod), one Temporal: a DecisionModelPipeline promoted staging -> prod with a soak and a manual approval (DEMO_ARGS=--scenarios adds a moved tag and a failing candidate)
+	hack/in-netns.sh $(BIN)/python -m localenv.pipeline_demo $(DEMO_ARGS)
 
 demo: venv testenv ## local cluster, Temporal (UI on host 127.0.0.1:8233), simulators, worker, controller, two sample rollouts; Ctrl-C stops
 	hack/demo.sh $(DEMO_ARGS)

@@ -93,7 +93,6 @@ class StageActivities:
         async with typed_errors():
             current = await Kube.run(self.kube.read_dm, inp.namespace, inp.name)
             refuse_foreign(current, inp)
-            before = ((current or {}).get("status") or {}).get("rollout") or {}
             applied = await Kube.run(apply_dm, self.kube, stage_object(inp))
             meta = applied["metadata"]
             return AppliedStage(
@@ -101,7 +100,6 @@ class StageActivities:
                 name=inp.name,
                 uid=meta["uid"],
                 generation=int(meta.get("generation") or 1),
-                rollout_before=str(before.get("workflowId") or ""),
             )
 
     @activity.defn(name=AWAIT_STAGE_ROLLOUT)
@@ -115,7 +113,7 @@ class StageActivities:
                     "re-created while its stage ran",
                     permanent=True,
                 )
-            return observe(dm, applied.generation, applied.rollout_before)
+            return observe(dm, applied.generation)
 
         async with typed_errors():
             src = source("DecisionModel", applied.namespace, name=applied.name)

@@ -38,7 +38,7 @@ def stage_annotations(inp: StageInput) -> dict[str, str]:
 def apply_dm(kube: Kube, body: dict[str, Any]) -> dict[str, Any]:
     """Server-side apply of a whole DecisionModel (metadata and spec) by the stage."""
     meta = body["metadata"]
-    result: dict[str, Any] = kube.custom.patch_namespaced_custom_object(
+    result: dict[str, Any] | None = kube.custom.patch_namespaced_custom_object(
         GROUP,
         VERSION,
         meta["namespace"],
@@ -49,6 +49,13 @@ def apply_dm(kube: Kube, body: dict[str, Any]) -> dict[str, Any]:
         force=True,
         _content_type=APPLY_PATCH,
     )
+    if result is None:
+        # The client maps only 200 to a body: an apply that created the object (201) comes
+        # back empty. Read what was created.
+        result = kube.custom.get_namespaced_custom_object(
+            GROUP, VERSION, meta["namespace"], PLURAL, meta["name"]
+        )
+    assert result is not None
     return result
 
 

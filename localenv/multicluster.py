@@ -84,6 +84,7 @@ class MultiClusterEnv:
         first_slot: int = 0,
         ports: SharedPorts | None = None,
         temporal_ui_ip: str | None = None,
+        temporal_namespaces: tuple[str, ...] = (),
     ) -> None:
         if not names or len(set(names)) != len(names):
             raise ValueError(f"cluster names must be distinct and at least one: {names!r}")
@@ -99,6 +100,7 @@ class MultiClusterEnv:
             port=self.ports.temporal,
             ui_port=self.ports.temporal_ui,
             ui_ip=temporal_ui_ip,
+            extra_namespaces=temporal_namespaces,
         )
         self.simulators = MultiClusterSimulators(
             state_dir / "sim",

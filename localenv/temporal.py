@@ -38,6 +38,7 @@ class TemporalDevServer:
         ui_ip: str | None = None,
         namespace: str = "default",
         ui_codec_endpoint: str | None = None,
+        extra_namespaces: tuple[str, ...] = (),
     ) -> None:
         self.state_dir = state_dir
         self.ip = ip
@@ -45,6 +46,8 @@ class TemporalDevServer:
         self.ui_port = ui_port
         self.ui_ip = ui_ip or ip
         self.namespace = namespace
+        # More namespaces at start (each cluster's rollouts and the pipelines', issue 25).
+        self.extra_namespaces = extra_namespaces
         # The UI sends payloads there to show them decoded (`dmrollout codec-server`).
         self.ui_codec_endpoint = ui_codec_endpoint
         self.db_file = state_dir / "temporal.sqlite"
@@ -86,6 +89,8 @@ class TemporalDevServer:
             "--metrics-port",
             str(self.metrics_port),
         ]
+        for extra in self.extra_namespaces:
+            args += ["--namespace", extra]
         if self.ui_codec_endpoint:
             args += ["--ui-codec-endpoint", self.ui_codec_endpoint]
         for registration in cli_registrations():

@@ -99,7 +99,6 @@ class AppliedStage(Contract):
     name: str
     uid: str
     generation: int
-    rollout_before: str = ""  # status.rollout's workflow before the apply (a new one is ours)
 
 
 class StageVerdict(Contract):

@@ -1,9 +1,10 @@
 """What a stage reads off its cluster's DecisionModel (issue 25). Pure.
 
 After the stage applied generation G, the cluster's controller sees it (observedGeneration >= G)
-and either starts a rollout, whose workflow names itself in ``status.rollout`` (a run other
-than the one before the apply), or has nothing to roll out (an in-place change, or the same
-revision already serving: not Reconciling), or refuses the spec (kstatus ``Stalled=True``).
+and either starts a rollout, whose steps write their conditions for generation G (Resolved
+first) and name their run in ``status.rollout``, or has nothing to roll out (an in-place
+change, or the same revision already serving: not Reconciling), or refuses the spec (kstatus
+``Stalled=True``).
 The rollout's verdict itself comes from its workflow's result (``rollout_verdict``), the
 cluster's RolloutWorkflow deciding with its own gates.
 """
@@ -36,15 +37,19 @@ class StageObservation(BaseModel):
     message: str = ""
 
 
-def observe(dm: dict[str, Any], generation: int, rollout_before: str) -> StageObservation | None:
-    """None: not decided yet (the controller has not seen G, or is about to start a rollout)."""
+def observe(dm: dict[str, Any], generation: int) -> StageObservation | None:
+    """None: not decided yet (the controller has not seen G, or is about to start a rollout).
+    A rollout is the applied generation's when its first step's condition (Resolved) is for G
+    or later: a retried apply, or a rollout from before it, can never be taken for it."""
     status = DecisionModelStatus.model_validate(dm.get("status") or {})
     if (status.observed_generation or 0) < generation:
         return None
-    run = status.rollout
-    if run is not None and run.workflow_id and run.workflow_id != rollout_before:
-        return StageObservation(rollout_workflow_id=run.workflow_id, rollout_run_id=run.run_id)
     conditions = {c.type: c for c in status.conditions}
+    resolved = conditions.get(ConditionType.RESOLVED)
+    run = status.rollout
+    ours = resolved is not None and (resolved.observed_generation or 0) >= generation
+    if ours and run is not None and run.workflow_id:
+        return StageObservation(rollout_workflow_id=run.workflow_id, rollout_run_id=run.run_id)
     stalled = conditions.get(ConditionType.STALLED)
     if stalled is not None and stalled.status == ConditionStatus.TRUE:
         return StageObservation(

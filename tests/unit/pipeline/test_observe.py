@@ -10,11 +10,14 @@ from decisionmodel.vocabulary import RolloutResult, StageState
 G = 3
 
 
-def dm(generation: int, *conditions: tuple[str, str], rollout: str | None = None) -> dict[str, Any]:
+def dm(
+    generation: int, *conditions: tuple[str, str, int], rollout: str | None = None
+) -> dict[str, Any]:
     status: dict[str, Any] = {
         "observedGeneration": generation,
         "conditions": [
-            {"type": t, "status": s, "reason": "R", "message": "m"} for t, s in conditions
+            {"type": t, "status": s, "reason": "R", "message": "m", "observedGeneration": g}
+            for t, s, g in conditions
         ],
     }
     if rollout:
@@ -23,31 +26,31 @@ def dm(generation: int, *conditions: tuple[str, str], rollout: str | None = None
 
 
 def test_not_seen_yet_is_undecided() -> None:
-    assert observe(dm(G - 1), G, "") is None
+    assert observe(dm(G - 1), G) is None
 
 
-def test_a_new_rollout_is_found_by_its_workflow() -> None:
+def test_the_rollout_of_the_applied_generation_is_found_by_its_first_step() -> None:
     seen = observe(
-        dm(G, ("Reconciling", "True"), rollout="rollout/ns/m/new"), G, "rollout/ns/m/old"
+        dm(G, ("Reconciling", "True", G), ("Resolved", "True", G), rollout="rollout/ns/m/new"), G
     )
     assert seen is not None and seen.rollout_workflow_id == "rollout/ns/m/new"
     assert seen.state is None
 
 
-def test_the_rollout_from_before_the_apply_is_not_ours() -> None:
-    assert (
-        observe(dm(G, ("Reconciling", "True"), rollout="rollout/ns/m/old"), G, "rollout/ns/m/old")
-        is None
-    )
+def test_a_rollout_of_an_earlier_generation_is_not_ours() -> None:
+    """The controller took G up (Reconciling) but its rollout has not written yet: status.rollout
+    still names the earlier generation's run, which a retried apply must not take for G's."""
+    earlier = dm(G, ("Reconciling", "True", G), ("Resolved", "True", G - 1), rollout="rollout/old")
+    assert observe(earlier, G) is None
 
 
 def test_a_refused_spec_fails_the_stage() -> None:
-    seen = observe(dm(G, ("Stalled", "True")), G, "")
+    seen = observe(dm(G, ("Stalled", "True", G)), G)
     assert seen is not None and seen.state == StageState.FAILED
 
 
 def test_nothing_to_roll_out_is_promoted() -> None:
-    seen = observe(dm(G, ("Ready", "True"), rollout="rollout/ns/m/old"), G, "rollout/ns/m/old")
+    seen = observe(dm(G, ("Ready", "True", G), ("Resolved", "True", G - 1), rollout="old"), G)
     assert seen is not None and seen.state == StageState.PROMOTED
     assert seen.rollout_workflow_id == ""
 

@@ -1,0 +1,293 @@
+"""``make demo-pipeline``: one model promoted through two clusters (issue 25).
+
+Two real control planes in this network namespace (``hub``, which is also the staging stage,
+and ``prod``), one Temporal dev server with a namespace per cluster's rollouts and one for the
+pipelines, the simulators, and per cluster a ``dmrollout worker`` and ``dmrollout controller``
+(the same commands a cluster runs; each worker polls its cluster's stage queue), plus the hub's
+``dmrollout pipeline-controller``. Then:
+
+1. a DecisionModelPipeline ``scoring`` with ``staging`` (hub) → ``prod`` (soak, Manual);
+2. staging promotes; prod soaks, then waits for its approval;
+3. an approval for other bytes is refused; ``dmrollout pipeline promote`` approves the freight;
+4. prod promotes the digest staging verified;
+5. with ``--scenarios``: a new revision whose tag is re-published while prod soaks (prod is
+   given the staging digest, never the new bytes), and one whose model fails its evaluation
+   in staging (it rolls back there; prod never gets it: Blocked).
+
+``--json FILE`` writes what was observed (the e2e test reads it); each wait is bounded.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, Final
+
+import httpx
+
+from decisionmodel.api.crd import CRD_NAME
+from decisionmodel.api.pipeline_crd import PIPELINE_CRD_FILE, PIPELINE_CRD_NAME
+from localenv.cluster import LocalCluster
+from localenv.multicluster import MultiClusterEnv
+from localenv.paths import REPO_ROOT
+from localenv.processes import ManagedProcess
+from simulators.answers import make_golden_set
+
+NAMESPACE: Final = "models"
+PIPELINE: Final = "scoring"
+PIPELINES_NS: Final = "pipelines"
+ROLLOUT_NS: Final = {"hub": "default", "prod": "prod"}
+STAGE_CLUSTER: Final = {"hub": "staging", "prod": "prod"}
+CRD: Final = REPO_ROOT / "deploy" / "crd" / "decisionmodels.decisionmodel.io.yaml"
+GOLDEN: Final = {"name": "scoring-golden", "key": "cases.jsonl"}
+SOAK: Final = "20s"
+
+
+def say(text: str) -> None:
+    print(f"==> {text}", flush=True)
+
+
+def product_env(env: MultiClusterEnv, name: str, index: int) -> dict[str, str]:
+    registry = f"http://127.0.0.1:{env.ports.registry}"
+    out = {
+        "DMROLLOUT_KUBECONFIG": str(env.clusters[name].kubeconfig),
+        "DMROLLOUT_OLLAYA_REGISTRY": registry,
+        "DMROLLOUT_ALLOWED_REGISTRIES": json.dumps([f"127.0.0.1:{env.ports.registry}"]),
+        "DMROLLOUT_ALLOW_INSECURE_REGISTRIES": "true",
+        "DMROLLOUT_TEMPORAL_ADDRESS": env.temporal.address,
+        "DMROLLOUT_TEMPORAL_NAMESPACE": ROLLOUT_NS[name],
+        "DMROLLOUT_TEMPORAL_PIPELINES_NAMESPACE": PIPELINES_NS,
+        "DMROLLOUT_STAGE_CLUSTER": STAGE_CLUSTER[name],
+        "DMROLLOUT_CONTROLLER_LEASE_NAMESPACE": "default",
+        "DMROLLOUT_CONTROLLER_HEALTH_PORT": str(8080 + 100 * index),
+        "DMROLLOUT_WORKER_METRICS_PORT": str(8081 + 100 * index),
+        "DMROLLOUT_METRICS_SECURE": "false",
+        "DMROLLOUT_POLL_INTERVAL_SECONDS": "0.5",
+    }
+    if name == "hub":
+        out["DMROLLOUT_PIPELINE_HUB"] = "true"
+    return out
+
+
+def wait_for(check: Callable[[], Any], timeout: float, what: str) -> Any:
+    deadline = time.monotonic() + timeout
+    while True:
+        value = check()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"pipeline demo: {what} did not happen within {timeout:.0f} s")
+        time.sleep(0.5)
+
+
+def get_json(cluster: LocalCluster, *args: str) -> dict[str, Any]:
+    r = cluster.kubectl("get", *args, "-o", "json", check=False)
+    return json.loads(r.stdout) if r.returncode == 0 else {}
+
+
+class Demo:
+    def __init__(self, env: MultiClusterEnv, state: Path) -> None:
+        self.env = env
+        self.state = state
+        self.hub = env.clusters["hub"]
+        self.prod = env.clusters["prod"]
+        self.cli_env = {**os.environ, **product_env(env, "hub", 0)}
+
+    def install(self) -> None:
+        for index, (name, cluster) in enumerate(self.env.clusters.items()):
+            cluster.establish_crd(CRD, CRD_NAME)
+            cluster.kubectl("create", "namespace", NAMESPACE, check=False)
+            golden = "".join(json.dumps(c) + "\n" for c in make_golden_set(100, seed=2026))
+            cluster.apply(
+                {
+                    "apiVersion": "v1",
+                    "kind": "ConfigMap",
+                    "metadata": {"name": GOLDEN["name"], "namespace": NAMESPACE},
+                    "data": {GOLDEN["key"]: golden},
+                }
+            )
+            self._start(name, index)
+        self.hub.establish_crd(REPO_ROOT / PIPELINE_CRD_FILE, PIPELINE_CRD_NAME)
+        self._spawn("hub-pipeline-controller", ["pipeline-controller"], self.cli_env)
+        say(f"workers, controllers and the pipeline controller started (logs: {self.state})")
+
+    def _start(self, name: str, index: int) -> None:
+        penv = {**os.environ, **product_env(self.env, name, index)}
+        self._spawn(f"{name}-worker", ["worker"], penv)
+        self._spawn(f"{name}-controller", ["controller"], penv)
+
+    def _spawn(self, name: str, args: list[str], env: dict[str, str]) -> None:
+        cmd = [sys.executable, "-m", "controller.cli", *args]
+        proc = ManagedProcess(name, cmd, self.state / "logs", env=env).start()
+        self.env.extra_processes.append(proc)
+
+    def put_model(self, tag: str, **profile: Any) -> str:
+        url = f"http://127.0.0.1:{self.env.ports.registry}/_sim/models/library/laya/{tag}"
+        with httpx.Client(trust_env=False, timeout=10) as http:
+            r = http.put(url, json=profile)
+            r.raise_for_status()
+            return str(r.json()["digest"])
+
+    def apply_pipeline(self, model: str, evaluation: bool) -> None:
+        template: dict[str, Any] = {"model": model, "replicas": 1}
+        if evaluation:
+            template["rollout"] = {
+                "evaluation": {"datasetRef": {"configMapRef": GOLDEN}, "minAccuracy": "0.85"}
+            }
+        stages = [
+            {"name": "staging", "cluster": STAGE_CLUSTER["hub"], "namespace": NAMESPACE},
+            {
+                "name": "prod",
+                "cluster": STAGE_CLUSTER["prod"],
+                "namespace": NAMESPACE,
+                "dependsOn": ["staging"],
+                "soak": SOAK,
+                "approval": "Manual",
+            },
+        ]
+        self.hub.apply(
+            {
+                "apiVersion": "decisionmodel.io/v1alpha1",
+                "kind": "DecisionModelPipeline",
+                "metadata": {"name": PIPELINE, "namespace": NAMESPACE},
+                "spec": {"template": {"spec": template}, "stages": stages},
+            }
+        )
+
+    def pipeline(self) -> dict[str, Any]:
+        return get_json(self.hub, "dmp", PIPELINE, "-n", NAMESPACE).get("status") or {}
+
+    def stage(self, name: str) -> dict[str, Any]:
+        return next((s for s in self.pipeline().get("stages") or [] if s["name"] == name), {})
+
+    def stage_in(self, name: str, *states: str, timeout: float = 300) -> dict[str, Any]:
+        found: dict[str, Any] = wait_for(
+            lambda: (s := self.stage(name)) and s.get("state") in states and s,
+            timeout,
+            f"stage {name} {'/'.join(states)}",
+        )
+        return found
+
+    def dm_status(self, cluster: LocalCluster) -> dict[str, Any]:
+        return get_json(cluster, "dm", PIPELINE, "-n", NAMESPACE).get("status") or {}
+
+    def cli(self, *args: str) -> subprocess.CompletedProcess[str]:
+        cmd = [sys.executable, "-m", "controller.cli", "pipeline", *args, "-n", NAMESPACE]
+        kube = ["--kubeconfig", str(self.hub.kubeconfig)]
+        return subprocess.run(
+            [*cmd, *kube], env=self.cli_env, capture_output=True, text=True, timeout=60
+        )
+
+
+def promote_through(demo: Demo) -> dict[str, Any]:
+    """Staging → soak → approval (a wrong one refused) → prod."""
+    digest = demo.put_model("en", revision="en-1", accuracy=0.92)
+    demo.apply_pipeline("laya:en", evaluation=False)
+    say("applied DecisionModelPipeline scoring: staging (hub) -> prod (soak 20s, Manual)")
+    staged = demo.stage_in("staging", "Promoted", "Failed")
+    say(f"staging: {staged['state']} ({staged.get('reason')})")
+    waiting = demo.stage_in("prod", "AwaitingApproval", "Failed", "Blocked")
+    other = "f" * 64
+    wrong = demo.cli("promote", PIPELINE, "--stage", "prod", "--digest", other)
+    approved = demo.cli("promote", PIPELINE, "--stage", "prod")
+    say(f"approval for other bytes: exit {wrong.returncode}")
+    say(f"approval for the freight: {approved.stdout.strip() or approved.stderr.strip()}")
+    done = demo.stage_in("prod", "Promoted", "Failed", timeout=300)
+    print(demo.hub.kubectl("get", "dmp", "-n", NAMESPACE, "-o", "wide").stdout, flush=True)
+    pipeline = demo.pipeline()
+    return {
+        "registry_digest": digest,
+        "freight": (pipeline.get("freight") or {}).get("digest"),
+        "staging": staged,
+        "prod_waiting": waiting,
+        "prod": done,
+        "wrong_approval_exit": wrong.returncode,
+        "wrong_approval_error": wrong.stderr.strip()[-400:],
+        "approval_exit": approved.returncode,
+        "staging_stable": (demo.dm_status(demo.hub).get("stableRevision") or {}).get("digest"),
+        "prod_stable": (demo.dm_status(demo.prod).get("stableRevision") or {}).get("digest"),
+        "phase": pipeline.get("phase"),
+        "workflow_id": pipeline.get("workflowId"),
+        "history": demo.cli("history", PIPELINE).stdout,
+    }
+
+
+def tag_moved(demo: Demo) -> dict[str, Any]:
+    """A new revision (laya:v2): staging promotes it, then the tag is re-published with other
+    bytes; prod is given the staging digest, never the new one."""
+    verified = demo.put_model("v2", revision="v2-1", accuracy=0.93)
+    before = demo.pipeline().get("revision")
+    demo.apply_pipeline("laya:v2", evaluation=False)
+    wait_for(lambda: demo.pipeline().get("revision") not in (None, before), 60, "a new run")
+    staged = demo.stage_in("staging", "Promoted", "Failed", timeout=400)
+    moved = demo.put_model("v2", revision="v2-2-moved", accuracy=0.93)
+    say("the tag laya:v2 was re-published with other bytes while prod soaked")
+    demo.stage_in("prod", "AwaitingApproval", "Failed", "Blocked")
+    demo.cli("promote", PIPELINE, "--stage", "prod")
+    prod = demo.stage_in("prod", "Promoted", "Failed", timeout=400)
+    say(f"prod: {prod['state']} ({prod.get('reason')}: {prod.get('message', '')[:160]})")
+    prod_dm = get_json(demo.prod, "dm", PIPELINE, "-n", NAMESPACE)
+    return {
+        "verified_digest": verified,
+        "moved_digest": moved,
+        "freight": (demo.pipeline().get("freight") or {}).get("digest"),
+        "staging": staged,
+        "prod": prod,
+        "prod_spec_digest": prod_dm["spec"].get("digest"),
+        "prod_stable": ((prod_dm.get("status") or {}).get("stableRevision") or {}).get("digest"),
+    }
+
+
+def failing_candidate(demo: Demo) -> dict[str, Any]:
+    """A revision whose model fails its evaluation in staging never reaches prod."""
+    demo.put_model("weak", revision="weak-1", accuracy=0.4)
+    before = demo.pipeline().get("revision")
+    demo.apply_pipeline("laya:weak", evaluation=True)
+    wait_for(lambda: demo.pipeline().get("revision") not in (None, before), 60, "a new run")
+    staged = demo.stage_in("staging", "Failed", "Promoted", timeout=400)
+    prod = demo.stage_in("prod", "Blocked", "AwaitingApproval", "Promoted", timeout=60)
+    return {
+        "staging": staged,
+        "prod": prod,
+        "prod_model": (demo.dm_status(demo.prod).get("stableRevision") or {}).get("model"),
+        "prod_spec_model": get_json(demo.prod, "dm", PIPELINE, "-n", NAMESPACE)["spec"]["model"],
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m localenv.pipeline_demo")
+    parser.add_argument("--json", type=Path, default=None, help="write the observations here")
+    parser.add_argument(
+        "--scenarios",
+        action="store_true",
+        help="then a tag moved between the stages, and a candidate failing in staging",
+    )
+    args = parser.parse_args(argv)
+    state = Path(tempfile.mkdtemp(prefix="dmrollout-pipeline-demo-"))
+    namespaces = tuple(n for n in {*ROLLOUT_NS.values(), PIPELINES_NS} if n != "default")
+    result: dict[str, Any] = {"state": str(state)}
+    with MultiClusterEnv(state, ("hub", "prod"), temporal_namespaces=namespaces) as env:
+        say(f"clusters up in {env.timings['start']:.1f} s; Temporal UI {env.temporal.ui_url}")
+        demo = Demo(env, state)
+        demo.install()
+        began = time.monotonic()
+        result["promotion"] = promote_through(demo)
+        result["promotion_seconds"] = time.monotonic() - began
+        if args.scenarios:
+            result["tag_moved"] = tag_moved(demo)
+            result["failing"] = failing_candidate(demo)
+    if args.json is not None:
+        args.json.write_text(json.dumps(result, indent=2, default=str))
+    say(f"done; state and logs in {state}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
