@@ -232,45 +232,63 @@ def root_schema() -> dict[str, Any]:
     }
 
 
-def render_crd() -> dict[str, Any]:
-    """The CustomResourceDefinition as a dict, ready to apply."""
+def crd_document(
+    names: dict[str, Any],
+    subresources: dict[str, Any],
+    columns: tuple[dict[str, Any], ...],
+    schema: dict[str, Any],
+) -> dict[str, Any]:
+    """A namespaced CustomResourceDefinition of this API group, one served version."""
     return {
         "apiVersion": "apiextensions.k8s.io/v1",
         "kind": "CustomResourceDefinition",
-        "metadata": {"name": CRD_NAME},
+        "metadata": {"name": f"{names['plural']}.{GROUP}"},
         "spec": {
             "group": GROUP,
-            "names": {
-                "kind": KIND,
-                "listKind": LIST_KIND,
-                "plural": PLURAL,
-                "singular": SINGULAR,
-                "shortNames": [SHORT_NAME],
-                "categories": [CATEGORY],
-            },
+            "names": {**names, "categories": [CATEGORY]},
             "scope": "Namespaced",
             "versions": [
                 {
                     "name": VERSION,
                     "served": True,
                     "storage": True,
-                    # The scale subresource: an HPA or KEDA scales spec.replicas, which the
-                    # controller applies to the stable in place (seed 000: autoscaler
-                    # compatible); its Pods are found through status.selector.
-                    "subresources": {
-                        "status": {},
-                        "scale": {
-                            "specReplicasPath": ".spec.replicas",
-                            "statusReplicasPath": ".status.replicas.modelReady",
-                            "labelSelectorPath": ".status.selector",
-                        },
-                    },
-                    "additionalPrinterColumns": [dict(c) for c in PRINTER_COLUMNS],
-                    "schema": {"openAPIV3Schema": root_schema()},
+                    "subresources": subresources,
+                    "additionalPrinterColumns": [dict(c) for c in columns],
+                    "schema": {"openAPIV3Schema": schema},
                 }
             ],
         },
     }
+
+
+def render_crd() -> dict[str, Any]:
+    """The CustomResourceDefinition as a dict, ready to apply."""
+    names = {
+        "kind": KIND,
+        "listKind": LIST_KIND,
+        "plural": PLURAL,
+        "singular": SINGULAR,
+        "shortNames": [SHORT_NAME],
+    }
+    # The scale subresource: an HPA or KEDA scales spec.replicas, which the controller applies
+    # to the stable in place (seed 000: autoscaler compatible); its Pods are found through
+    # status.selector.
+    subresources = {
+        "status": {},
+        "scale": {
+            "specReplicasPath": ".spec.replicas",
+            "statusReplicasPath": ".status.replicas.modelReady",
+            "labelSelectorPath": ".status.selector",
+        },
+    }
+    return crd_document(names, subresources, PRINTER_COLUMNS, root_schema())
+
+
+def dump_yaml(doc: dict[str, Any], header: str) -> str:
+    """A generated manifest as committed: the header, then the document, never aliases."""
+    return header + yaml.dump(
+        doc, Dumper=_TreeDumper, sort_keys=False, allow_unicode=True, width=100
+    )
 
 
 class _TreeDumper(yaml.SafeDumper):
@@ -282,10 +300,7 @@ class _TreeDumper(yaml.SafeDumper):
 
 def render_crd_yaml() -> str:
     """The CRD as the YAML committed in `deploy/crd/`."""
-    body = yaml.dump(
-        render_crd(), Dumper=_TreeDumper, sort_keys=False, allow_unicode=True, width=100
-    )
-    return _HEADER + body
+    return dump_yaml(render_crd(), _HEADER)
 
 
 # --- docs/api.md ----------------------------------------------------------------------------

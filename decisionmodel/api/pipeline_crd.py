@@ -11,13 +11,12 @@ from __future__ import annotations
 import sys
 from typing import Any, Final
 
-import yaml
-
-from decisionmodel.api import CATEGORY, GROUP, VERSION
+from decisionmodel.api import GROUP
 from decisionmodel.api.crd import (
     _column,
-    _TreeDumper,
     _without_defaults,
+    crd_document,
+    dump_yaml,
     openapi_schema,
 )
 from decisionmodel.api.pipeline import (
@@ -66,40 +65,18 @@ def pipeline_schema() -> dict[str, Any]:
 
 
 def render_pipeline_crd() -> dict[str, Any]:
-    return {
-        "apiVersion": "apiextensions.k8s.io/v1",
-        "kind": "CustomResourceDefinition",
-        "metadata": {"name": PIPELINE_CRD_NAME},
-        "spec": {
-            "group": GROUP,
-            "names": {
-                "kind": PIPELINE_KIND,
-                "listKind": PIPELINE_LIST_KIND,
-                "plural": PIPELINE_PLURAL,
-                "singular": PIPELINE_SINGULAR,
-                "shortNames": [PIPELINE_SHORT_NAME],
-                "categories": [CATEGORY],
-            },
-            "scope": "Namespaced",
-            "versions": [
-                {
-                    "name": VERSION,
-                    "served": True,
-                    "storage": True,
-                    "subresources": {"status": {}},
-                    "additionalPrinterColumns": [dict(c) for c in PIPELINE_COLUMNS],
-                    "schema": {"openAPIV3Schema": pipeline_schema()},
-                }
-            ],
-        },
+    names = {
+        "kind": PIPELINE_KIND,
+        "listKind": PIPELINE_LIST_KIND,
+        "plural": PIPELINE_PLURAL,
+        "singular": PIPELINE_SINGULAR,
+        "shortNames": [PIPELINE_SHORT_NAME],
     }
+    return crd_document(names, {"status": {}}, PIPELINE_COLUMNS, pipeline_schema())
 
 
 def render_pipeline_crd_yaml() -> str:
-    body = yaml.dump(
-        render_pipeline_crd(), Dumper=_TreeDumper, sort_keys=False, allow_unicode=True, width=100
-    )
-    return _HEADER + body
+    return dump_yaml(render_pipeline_crd(), _HEADER)
 
 
 if __name__ == "__main__":
