@@ -22,6 +22,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import signal
 import subprocess
 import sys
 import tempfile
@@ -99,6 +100,7 @@ class Demo:
         self.hub = env.clusters["hub"]
         self.prod = env.clusters["prod"]
         self.cli_env = {**os.environ, **product_env(env, "hub", 0)}
+        self.processes: dict[str, ManagedProcess] = {}
 
     def install(self) -> None:
         for index, (name, cluster) in enumerate(self.env.clusters.items()):
@@ -123,10 +125,43 @@ class Demo:
         self._spawn(f"{name}-worker", ["worker"], penv)
         self._spawn(f"{name}-controller", ["controller"], penv)
 
-    def _spawn(self, name: str, args: list[str], env: dict[str, str]) -> None:
+    def _spawn(self, name: str, args: list[str], env: dict[str, str]) -> ManagedProcess:
         cmd = [sys.executable, "-m", "controller.cli", *args]
         proc = ManagedProcess(name, cmd, self.state / "logs", env=env).start()
         self.env.extra_processes.append(proc)
+        self.processes[name] = proc
+        return proc
+
+    def revive(self) -> None:
+        """As the kubelet does (restartPolicy Always): a product process that exited (a
+        controller that lost its lease while its API server was away exits on purpose, so that
+        a standby takes over) is started again."""
+        for name, proc in list(self.processes.items()):
+            if not proc.running():
+                say(f"{name} exited; starting it again")
+                self.env.extra_processes.remove(proc)
+                self._spawn(name, proc.args[3:], proc.env or {})
+
+    def restart(self, name: str) -> None:
+        """SIGKILL a process (a crash) and start it again as it was."""
+        proc = self.processes[name]
+        proc.kill()
+        self.env.extra_processes.remove(proc)
+        args = proc.args[3:]  # after python -m controller.cli
+        self._spawn(name, args, proc.env or {})
+
+    def rollout_runs(self, revision_of: str) -> int:
+        """RolloutWorkflow runs in prod's namespace whose ID names this rollout."""
+        out = subprocess.run(
+            [
+                sys.executable, "-m", "controller.cli", "history", PIPELINE, "-n", NAMESPACE,
+                "--kubeconfig", str(self.prod.kubeconfig), "--temporal-namespace", "prod",
+                "-o", "json",
+            ],
+            env=self.cli_env, capture_output=True, text=True, timeout=60,
+        )  # fmt: skip
+        rows = json.loads(out.stdout or "[]")
+        return sum(1 for r in rows if str(r.get("workflowId", "")).startswith(revision_of))
 
     def put_model(self, tag: str, **profile: Any) -> str:
         url = f"http://127.0.0.1:{self.env.ports.registry}/_sim/models/library/laya/{tag}"
@@ -168,8 +203,13 @@ class Demo:
         return next((s for s in self.pipeline().get("stages") or [] if s["name"] == name), {})
 
     def stage_in(self, name: str, *states: str, timeout: float = 300) -> dict[str, Any]:
+        def reached() -> dict[str, Any] | None:
+            self.revive()
+            s = self.stage(name)
+            return s if s and s.get("state") in states else None
+
         found: dict[str, Any] = wait_for(
-            lambda: (s := self.stage(name)) and s.get("state") in states and s,
+            reached,
             timeout,
             f"stage {name} {'/'.join(states)}",
         )
@@ -261,6 +301,33 @@ def failing_candidate(demo: Demo) -> dict[str, Any]:
     }
 
 
+def partition(demo: Demo) -> dict[str, Any]:
+    """Prod's API server away for 60 s while its stage runs, then prod's worker killed while
+    the stage still runs: the stage waits, then completes, with one rollout in prod."""
+    demo.put_model("v3", revision="v3-1", accuracy=0.93)
+    before = demo.pipeline().get("revision")
+    demo.apply_pipeline("laya:v3", evaluation=False)
+    wait_for(lambda: demo.pipeline().get("revision") not in (None, before), 60, "a new run")
+    demo.stage_in("prod", "AwaitingApproval", "Failed", "Blocked", timeout=400)
+    demo.cli("promote", PIPELINE, "--stage", "prod")
+    demo.stage_in("prod", "RollingOut")
+    demo.prod.stop_apiserver()
+    say("prod's API server stopped for 60 s")
+    time.sleep(60)  # the fault's length, not a synchronisation
+    during = demo.stage("prod")
+    demo.prod.start_apiserver()
+    demo.restart("prod-worker")
+    say("prod's API server back; prod's worker killed and started again")
+    prod = demo.stage_in("prod", "Promoted", "Failed", timeout=400)
+    rollout = str(prod.get("rolloutWorkflowId") or "")
+    return {
+        "during": during,
+        "prod": prod,
+        "prod_model": (demo.dm_status(demo.prod).get("stableRevision") or {}).get("model"),
+        "rollout_runs": demo.rollout_runs(rollout) if rollout else 0,
+    }
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m localenv.pipeline_demo")
     parser.add_argument("--json", type=Path, default=None, help="write the observations here")
@@ -270,6 +337,8 @@ def main(argv: list[str] | None = None) -> int:
         help="then a tag moved between the stages, and a candidate failing in staging",
     )
     args = parser.parse_args(argv)
+    # SIGTERM (a caller's timeout) unwinds like Ctrl-C: the environment stops what it started.
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     state = Path(tempfile.mkdtemp(prefix="dmrollout-pipeline-demo-"))
     namespaces = tuple(n for n in {*ROLLOUT_NS.values(), PIPELINES_NS} if n != "default")
     result: dict[str, Any] = {"state": str(state)}
@@ -283,6 +352,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.scenarios:
             result["tag_moved"] = tag_moved(demo)
             result["failing"] = failing_candidate(demo)
+            result["partition"] = partition(demo)
     if args.json is not None:
         args.json.write_text(json.dumps(result, indent=2, default=str))
     say(f"done; state and logs in {state}")

@@ -10,12 +10,16 @@ real process. It writes what it observed; this test holds it to issue 25's "Done
 - the tag re-published between the stages: production is given the staging digest (its
   DecisionModel pins it) and never serves the new bytes;
 - a candidate failing its evaluation in staging never reaches production (Blocked, naming
-  staging), and staging keeps serving its stable.
+  staging), and staging keeps serving its stable;
+- production's API server stopped for 60 s during its stage, then its worker killed: the stage
+  waits (RollingOut), then completes, with one rollout in production.
 """
 
 from __future__ import annotations
 
 import json
+import os
+import signal
 import subprocess
 import sys
 from datetime import datetime
@@ -27,10 +31,35 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 
 
+# The scenario bounds each of its waits; this bounds it whole, and the test's own timeout
+# stays above it so the scenario's process group is always the one stopped.
+SCENARIO_SECONDS = 1200
+pytestmark = pytest.mark.timeout(SCENARIO_SECONDS + 120)
+
+
+def run_scenario(args: list[str]) -> subprocess.CompletedProcess[str]:
+    """Run it in a process group of its own; on timeout the whole group is killed (the
+    clusters, Temporal and the product processes it started), nothing left behind."""
+    proc = subprocess.Popen(
+        args, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        start_new_session=True,
+    )  # fmt: skip
+    try:
+        out, err = proc.communicate(timeout=SCENARIO_SECONDS)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGTERM)  # the scenario stops what it started
+        try:
+            out, err = proc.communicate(timeout=90)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            out, err = proc.communicate()
+    return subprocess.CompletedProcess(args, proc.returncode, out, err)
+
+
 @pytest.fixture(scope="module")
 def observed(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     out = tmp_path_factory.mktemp("pipeline") / "observed.json"
-    run = subprocess.run(
+    run = run_scenario(
         [
             str(ROOT / "hack/in-netns.sh"),
             sys.executable,
@@ -39,11 +68,7 @@ def observed(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
             "--scenarios",
             "--json",
             str(out),
-        ],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=1200,
+        ]
     )
     assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
     result: dict[str, Any] = json.loads(out.read_text())
@@ -85,3 +110,13 @@ def test_a_candidate_failing_in_staging_never_reaches_production(observed: dict[
     assert f["prod"]["state"] == "Blocked"
     assert f["prod"]["reason"] == "DependencyFailed" and "staging" in f["prod"]["message"]
     assert f["prod_spec_model"] != "laya:weak" and f["prod_model"] != "laya:weak"
+
+
+def test_production_away_then_its_worker_killed_the_stage_waits_then_completes_once(
+    observed: dict[str, Any],
+) -> None:
+    part = observed["partition"]
+    assert part["during"]["state"] == "RollingOut"  # waiting, not failed, while prod is away
+    assert part["prod"]["state"] == "Promoted"
+    assert part["prod_model"] == "laya:v3"
+    assert part["rollout_runs"] == 1  # one RolloutWorkflow run in prod: no duplicate
