@@ -170,7 +170,9 @@ class Demo:
             r.raise_for_status()
             return str(r.json()["digest"])
 
-    def apply_pipeline(self, model: str, evaluation: bool) -> None:
+    def apply_pipeline(
+        self, model: str, evaluation: bool, approval: str = "Manual", soak: str = SOAK
+    ) -> None:
         template: dict[str, Any] = {"model": model, "replicas": 1}
         if evaluation:
             template["rollout"] = {
@@ -183,8 +185,8 @@ class Demo:
                 "cluster": STAGE_CLUSTER["prod"],
                 "namespace": NAMESPACE,
                 "dependsOn": ["staging"],
-                "soak": SOAK,
-                "approval": "Manual",
+                "soak": soak,
+                "approval": approval,
             },
         ]
         self.hub.apply(

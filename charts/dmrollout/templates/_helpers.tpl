@@ -57,6 +57,10 @@ app.kubernetes.io/component: {{ .component }}
   value: {{ $t.namespace | quote }}
 - name: DMROLLOUT_TEMPORAL_TASK_QUEUE
   value: {{ $t.taskQueue | quote }}
+{{- with $t.pipelinesNamespace }}
+- name: DMROLLOUT_TEMPORAL_PIPELINES_NAMESPACE
+  value: {{ . | quote }}
+{{- end }}
 - name: DMROLLOUT_TEMPORAL_MIN_RETENTION_DAYS
   value: {{ $t.minRetentionDays | quote }}
 {{- with $t.uiUrl }}
@@ -121,6 +125,12 @@ app.kubernetes.io/component: {{ .component }}
 - name: DMROLLOUT_OLLAYA_HF_ENDPOINT
   value: {{ . | quote }}
 {{- end }}
+{{- with .Values.pipelines.stageCluster }}
+- name: DMROLLOUT_STAGE_CLUSTER
+  value: {{ . | quote }}
+{{- end }}
+- name: DMROLLOUT_PIPELINE_HUB
+  value: {{ .Values.pipelines.hub | quote }}
 {{- with .Values.runtimeVersion }}
 - name: DMROLLOUT_RUNTIME_VERSION
   value: {{ . | quote }}

@@ -102,6 +102,9 @@ MAPPING: tuple[Mapping, ...] = (
     Mapping("allowImageOverride", "rollout", "allow_image_override"),
     Mapping("ollayaRegistry", "rollout", "ollaya_registry"),
     Mapping("ollayaHfEndpoint", "rollout", "ollaya_hf_endpoint", _empty_is_none),
+    Mapping("pipelines.stageCluster", "rollout", "stage_cluster", _empty_is_none),
+    Mapping("pipelines.hub", "rollout", "pipeline_hub"),
+    Mapping("temporal.pipelinesNamespace", "temporal", "pipelines_namespace"),
     Mapping(
         "runtimeVersion",
         "rollout",
