@@ -18,14 +18,17 @@ from typing import Any, Final
 
 from temporalio import activity
 from temporalio.client import Client, WorkflowFailureError
+from temporalio.service import RPCError, RPCStatusCode
 
 from activities.typed_errors import typed_errors
 from decisionmodel.api import API_VERSION, KIND
 from decisionmodel.errors import ResourceConflict
 from decisionmodel.pipeline.contracts import (
+    ABORT_STAGE_ROLLOUT,
     APPLY_STAGE,
     AWAIT_STAGE_ROLLOUT,
     AWAIT_STAGE_VERDICT,
+    AbortStageRollout,
     AppliedStage,
     StageInput,
     StageRollout,
@@ -45,6 +48,7 @@ from kube.pipelines import (
 from kube.wait import wait_until
 from kube.watch import source
 
+ROLLOUT_ABORT: Final = "abort"  # RolloutWorkflow's abort signal (workflows/rollout.py)
 # How often a waiting step heartbeats while nothing changes (the heartbeat timeout is 60 s).
 BEAT_SECONDS: Final = 15.0
 
@@ -100,6 +104,7 @@ class StageActivities:
                 name=inp.name,
                 uid=meta["uid"],
                 generation=int(meta.get("generation") or 1),
+                digest=str(inp.spec.get("digest") or ""),
             )
 
     @activity.defn(name=AWAIT_STAGE_ROLLOUT)
@@ -113,7 +118,7 @@ class StageActivities:
                     "re-created while its stage ran",
                     permanent=True,
                 )
-            return observe(dm, applied.generation)
+            return observe(dm, applied.generation, applied.digest)
 
         async with typed_errors():
             src = source("DecisionModel", applied.namespace, name=applied.name)
@@ -155,6 +160,20 @@ class StageActivities:
             revision=outcome.revision,
             decided_at=datetime.now(UTC),
         )
+
+    @activity.defn(name=ABORT_STAGE_ROLLOUT)
+    async def abort_rollout(self, inp: AbortStageRollout) -> bool:
+        """Signal the cluster's rollout to abort, in the cluster's own namespace (it rolls
+        back); False when it had ended meanwhile."""
+        client = self.rollouts or activity.client()
+        handle = client.get_workflow_handle(inp.workflow_id, run_id=inp.run_id or None)
+        try:
+            await handle.signal(ROLLOUT_ABORT, inp.reason)
+        except RPCError as e:
+            if e.status == RPCStatusCode.NOT_FOUND:
+                return False
+            raise
+        return True
 
 
 def _failed_rollout(rollout: StageRollout, error: WorkflowFailureError) -> StageVerdict:

@@ -330,6 +330,49 @@ def partition(demo: Demo) -> dict[str, Any]:
     }
 
 
+def bad_input(demo: Demo) -> dict[str, Any]:
+    """A dependency cycle (CEL cannot see it) and a stage naming a cluster no worker polls."""
+
+    def applied(name: str, stages: list[dict[str, Any]]) -> None:
+        demo.hub.apply(
+            {
+                "apiVersion": "decisionmodel.io/v1alpha1",
+                "kind": "DecisionModelPipeline",
+                "metadata": {"name": name, "namespace": NAMESPACE},
+                "spec": {"template": {"spec": {"model": "laya:en"}}, "stages": stages},
+            }
+        )
+
+    def condition(name: str, kind: str) -> dict[str, Any] | None:
+        st = get_json(demo.hub, "dmp", name, "-n", NAMESPACE).get("status") or {}
+        return next((c for c in st.get("conditions") or [] if c.get("type") == kind), None)
+
+    where = {"cluster": STAGE_CLUSTER["prod"], "namespace": NAMESPACE}
+    applied(
+        "loop",
+        [{"name": "a", "dependsOn": ["b"], **where}, {"name": "b", "dependsOn": ["a"], **where}],
+    )
+    applied("lost", [{"name": "far", "cluster": "nowhere", "namespace": NAMESPACE}])
+    loop = wait_for(lambda: condition("loop", "Accepted"), 60, "loop's Accepted condition")
+    lost = wait_for(
+        lambda: condition("lost", "StageWorkersPolling"), 60, "lost's StageWorkersPolling"
+    )
+    loop_status = get_json(demo.hub, "dmp", "loop", "-n", NAMESPACE).get("status") or {}
+    applied_anywhere = [
+        c.kubectl("get", "dm", "loop", "-n", NAMESPACE, check=False).returncode == 0
+        for c in (demo.hub, demo.prod)
+    ]
+    for name in ("loop", "lost"):
+        demo.hub.kubectl("delete", "dmp", name, "-n", NAMESPACE, "--wait=false")
+    return {
+        "loop": loop,
+        "loop_phase": loop_status.get("phase"),
+        "loop_run": loop_status.get("workflowId"),
+        "loop_applied": applied_anywhere,
+        "lost": lost,
+    }
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m localenv.pipeline_demo")
     parser.add_argument("--json", type=Path, default=None, help="write the observations here")
@@ -355,6 +398,7 @@ def main(argv: list[str] | None = None) -> int:
             result["tag_moved"] = tag_moved(demo)
             result["failing"] = failing_candidate(demo)
             result["partition"] = partition(demo)
+            result["bad_input"] = bad_input(demo)
     if args.json is not None:
         args.json.write_text(json.dumps(result, indent=2, default=str))
     say(f"done; state and logs in {state}")

@@ -42,7 +42,6 @@ with workflow.unsafe.imports_passed_through():
         StageInput,
     )
     from decisionmodel.pipeline.stages import (
-        ENDED,
         StageProgress,
         blocked_by,
         dependencies_promoted,
@@ -100,8 +99,12 @@ class PipelineWorkflow:
         progress = self._progress.get(approval.stage)
         if progress is None:
             raise ValueError(f"no stage {approval.stage!r} in this pipeline")
-        if progress.state in ENDED:
-            raise ValueError(f"stage {approval.stage} has ended ({progress.state})")
+        if progress.state != StageState.AWAITING_APPROVAL:
+            # Not before its dependencies verified the freight, nor for an Automatic stage.
+            raise ValueError(
+                f"stage {approval.stage} is {progress.state}, not AwaitingApproval: approve it "
+                "once its dependencies have promoted and soaked"
+            )
         if self._freight is None or approval.digest != self._freight.digest:
             pinned = self._freight.digest if self._freight else "not yet pinned"
             raise ValueError(
@@ -191,6 +194,9 @@ class PipelineWorkflow:
                 id=f"{workflow.info().workflow_id}/{stage.name}",
                 task_queue=stage.task_queue,
                 static_summary=f"{stage.name}: {inp.model_name} in {stage.cluster}",
+                # A run cancelled or terminated from the Temporal UI still stops its stages
+                # (each aborts its cluster's rollout).
+                parent_close_policy=workflow.ParentClosePolicy.REQUEST_CANCEL,
             )
         )
         await workflow.wait_condition(lambda: child.done() or self._aborted is not None)
@@ -283,9 +289,12 @@ class PipelineWorkflow:
     async def _keep_recording(self) -> None:
         """Write the hub's status whenever a stage moved (one activity per batch of changes),
         and once more at the end."""
-        while not self._done:
+        while True:
             await workflow.wait_condition(lambda: self._dirty or self._done)
-            await self._record()
+            if self._dirty:
+                await self._record()  # changes made while it ran set _dirty again
+            elif self._done:
+                return
 
     async def _record(self) -> None:
         self._dirty = False

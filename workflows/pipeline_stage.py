@@ -23,9 +23,11 @@ from temporalio.exceptions import ActivityError, ApplicationError, CancelledErro
 
 with workflow.unsafe.imports_passed_through():
     from decisionmodel.pipeline.contracts import (
+        ABORT_STAGE_ROLLOUT,
         APPLY_STAGE,
         AWAIT_STAGE_ROLLOUT,
         AWAIT_STAGE_VERDICT,
+        AbortStageRollout,
         AppliedStage,
         StageInput,
         StageRollout,
@@ -48,7 +50,6 @@ ROLLOUT_BOUND: Final = timedelta(minutes=10)
 VERDICT_BOUND: Final = timedelta(days=8)
 # Cancelled before the rollout was found: how long the cleanup looks for it.
 ABORT_FIND_BOUND: Final = timedelta(minutes=2)
-ROLLOUT_ABORT = "abort"  # RolloutWorkflow's abort signal (workflows/rollout.py)
 
 T = TypeVar("T")
 
@@ -124,10 +125,19 @@ def _id(rollout: StageRollout | None) -> str | None:
 
 
 async def _abort_rollout(rollout: StageRollout, inp: StageInput) -> None:
-    """Signal the cluster's rollout to abort (it compensates itself); best effort."""
-    handle = workflow.get_external_workflow_handle(rollout.workflow_id)
+    """Abort the cluster's rollout (it compensates itself), through the cluster's worker: the
+    rollout lives in the cluster's own Temporal namespace. Best effort, bounded."""
     reason = f"pipeline {inp.pipeline.namespace}/{inp.pipeline.name} stopped stage {inp.stage}"
     try:
-        await handle.signal(ROLLOUT_ABORT, reason)
-    except Exception as e:  # the rollout may have ended meanwhile
-        workflow.logger.warning("could not abort %s: %s", rollout.workflow_id, e)
+        await workflow.execute_activity(
+            ABORT_STAGE_ROLLOUT,
+            AbortStageRollout(
+                workflow_id=rollout.workflow_id, run_id=rollout.run_id, reason=reason
+            ),
+            result_type=bool,
+            start_to_close_timeout=APPLY_BOUND,
+            schedule_to_close_timeout=ABORT_FIND_BOUND,
+            retry_policy=RETRY,
+        )
+    except ActivityError as e:
+        workflow.logger.warning("could not abort %s: %s", rollout.workflow_id, e.cause or e)

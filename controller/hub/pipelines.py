@@ -46,6 +46,9 @@ from workflows.pipeline import PipelineWorkflow
 log = logging.getLogger("dmrollout.pipelines")
 
 RESYNC_SECONDS: Final = 30.0
+ENDED_PHASES: Final = frozenset(
+    {PipelinePhase.SUCCEEDED.value, PipelinePhase.FAILED.value, PipelinePhase.ABORTED.value}
+)
 RPC_TIMEOUT: Final = timedelta(seconds=10)
 
 
@@ -114,17 +117,26 @@ class PipelineController:
 
     async def reconcile(self, obj: Obj) -> None:
         meta = obj["metadata"]
+        status = obj.get("status") or {}
         spec, problem = read_spec(obj)
         if spec is None:
             invalid = condition(
                 PipelineCondition.ACCEPTED, False, PipelineReason.PIPELINE_INVALID, problem
             )
-            await self._write(obj, {"phase": PipelinePhase.INVALID.value, "conditions": [invalid]})
+            # The run of the last valid revision (if any) stays named, so the CLI still reaches
+            # it; only a pipeline that never had one shows phase Invalid.
+            kept = {k: status[k] for k in ("revision", "workflowId") if status.get(k)}
+            phase = {} if kept else {"phase": PipelinePhase.INVALID.value}
+            await self._write(obj, {**kept, **phase, "conditions": [invalid]})
             return
         revision = pipeline_revision(spec)
         wid = pipeline_workflow_id(meta["namespace"], meta["name"], revision)
-        await self._start(obj, spec, revision, wid)
-        previous = ((obj.get("status") or {}).get("workflowId")) or self.known.get(_key(obj))
+        # A run that ended is the record of its revision: never started again, even once
+        # Temporal's retention has deleted it (status is the durable record).
+        ended = status.get("workflowId") == wid and status.get("phase") in ENDED_PHASES
+        if not ended:
+            await self._start(obj, spec, revision, wid)
+        previous = status.get("workflowId") or self.known.get(_key(obj))
         if previous and previous != wid:
             await self._abort(previous, f"superseded by revision {revision}")
         self.known[_key(obj)] = wid

@@ -22,6 +22,7 @@ RECORD_PIPELINE = "pipeline_record_status"
 APPLY_STAGE = "pipeline_apply_stage"
 AWAIT_STAGE_ROLLOUT = "pipeline_await_stage_rollout"
 AWAIT_STAGE_VERDICT = "pipeline_await_stage_verdict"
+ABORT_STAGE_ROLLOUT = "pipeline_abort_stage_rollout"
 
 HUB_TASK_QUEUE: Final = "dmrollout-pipelines"
 PIPELINE_WORKFLOW_ID_PREFIX: Final = "pipeline"
@@ -99,6 +100,7 @@ class AppliedStage(Contract):
     name: str
     uid: str
     generation: int
+    digest: str = ""  # the pinned freight: "nothing to roll out" only when it already serves
 
 
 class StageVerdict(Contract):
@@ -108,6 +110,12 @@ class StageVerdict(Contract):
     rollout_workflow_id: str | None = None
     revision: str | None = None  # the DecisionModel revision the cluster rolled out
     decided_at: datetime | None = None
+
+
+class AbortStageRollout(Contract):
+    workflow_id: str
+    run_id: str = ""
+    reason: str
 
 
 class StageRollout(Contract):

@@ -37,7 +37,7 @@ class StageObservation(BaseModel):
     message: str = ""
 
 
-def observe(dm: dict[str, Any], generation: int) -> StageObservation | None:
+def observe(dm: dict[str, Any], generation: int, digest: str = "") -> StageObservation | None:
     """None: not decided yet (the controller has not seen G, or is about to start a rollout).
     A rollout is the applied generation's when its first step's condition (Resolved) is for G
     or later: a retried apply, or a rollout from before it, can never be taken for it."""
@@ -58,6 +58,11 @@ def observe(dm: dict[str, Any], generation: int) -> StageObservation | None:
     reconciling = conditions.get(ConditionType.RECONCILING)
     if reconciling is not None and reconciling.status == ConditionStatus.TRUE:
         return None  # queued, resolving, or the rollout's first step has not written yet
+    stable = status.stable_revision
+    if stable is None or not digest or stable.digest != digest:
+        # Not Reconciling, yet the freight does not serve (a refused spec, a failed revision
+        # being looked after): never taken for a promotion; the stage keeps waiting.
+        return None
     return StageObservation(
         state=StageState.PROMOTED,
         reason=StageReason.NOTHING_TO_ROLL_OUT,

@@ -12,7 +12,9 @@ real process. It writes what it observed; this test holds it to issue 25's "Done
 - a candidate failing its evaluation in staging never reaches production (Blocked, naming
   staging), and staging keeps serving its stable;
 - production's API server stopped for 60 s during its stage, then its worker killed: the stage
-  waits (RollingOut), then completes, with one rollout in production.
+  waits (RollingOut), then completes, with one rollout in production;
+- a dependency cycle refused by the pipeline controller naming the field, nothing started or
+  applied; a stage naming a cluster no worker polls shown at once, naming its task queue.
 """
 
 from __future__ import annotations
@@ -120,3 +122,13 @@ def test_production_away_then_its_worker_killed_the_stage_waits_then_completes_o
     assert part["prod"]["state"] == "Promoted"
     assert part["prod_model"] == "laya:v3"
     assert part["rollout_runs"] == 1  # one RolloutWorkflow run in prod: no duplicate
+
+
+def test_a_cycle_and_an_unknown_cluster_show_on_the_pipeline(observed: dict[str, Any]) -> None:
+    bad = observed["bad_input"]
+    assert bad["loop"]["status"] == "False" and bad["loop"]["reason"] == "PipelineInvalid"
+    assert "a dependency cycle (a -> b -> a)" in bad["loop"]["message"]
+    assert bad["loop_phase"] == "Invalid" and not bad["loop_run"]
+    assert bad["loop_applied"] == [False, False]  # nothing applied to any cluster
+    assert bad["lost"]["status"] == "False" and bad["lost"]["reason"] == "NoStageWorker"
+    assert "dmrollout-stage-nowhere" in bad["lost"]["message"]

@@ -69,6 +69,7 @@ class FakeCluster:
     verdict: StageState = StageState.PROMOTED
     hold: bool = False  # the rollout never decides (until the stage is cancelled)
     applied: list[dict[str, object]] = field(default_factory=list)
+    client: Client | None = None
 
     def activities(self) -> list[object]:
         @activity.defn(name=p.APPLY_STAGE)
@@ -88,7 +89,14 @@ class FakeCluster:
             reason = "AsExpected" if self.verdict == StageState.PROMOTED else "EvaluationFailed"
             return p.StageVerdict(state=self.verdict, reason=reason, message=self.name)
 
-        return [apply, rollout, verdict]
+        @activity.defn(name=p.ABORT_STAGE_ROLLOUT)
+        async def abort(inp: p.AbortStageRollout) -> bool:
+            # In production: the cluster's own namespace, with its own client.
+            assert self.client is not None
+            await self.client.get_workflow_handle(inp.workflow_id).signal("abort", inp.reason)
+            return True
+
+        return [apply, rollout, verdict, abort]
 
     def rollout_id(self, namespace: str, name: str) -> str:
         return f"rollout/{namespace}/{name}/{self.name}"
@@ -120,6 +128,7 @@ class Fleet:
     stack: AsyncExitStack
 
     async def start_worker(self, cluster: FakeCluster) -> None:
+        cluster.client = self.client
         await self.stack.enter_async_context(
             Worker(
                 self.client,
@@ -206,6 +215,10 @@ async def test_staging_soaks_then_a_manual_production_stage_gets_the_staging_dig
     )
     handle = await start(fleet, pipeline)
     await stage_reaches(handle, "prod-eu", StageState.SOAKING)
+    with pytest.raises(WorkflowUpdateFailedError):  # not before staging verified and soaked
+        await handle.execute_update(
+            PipelineWorkflow.approve, p.Approval(stage="prod-eu", digest=DIGEST_A)
+        )
     fleet.hub.digest = DIGEST_B  # the tag is re-published meanwhile
     await env.sleep(timedelta(hours=2))
     waiting = await stage_reaches(handle, "prod-eu", StageState.AWAITING_APPROVAL)

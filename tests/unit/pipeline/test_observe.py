@@ -11,7 +11,10 @@ G = 3
 
 
 def dm(
-    generation: int, *conditions: tuple[str, str, int], rollout: str | None = None
+    generation: int,
+    *conditions: tuple[str, str, int],
+    rollout: str | None = None,
+    stable: str | None = None,
 ) -> dict[str, Any]:
     status: dict[str, Any] = {
         "observedGeneration": generation,
@@ -22,6 +25,8 @@ def dm(
     }
     if rollout:
         status["rollout"] = {"workflowId": rollout, "runId": "run"}
+    if stable:
+        status["stableRevision"] = {"hash": "h", "digest": stable}
     return {"status": status}
 
 
@@ -49,10 +54,15 @@ def test_a_refused_spec_fails_the_stage() -> None:
     assert seen is not None and seen.state == StageState.FAILED
 
 
-def test_nothing_to_roll_out_is_promoted() -> None:
-    seen = observe(dm(G, ("Ready", "True", G), ("Resolved", "True", G - 1), rollout="old"), G)
+def test_nothing_to_roll_out_is_promoted_only_when_the_freight_serves() -> None:
+    quiet = ("Ready", "True", G), ("Resolved", "True", G - 1)
+    seen = observe(dm(G, *quiet, rollout="old", stable="a" * 64), G, "a" * 64)
     assert seen is not None and seen.state == StageState.PROMOTED
     assert seen.rollout_workflow_id == ""
+    # Not Reconciling, not Stalled, but other bytes serve (a refused spec, a failed revision):
+    # never taken for a promotion.
+    assert observe(dm(G, *quiet, rollout="old", stable="b" * 64), G, "a" * 64) is None
+    assert observe(dm(G, *quiet, rollout="old"), G, "a" * 64) is None
 
 
 def test_rollout_results_map_to_stage_states() -> None:
