@@ -171,9 +171,16 @@ class Demo:
             return str(r.json()["digest"])
 
     def apply_pipeline(
-        self, model: str, evaluation: bool, approval: str = "Manual", soak: str = SOAK
+        self,
+        model: str,
+        evaluation: bool,
+        approval: str = "Manual",
+        soak: str = SOAK,
+        promotion: str | None = None,
     ) -> None:
         template: dict[str, Any] = {"model": model, "replicas": 1}
+        if promotion:
+            template["rollout"] = {"promotion": promotion}
         if evaluation:
             template["rollout"] = {
                 "evaluation": {"datasetRef": {"configMapRef": GOLDEN}, "minAccuracy": "0.85"}
@@ -330,6 +337,41 @@ def partition(demo: Demo) -> dict[str, Any]:
     }
 
 
+def abort_in_flight(demo: Demo) -> dict[str, Any]:
+    """`dmrollout pipeline abort` while staging's rollout waits (its template asks for a
+    manual promotion in the cluster): the rollout is aborted in the hub's own namespace and
+    rolls back; staging's stable keeps serving; prod never starts."""
+    serving = (demo.dm_status(demo.hub).get("stableRevision") or {}).get("model")
+    demo.put_model("v5", revision="v5-1", accuracy=0.93)
+    before = demo.pipeline().get("revision")
+    demo.apply_pipeline("laya:v5", evaluation=False, promotion="Manual")
+    wait_for(lambda: demo.pipeline().get("revision") not in (None, before), 60, "a new run")
+    wait_for(
+        lambda: demo.dm_status(demo.hub).get("phase") == "AwaitingPromotion",
+        300,
+        "staging's rollout awaiting its promotion",
+    )
+    aborted = demo.cli("abort", PIPELINE, "--reason", "change freeze")
+    staging = demo.stage_in("staging", "Aborted", "Failed", "Promoted")
+    prod = demo.stage_in("prod", "Aborted", "Blocked", "RollingOut", "AwaitingApproval")
+    phase = wait_for(
+        lambda: (p := demo.dm_status(demo.hub).get("phase")) in ("RolledBack", "Failed") and p,
+        120,
+        "staging's rollout rolled back",
+    )
+    status = demo.dm_status(demo.hub)
+    return {
+        "abort_exit": aborted.returncode,
+        "staging": staging,
+        "prod": prod,
+        "hub_phase": phase,
+        "hub_failed_reason": (status.get("failedRevision") or {}).get("reason"),
+        "serving_before": serving,
+        "serving_after": (status.get("stableRevision") or {}).get("model"),
+        "pipeline_phase": demo.pipeline().get("phase"),
+    }
+
+
 def bad_input(demo: Demo) -> dict[str, Any]:
     """A dependency cycle (CEL cannot see it) and a stage naming a cluster no worker polls."""
 
@@ -398,6 +440,7 @@ def main(argv: list[str] | None = None) -> int:
             result["tag_moved"] = tag_moved(demo)
             result["failing"] = failing_candidate(demo)
             result["partition"] = partition(demo)
+            result["abort"] = abort_in_flight(demo)
             result["bad_input"] = bad_input(demo)
     if args.json is not None:
         args.json.write_text(json.dumps(result, indent=2, default=str))
