@@ -26,5 +26,14 @@ exec unshare --net --fork -- bash -c '
   ip addr add 100.72.0.1/32 dev dmsim0
   ip route add local 100.72.0.0/16 dev dmsim0
   export DMROLLOUT_NETNS=1
+  # kubectl and helm cache discovery per host:port under ~/.kube/cache; every namespace has
+  # its own 127.0.0.1:6443, so a shared cache hands one cluster the API of another (CI:
+  # `kubectl get dmrollout` listed a CRD only the other xdist worker had, and failed).
+  base="${TMPDIR:-/tmp}/dmrollout-kube-cache"
+  mkdir -p "$base"
+  for old in "$base"/*; do
+    if [[ -e "$old" ]] && ! kill -0 "${old##*/}" 2>/dev/null; then rm -rf "$old"; fi
+  done
+  export KUBECACHEDIR="$base/$$"
   exec "$@"
 ' in-netns "$@"

@@ -296,14 +296,16 @@ class LocalCluster:
     def kubectl(
         self, *args: str, input: str | None = None, check: bool = True, timeout: float = 60
     ) -> subprocess.CompletedProcess[str]:
-        cmd = [python_tool("kubectl"), "--kubeconfig", str(self.kubeconfig), *args]
+        # A cache of its own: another cluster may have held this host:port before (the
+        # discovery cache is keyed by it, and a stale one names resources this one lacks).
+        cache = str(self.state_dir / "kube-cache")
+        cmd = [python_tool("kubectl"), "--kubeconfig", str(self.kubeconfig), "--cache-dir", cache]
+        cmd += args
         result = subprocess.run(
             cmd, input=input, capture_output=True, text=True, timeout=timeout, check=False
         )
         if check and result.returncode != 0:
-            raise subprocess.CalledProcessError(
-                result.returncode, cmd, result.stdout, result.stderr
-            )
+            raise KubectlFailed(result.returncode, cmd, result.stdout, result.stderr)
         return result
 
     def kubectl_json(self, *args: str) -> Any:
@@ -610,6 +612,15 @@ class LocalCluster:
             0.25,
             self.processes,
         )
+
+
+class KubectlFailed(subprocess.CalledProcessError):
+    """A kubectl call that failed, with what kubectl said (CalledProcessError shows only the
+    command, so a failure on CI could not be told from another)."""
+
+    def __str__(self) -> str:
+        said = (self.stderr or "").strip()[-2000:]
+        return f"{super().__str__()}\nkubectl said: {said}"
 
 
 def main() -> None:  # pragma: no cover - manual use: python -m localenv.cluster
