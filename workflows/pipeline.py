@@ -49,6 +49,7 @@ with workflow.unsafe.imports_passed_through():
     )
     from decisionmodel.pipeline.windows import describe, next_opening
     from decisionmodel.vocabulary import PERMANENT_REASONS, StageReason, StageState
+    from workflows import pipeline_attributes as attrs
     from workflows.pipeline_stage import PipelineStageWorkflow
 
 RETRY = RetryPolicy(
@@ -59,6 +60,8 @@ RETRY = RetryPolicy(
 HUB_STEP = timedelta(seconds=30)
 # Status is best effort: a few tries, then the next change writes it again.
 RECORD_RETRY = RetryPolicy(maximum_interval=timedelta(seconds=30), maximum_attempts=5)
+# Runs started before the run upserted its phase and stage states replay without it.
+ATTRIBUTES_PATCH = "pipeline-progress-attributes"
 
 
 @workflow.defn(name="PipelineWorkflow")
@@ -71,6 +74,7 @@ class PipelineWorkflow:
         self._aborted: str | None = None
         self._dirty = False
         self._done = False
+        self._attributes: dict[str, object] = {}
 
     @workflow.run
     async def run(self, inp: PipelineInput) -> PipelineRecord:
@@ -194,6 +198,7 @@ class PipelineWorkflow:
                 id=f"{workflow.info().workflow_id}/{stage.name}",
                 task_queue=stage.task_queue,
                 static_summary=f"{stage.name}: {inp.model_name} in {stage.cluster}",
+                search_attributes=attrs.for_stage(inp, stage.name),
                 # A run cancelled or terminated from the Temporal UI still stops its stages
                 # (each aborts its cluster's rollout).
                 parent_close_policy=workflow.ParentClosePolicy.REQUEST_CANCEL,
@@ -296,16 +301,28 @@ class PipelineWorkflow:
             elif self._done:
                 return
 
+    def _upsert_progress(self) -> None:
+        """The run's phase and stage states in its search attributes, what changed only."""
+        if not workflow.patched(ATTRIBUTES_PATCH):
+            return
+        changed = {
+            name: update
+            for name, update in attrs.progress(self._snapshot()).items()
+            if self._attributes.get(name) != update.value
+        }
+        if changed:
+            workflow.upsert_search_attributes(list(changed.values()))
+            self._attributes.update({name: u.value for name, u in changed.items()})
+
     async def _record(self) -> None:
         self._dirty = False
+        self._upsert_progress()
         try:
             await workflow.execute_activity(
                 RECORD_PIPELINE,
                 self._snapshot(),
                 start_to_close_timeout=HUB_STEP,
-                retry_policy=RetryPolicy(
-                    maximum_interval=timedelta(seconds=30), maximum_attempts=5
-                ),
+                retry_policy=RECORD_RETRY,
                 summary="record the pipeline's status on the hub",
             )
         except ActivityError as e:

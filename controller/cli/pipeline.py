@@ -14,18 +14,22 @@ import asyncio
 import getpass
 from datetime import timedelta
 from typing import Any, Final
+from urllib.parse import quote
 
 from temporalio.client import WorkflowUpdateFailedError
 
 from controller.cli.context import CliContext, add_kube_flags, add_temporal_flags
 from controller.cli.errors import CliError, ExitCode
+from controller.temporal.client import TemporalSettings
 from decisionmodel.pipeline.contracts import Approval, PipelineRecord
 from decisionmodel.vocabulary import ConditionStatus
 from kube.client import Kube
 from kube.pipelines import read_pipeline
+from workflows import search_attributes as sa
 from workflows.pipeline import PipelineWorkflow
 
 RPC: Final = timedelta(seconds=10)
+HISTORY_RUNS: Final = 20
 
 
 async def _pipeline(ctx: CliContext) -> dict[str, Any]:
@@ -90,14 +94,38 @@ async def status(ctx: CliContext) -> int:
 
 
 async def history(ctx: CliContext) -> int:
-    wid = _run_id(await _pipeline(ctx))
-    client, _ = await ctx.temporal(pipelines=True)
+    obj = await _pipeline(ctx)
+    wid = _run_id(obj)
+    client, settings = await ctx.temporal(pipelines=True)
+    key = f"{obj['metadata']['namespace']}/{obj['metadata']['name']}"
+    # Every run of this pipeline, found by its search attributes (names are DNS labels, so
+    # the quoted value needs no escaping).
+    query = f"WorkflowType = 'PipelineWorkflow' AND {sa.DM_PIPELINE.name} = '{key}'"
+    print(f"runs of pipeline {key}, newest first ({query}):")
+    async for run in client.list_workflows(query, limit=HISTORY_RUNS, rpc_timeout=RPC):
+        attrs = run.typed_search_attributes
+        status = run.status.name if run.status else "?"
+        phase = attrs.get(sa.DM_PHASE) or "-"
+        stages = " ".join(attrs.get(sa.DM_STAGE_STATES) or [])
+        revision = attrs.get(sa.DM_REVISION) or "-"
+        print(f"  {run.id}  {status:<10} {phase:<16} revision {revision}  {stages}")
     handle = client.get_workflow_handle_for(PipelineWorkflow.run, wid)
     record: PipelineRecord = await handle.query(PipelineWorkflow.progress, rpc_timeout=RPC)
-    print(f"pipeline run {wid}")
+    print(f"current run {wid}{_ui_link(settings, wid)}")
     for name, p in record.stages.items():
-        print(f"  {name:<16} {p.state:<18} stage {wid}/{name}  rollout {p.rollout_workflow_id}")
+        cluster = record.clusters.get(name, "?")
+        print(
+            f"  {name:<16} {p.state:<18} stage {wid}/{name}  "
+            f"rollout {p.rollout_workflow_id or '-'} (in {cluster}'s Temporal namespace)"
+        )
     return ExitCode.OK
+
+
+def _ui_link(settings: TemporalSettings, wid: str) -> str:
+    if not settings.ui_url:
+        return ""
+    base = settings.ui_url.rstrip("/")
+    return f"\n  {base}/namespaces/{settings.namespace}/workflows/{quote(wid, safe='')}"
 
 
 def pipeline_controller(args: argparse.Namespace) -> int:

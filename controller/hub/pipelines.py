@@ -42,6 +42,7 @@ from kube.errors import KubeError
 from kube.pipelines import PIPELINE_CONTROLLER_MANAGER, apply_pipeline_status
 from kube.watch import Changes, Listed, ListWatch, Obj, source
 from workflows.pipeline import PipelineWorkflow
+from workflows.pipeline_attributes import at_start
 
 log = logging.getLogger("dmrollout.pipelines")
 
@@ -161,11 +162,13 @@ class PipelineController:
             uid=meta.get("uid", ""),
             generation=int(meta.get("generation") or 0),
         )
+        inp = PipelineInput(pipeline=ref, revision=revision, spec=spec)
         try:
             await self.client.start_workflow(
                 PipelineWorkflow.run,
-                PipelineInput(pipeline=ref, revision=revision, spec=spec),
+                inp,
                 id=wid,
+                search_attributes=at_start(inp),
                 task_queue=HUB_TASK_QUEUE,
                 # One run per revision: an ended run is not started again by a resync.
                 id_reuse_policy=WorkflowIDReusePolicy.REJECT_DUPLICATE,

@@ -20,6 +20,7 @@ from temporalio.api.operatorservice.v1 import (
 )
 from temporalio.api.workflowservice.v1 import DescribeNamespaceRequest
 from temporalio.client import Client, Interceptor, TLSConfig
+from temporalio.common import SearchAttributeKey
 from temporalio.envconfig import ClientConfigProfile
 from temporalio.runtime import PrometheusConfig, Runtime, TelemetryConfig
 
@@ -170,16 +171,20 @@ class NamespaceNotReady(RuntimeError):
     """The namespace lacks what rollouts need; the message names the command that fixes it."""
 
 
-async def missing_search_attributes(client: Client, namespace: str) -> list[str]:
+async def missing_search_attributes(
+    client: Client, namespace: str, keys: tuple[SearchAttributeKey[Any], ...] = sa.ALL
+) -> list[SearchAttributeKey[Any]]:
     resp = await client.operator_service.list_search_attributes(
         ListSearchAttributesRequest(namespace=namespace)
     )
-    return [k.name for k in sa.ALL if k.name not in resp.custom_attributes]
+    return [k for k in keys if k.name not in resp.custom_attributes]
 
 
-async def check_namespace(client: Client, namespace: str) -> None:
+async def check_namespace(
+    client: Client, namespace: str, keys: tuple[SearchAttributeKey[Any], ...] = sa.ALL
+) -> None:
     """Fail fast (a worker would otherwise leave workflow tasks retrying forever)."""
-    missing = await missing_search_attributes(client, namespace)
+    missing = [k.name for k in await missing_search_attributes(client, namespace, keys)]
     if missing:
         raise NamespaceNotReady(
             f"Temporal namespace {namespace!r} lacks the search attributes {', '.join(missing)}: "
@@ -187,22 +192,31 @@ async def check_namespace(client: Client, namespace: str) -> None:
         )
 
 
+async def _register(
+    client: Client, namespace: str, keys: tuple[SearchAttributeKey[Any], ...]
+) -> str:
+    missing = await missing_search_attributes(client, namespace, keys)
+    if not missing:
+        return f"search attributes already registered in {namespace!r}"
+    await client.operator_service.add_search_attributes(
+        AddSearchAttributesRequest(
+            namespace=namespace,
+            # The SDK's enum carries the proto's numbers.
+            search_attributes={
+                k.name: IndexedValueType.ValueType(k.indexed_value_type.value) for k in missing
+            },
+        )
+    )
+    return f"registered search attributes in {namespace!r}: {', '.join(k.name for k in missing)}"
+
+
 async def setup_namespace(client: Client, settings: TemporalSettings) -> list[str]:
     """Register the search attributes; check retention. Returns what it did, line by line."""
-    done: list[str] = []
-    missing = await missing_search_attributes(client, settings.namespace)
-    if missing:
-        await client.operator_service.add_search_attributes(
-            AddSearchAttributesRequest(
-                namespace=settings.namespace,
-                search_attributes={
-                    name: IndexedValueType.INDEXED_VALUE_TYPE_KEYWORD for name in missing
-                },
-            )
-        )
-        done.append(f"registered search attributes: {', '.join(missing)}")
-    else:
-        done.append("search attributes already registered")
+    done = [await _register(client, settings.namespace, sa.ALL)]
+    pipelines = settings.for_pipelines().namespace
+    # The pipelines' own (issue 25), where the pipeline runs live; registering them costs
+    # three attributes, and a run that upserts one not registered would fail its tasks.
+    done.append(await _register(client, pipelines, sa.registered(pipelines=True)))
     described = await client.workflow_service.describe_namespace(
         DescribeNamespaceRequest(namespace=settings.namespace)
     )

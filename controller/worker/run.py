@@ -42,6 +42,7 @@ from decisionmodel.pipeline.contracts import HUB_TASK_QUEUE
 from decisionmodel.rollout import render_params
 from decisionmodel.rollout.settings import RolloutSettings
 from kube.client import Kube
+from workflows import search_attributes as sa
 from workflows.pipeline import PipelineWorkflow
 from workflows.pipeline_stage import PipelineStageWorkflow
 from workflows.rollout import RolloutWorkflow
@@ -209,11 +210,26 @@ def warn_skipped_proxies(settings: RolloutSettings) -> list[str]:
     return skipped
 
 
+async def _pipelines_client(
+    rollouts: Client, temporal: TemporalSettings, settings: RolloutSettings
+) -> Client:
+    """The client of the pipelines' namespace, checked like the rollouts' when this worker
+    runs pipelines or stages (their runs upsert the pipeline attributes)."""
+    pipelines = rollouts
+    if temporal.pipelines_namespace and temporal.pipelines_namespace != temporal.namespace:
+        pipelines = await connect(temporal.for_pipelines())
+    if settings.stage_cluster or settings.pipeline_hub:
+        namespace = temporal.for_pipelines().namespace
+        await check_namespace(pipelines, namespace, sa.registered(pipelines=True))
+    return pipelines
+
+
 async def run_worker(temporal: TemporalSettings, settings: RolloutSettings) -> int:
     client = await connect(
         temporal, make_runtime(temporal), tracing_interceptors("dmrollout-worker")
     )
     await check_namespace(client, temporal.namespace)
+    pipelines = await _pipelines_client(client, temporal, settings)
     kube = Kube.from_settings(settings)
     loop = asyncio.get_running_loop()
     # The thread pool behind asyncio.to_thread: one thread per concurrent activity.
@@ -239,9 +255,6 @@ async def run_worker(temporal: TemporalSettings, settings: RolloutSettings) -> i
     warn_skipped_proxies(settings)
     period = settings.worker_series_check_seconds
     sweep = asyncio.create_task(_forget_deleted(metrics, kube, period))
-    pipelines = client
-    if temporal.pipelines_namespace and temporal.pipelines_namespace != temporal.namespace:
-        pipelines = await connect(temporal.for_pipelines())
     extra = pipeline_workers(pipelines, kube, settings, rollouts=client)
     for w in extra:
         log.info("pipelines: also on task queue %s", w.task_queue)

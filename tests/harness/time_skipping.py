@@ -8,7 +8,11 @@ from __future__ import annotations
 
 import subprocess
 from pathlib import Path
+from typing import Any
 
+from temporalio.api.enums.v1 import IndexedValueType
+from temporalio.api.operatorservice.v1 import AddSearchAttributesRequest
+from temporalio.common import SearchAttributeKey
 from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.testing import WorkflowEnvironment
 
@@ -22,4 +26,18 @@ async def start_time_skipping() -> WorkflowEnvironment:
     ).stdout.split()[-1]
     return await WorkflowEnvironment.start_time_skipping(
         data_converter=pydantic_data_converter, test_server_existing_path=exe
+    )
+
+
+async def register_search_attributes(
+    env: WorkflowEnvironment, keys: tuple[SearchAttributeKey[Any], ...]
+) -> None:
+    """As ``dmrollout temporal setup`` registers them."""
+    await env.client.operator_service.add_search_attributes(
+        AddSearchAttributesRequest(
+            namespace=env.client.namespace,
+            search_attributes={
+                k.name: IndexedValueType.ValueType(k.indexed_value_type.value) for k in keys
+            },
+        )
     )

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, timedelta
 
 import pytest
-from harness.time_skipping import start_time_skipping
+from harness.time_skipping import register_search_attributes, start_time_skipping
 from temporalio import activity, workflow
 from temporalio.client import Client, WorkflowHandle, WorkflowUpdateFailedError
 from temporalio.testing import WorkflowEnvironment
@@ -25,8 +25,10 @@ from temporalio.worker import Worker
 
 from decisionmodel.api.pipeline import DecisionModelPipelineSpec, stage_task_queue
 from decisionmodel.pipeline import contracts as p
-from decisionmodel.vocabulary import StageState
+from decisionmodel.vocabulary import PipelinePhase, StageState
+from workflows import search_attributes as sa
 from workflows.pipeline import PipelineWorkflow
+from workflows.pipeline_attributes import at_start
 from workflows.pipeline_stage import PipelineStageWorkflow
 
 DIGEST_A, DIGEST_B = "a" * 64, "b" * 64
@@ -36,6 +38,7 @@ Handle = WorkflowHandle[PipelineWorkflow, p.PipelineRecord]
 @pytest.fixture(scope="module")
 async def env() -> AsyncIterator[WorkflowEnvironment]:
     environment = await start_time_skipping()
+    await register_search_attributes(environment, sa.registered(pipelines=True))
     yield environment
     await environment.shutdown()
 
@@ -174,6 +177,7 @@ async def start(fleet: Fleet, pipeline: DecisionModelPipelineSpec) -> Handle:
         inp,
         id=f"pipeline/hub/scoring/{inp.revision}",
         task_queue=fleet.hub_queue,
+        search_attributes=at_start(inp),  # as the hub controller starts it
     )
 
 
@@ -260,6 +264,33 @@ async def test_a_failing_staging_never_reaches_production(fleet: Fleet) -> None:
     assert "staging" in done.stages["prod-eu"].message
     assert done.stages["prod-us"].state == StageState.BLOCKED
     assert fleet.clusters["prod-eu"].applied == [] and fleet.clusters["prod-us"].applied == []
+
+
+async def test_runs_and_stage_runs_are_found_by_their_search_attributes(fleet: Fleet) -> None:
+    """The audit trail's index: the run by pipeline, model, revision, stage names, phase and
+    each stage's state (kept current); each stage's child by its pipeline and stage."""
+    fleet.clusters["staging"].verdict = StageState.FAILED
+    for c in fleet.clusters.values():
+        await fleet.start_worker(c)
+    pipeline = spec(
+        fleet,
+        {"name": "staging", "cluster": "staging"},
+        {"name": "prod-eu", "cluster": "prod-eu", "dependsOn": ["staging"]},
+    )
+    handle = await start(fleet, pipeline)
+    await result(handle)
+    run = (await handle.describe()).typed_search_attributes
+    assert run.get(sa.DM_PIPELINE) == "hub/scoring"
+    assert run.get(sa.DM_MODEL) == "laya:en"
+    assert run.get(sa.DM_STAGES) == ["staging", "prod-eu"]
+    assert run.get(sa.DM_PHASE) == PipelinePhase.FAILED
+    blocked = StageState.BLOCKED
+    assert run.get(sa.DM_STAGE_STATES) == [f"staging={StageState.FAILED}", f"prod-eu={blocked}"]
+    child = fleet.client.get_workflow_handle(f"{handle.id}/staging")
+    stage = (await child.describe()).typed_search_attributes
+    assert stage.get(sa.DM_STAGE) == "staging"
+    assert stage.get(sa.DM_PIPELINE) == "hub/scoring"
+    assert stage.get(sa.DM_REVISION) == run.get(sa.DM_REVISION)
 
 
 async def test_independent_production_stages_run_in_parallel(fleet: Fleet) -> None:

@@ -12,10 +12,11 @@ from localenv.temporal import TemporalDevServer
 
 
 def dmrollout(
-    server: TemporalDevServer, namespace: str, *args: str
+    server: TemporalDevServer, namespace: str, *args: str, extra: dict[str, str] | None = None
 ) -> subprocess.CompletedProcess[str]:
     env = {
         **os.environ,
+        **(extra or {}),
         "DMROLLOUT_TEMPORAL_ADDRESS": server.address,
         "DMROLLOUT_TEMPORAL_NAMESPACE": namespace,
         "DMROLLOUT_KUBECONFIG": "/nonexistent",  # never reached: the namespace check comes first
@@ -48,3 +49,35 @@ def test_worker_fails_fast_then_setup_prepares_the_namespace(
 
     again = dmrollout(temporal_server, namespace, "temporal", "setup")
     assert "already registered" in again.stdout
+
+
+def test_a_pipeline_worker_fails_fast_on_an_unprepared_pipelines_namespace(
+    temporal_server: TemporalDevServer,
+) -> None:
+    """Issue 25: the pipelines' namespace needs the pipeline attributes too; setup registers
+    them there (and only the rollouts' in the rollouts' namespace)."""
+    rollouts, pipelines = (f"{kind}-{uuid.uuid4().hex[:6]}" for kind in ("roll", "pipe"))
+    for namespace in (rollouts, pipelines):
+        subprocess.run(
+            [python_tool("temporal"), "operator", "namespace", "create", "--namespace", namespace,
+             "--retention", "7d", "--address", temporal_server.address],
+            check=True, capture_output=True, timeout=60,
+        )  # fmt: skip
+    extra = {"DMROLLOUT_TEMPORAL_PIPELINES_NAMESPACE": pipelines, "DMROLLOUT_PIPELINE_HUB": "true"}
+    setup = dmrollout(temporal_server, rollouts, "temporal", "setup", extra=extra)
+    assert setup.returncode == 0, setup.stderr
+    assert f"in {pipelines!r}: DmNamespace" in setup.stdout
+    assert "DmPipeline" in setup.stdout.split(f"in {pipelines!r}")[1]
+    assert "DmPipeline" not in setup.stdout.split(f"in {pipelines!r}")[0]
+
+    fresh = f"pipe-{uuid.uuid4().hex[:6]}"
+    subprocess.run(
+        [python_tool("temporal"), "operator", "namespace", "create", "--namespace", fresh,
+         "--retention", "7d", "--address", temporal_server.address],
+        check=True, capture_output=True, timeout=60,
+    )  # fmt: skip
+    extra["DMROLLOUT_TEMPORAL_PIPELINES_NAMESPACE"] = fresh
+    worker = dmrollout(temporal_server, rollouts, "worker", extra=extra)
+    assert worker.returncode == 3, worker.stderr
+    assert fresh in worker.stderr and "DmPipeline" in worker.stderr
+    assert "dmrollout temporal setup" in worker.stderr
