@@ -132,7 +132,10 @@ class StageActivities:
                     decided_at=datetime.now(UTC),
                 )
             return StageRollout(
-                workflow_id=seen.rollout_workflow_id, run_id=seen.rollout_run_id, settled=settled
+                workflow_id=seen.rollout_workflow_id,
+                run_id=seen.rollout_run_id,
+                settled=settled,
+                temporal_namespace=(self.rollouts or activity.client()).namespace,
             )
 
     @activity.defn(name=AWAIT_STAGE_VERDICT)
@@ -159,6 +162,7 @@ class StageActivities:
             rollout_workflow_id=rollout.workflow_id,
             revision=outcome.revision,
             decided_at=datetime.now(UTC),
+            rollout_namespace=rollout.temporal_namespace or None,
         )
 
     @activity.defn(name=ABORT_STAGE_ROLLOUT)

@@ -50,6 +50,7 @@ with workflow.unsafe.imports_passed_through():
     from decisionmodel.pipeline.windows import describe, next_opening
     from decisionmodel.vocabulary import PERMANENT_REASONS, StageReason, StageState
     from workflows import pipeline_attributes as attrs
+    from workflows.pipeline_details import pipeline_details
     from workflows.pipeline_stage import PipelineStageWorkflow
 
 RETRY = RetryPolicy(
@@ -81,7 +82,9 @@ class PipelineWorkflow:
         self._inp = inp
         now = workflow.now()
         self._progress = {s.name: StageProgress(since=now) for s in inp.spec.stages}
+        self._show_details()
         self._freight = await self._pin_freight(inp)
+        self._show_details()
         await self._record()
         stages = [asyncio.create_task(self._run_stage(s)) for s in inp.spec.stages]
         recorder = asyncio.create_task(self._keep_recording())
@@ -219,6 +222,7 @@ class PipelineWorkflow:
             verdict.reason,
             verdict.message,
             rollout=verdict.rollout_workflow_id,
+            rollout_namespace=verdict.rollout_namespace,
             promoted_at=workflow.now() if promoted else None,
         )
 
@@ -278,6 +282,7 @@ class PipelineWorkflow:
         message: str,
         *,
         rollout: str | None = None,
+        rollout_namespace: str | None = None,
         promoted_at: datetime | None = None,
     ) -> None:
         before = self._progress[stage.name]
@@ -286,10 +291,19 @@ class PipelineWorkflow:
             reason=reason,
             message=message,
             rollout_workflow_id=rollout or before.rollout_workflow_id,
+            rollout_namespace=rollout_namespace or before.rollout_namespace,
             since=workflow.now(),
             promoted_at=promoted_at,
         )
         self._dirty = True
+        self._show_details()
+
+    def _show_details(self) -> None:
+        """The stages with links to their runs and rollouts, on the UI's User Metadata tab
+        (not a command: replay needs no patch)."""
+        info = workflow.info()
+        table = pipeline_details(self._snapshot(), info.namespace, info.workflow_id)
+        workflow.set_current_details(table)
 
     async def _keep_recording(self) -> None:
         """Write the hub's status whenever a stage moved (one activity per batch of changes),

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 from datetime import timedelta
+from functools import partial
 from typing import Final, TypeVar
 
 from temporalio import workflow
@@ -34,6 +35,7 @@ with workflow.unsafe.imports_passed_through():
         StageVerdict,
     )
     from decisionmodel.vocabulary import PERMANENT_REASONS
+    from workflows.pipeline_details import stage_details
 
 # A cluster that is away is retried, never given up: its stage waits (issue 25, point 5).
 RETRY: Final = RetryPolicy(
@@ -58,17 +60,30 @@ T = TypeVar("T")
 class PipelineStageWorkflow:
     @workflow.run
     async def run(self, inp: StageInput) -> StageVerdict:
+        where = f"{inp.namespace}/{inp.name} on {workflow.info().task_queue}"
+        details = partial(stage_details, inp.stage, where)
+        workflow.set_current_details(details(None, None, "applying"))
         applied = await self._step(APPLY_STAGE, inp, AppliedStage, APPLY_BOUND, beat=False)
+        workflow.set_current_details(details(None, None, "waiting for its rollout"))
         rollout: StageRollout | None = None
         try:
             rollout = await self._step(AWAIT_STAGE_ROLLOUT, applied, StageRollout, ROLLOUT_BOUND)
+            namespace = rollout.temporal_namespace or None
+            workflow.set_current_details(details(_id(rollout), namespace, "rolling out"))
             verdict = await self._step(AWAIT_STAGE_VERDICT, rollout, StageVerdict, VERDICT_BOUND)
         except asyncio.CancelledError:
             await self._abort_applied(inp, applied, rollout)
             raise
-        return verdict.model_copy(
-            update={"rollout_workflow_id": verdict.rollout_workflow_id or _id(rollout)}
+        verdict = verdict.model_copy(
+            update={
+                "rollout_workflow_id": verdict.rollout_workflow_id or _id(rollout),
+                "rollout_namespace": verdict.rollout_namespace or namespace,
+            }
         )
+        ended = f"{verdict.state} ({verdict.reason})" if verdict.reason else str(verdict.state)
+        rid, rns = verdict.rollout_workflow_id, verdict.rollout_namespace
+        workflow.set_current_details(details(rid, rns, ended))
+        return verdict
 
     async def _abort_applied(
         self, inp: StageInput, applied: AppliedStage, rollout: StageRollout | None

@@ -110,6 +110,8 @@ class StageVerdict(Contract):
     rollout_workflow_id: str | None = None
     revision: str | None = None  # the DecisionModel revision the cluster rolled out
     decided_at: datetime | None = None
+    # The Temporal namespace of the cluster's rollouts, for the links to its history.
+    rollout_namespace: str | None = None
 
 
 class AbortStageRollout(Contract):
@@ -125,3 +127,4 @@ class StageRollout(Contract):
     workflow_id: str = ""
     run_id: str = ""
     settled: StageVerdict | None = None
+    temporal_namespace: str = ""  # where the rollout runs (the cluster's own namespace)

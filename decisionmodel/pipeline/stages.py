@@ -40,6 +40,7 @@ class StageProgress(BaseModel):
     rollout_workflow_id: str | None = None
     since: datetime | None = None
     promoted_at: datetime | None = None
+    rollout_namespace: str | None = None  # the cluster's Temporal namespace of that rollout
 
 
 def blocked_by(stage: Stage, progress: Mapping[str, StageProgress]) -> str | None:

@@ -19,6 +19,7 @@ from datetime import UTC, timedelta
 import pytest
 from harness.time_skipping import register_search_attributes, start_time_skipping
 from temporalio import activity, workflow
+from temporalio.api.sdk.v1 import WorkflowMetadata
 from temporalio.client import Client, WorkflowHandle, WorkflowUpdateFailedError
 from temporalio.testing import WorkflowEnvironment
 from temporalio.worker import Worker
@@ -29,7 +30,10 @@ from decisionmodel.vocabulary import PipelinePhase, StageState
 from workflows import search_attributes as sa
 from workflows.pipeline import PipelineWorkflow
 from workflows.pipeline_attributes import at_start
+from workflows.pipeline_details import ui_path
 from workflows.pipeline_stage import PipelineStageWorkflow
+
+METADATA = "__temporal_workflow_metadata"  # what the UI asks for its User Metadata tab
 
 DIGEST_A, DIGEST_B = "a" * 64, "b" * 64
 Handle = WorkflowHandle[PipelineWorkflow, p.PipelineRecord]
@@ -82,7 +86,10 @@ class FakeCluster:
 
         @activity.defn(name=p.AWAIT_STAGE_ROLLOUT)
         async def rollout(applied: p.AppliedStage) -> p.StageRollout:
-            return p.StageRollout(workflow_id=self.rollout_id(applied.namespace, applied.name))
+            return p.StageRollout(
+                workflow_id=self.rollout_id(applied.namespace, applied.name),
+                temporal_namespace=f"rollouts-{self.name}",  # the cluster's own namespace
+            )
 
         @activity.defn(name=p.AWAIT_STAGE_VERDICT)
         async def verdict(rollout: p.StageRollout) -> p.StageVerdict:
@@ -287,6 +294,17 @@ async def test_runs_and_stage_runs_are_found_by_their_search_attributes(fleet: F
     blocked = StageState.BLOCKED
     assert run.get(sa.DM_STAGE_STATES) == [f"staging={StageState.FAILED}", f"prod-eu={blocked}"]
     child = fleet.client.get_workflow_handle(f"{handle.id}/staging")
+    # The UI's User Metadata tab: links to each stage run and to its cluster's rollout.
+    details = (await handle.query(METADATA, result_type=WorkflowMetadata)).current_details
+    rollout = fleet.clusters["staging"].rollout_id("models", "scoring")
+    namespace = fleet.client.namespace
+    assert f"[{child.id}]({ui_path(namespace, child.id)})" in details
+    assert f"({ui_path('rollouts-' + fleet.clusters['staging'].name, rollout)})" in details
+    assert "| prod-eu |" in details and StageState.BLOCKED in details
+    stage_meta = await child.query(METADATA, result_type=WorkflowMetadata)
+    assert ui_path("rollouts-" + fleet.clusters["staging"].name, rollout) in (
+        stage_meta.current_details
+    )
     stage = (await child.describe()).typed_search_attributes
     assert stage.get(sa.DM_STAGE) == "staging"
     assert stage.get(sa.DM_PIPELINE) == "hub/scoring"
