@@ -62,6 +62,7 @@ lint: venv testenv ## ruff, format check, mypy --strict, import contracts, hadol
 	bash hack/hadolint.sh
 	$(HELM) lint --strict charts/dmrollout
 	$(HELM) lint --strict charts/dmrollout -f charts/dmrollout/ci/all-on-values.yaml
+	$(HELM) lint --strict charts/dmrollout -f charts/dmrollout/ci/all-on-values.yaml -f charts/dmrollout/ci/hub-values.yaml
 
 format: venv ## apply ruff's formatting and fixes
 	$(BIN)/ruff format .
@@ -72,6 +73,7 @@ manifests: venv ## regenerate the CRD (deploy/ and the chart) and docs/api.md fr
 	cp deploy/crd/decisionmodels.decisionmodel.io.yaml charts/dmrollout/crds/
 	$(BIN)/python -m decisionmodel.api.crd --docs > docs/api.md
 	$(BIN)/python -m decisionmodel.api.pipeline_crd > deploy/pipelines/hub/decisionmodelpipelines.decisionmodel.io.yaml
+	cp deploy/pipelines/hub/decisionmodelpipelines.decisionmodel.io.yaml charts/dmrollout/files/
 
 demo-pipeline: venv testenv ## two clusters (hub/staging, prod), one Temporal: a DecisionModelPipeline promoted staging -> prod with a soak and a manual approval (DEMO_ARGS=--scenarios adds a moved tag and a failing candidate)
 	hack/in-netns.sh $(BIN)/python -m localenv.pipeline_demo $(DEMO_ARGS)

@@ -20,10 +20,13 @@ from temporalio.client import WorkflowUpdateFailedError
 
 from controller.cli.context import CliContext, add_kube_flags, add_temporal_flags
 from controller.cli.errors import CliError, ExitCode
+from controller.hub.leadership import PipelineControllerSettings
+from controller.reconciler.leader import LeaderElector
 from controller.temporal.client import TemporalSettings
 from decisionmodel.pipeline.contracts import Approval, PipelineRecord
 from decisionmodel.vocabulary import ConditionStatus
 from kube.client import Kube
+from kube.lease import LeaseStore
 from kube.pipelines import read_pipeline
 from workflows import search_attributes as sa
 from workflows.pipeline import PipelineWorkflow
@@ -128,17 +131,38 @@ def _ui_link(settings: TemporalSettings, wid: str) -> str:
     return f"\n  {base}/namespaces/{settings.namespace}/workflows/{quote(wid, safe='')}"
 
 
+def pipeline_elector(
+    settings: PipelineControllerSettings, leases: LeaseStore
+) -> LeaderElector | None:
+    """The pipeline controller's elector: the main controller's election on the pipeline
+    controller's own Lease (built here: the hub and the reconciler are independent rooms).
+    None with leader election off."""
+    if not settings.leader_election:
+        return None
+    return LeaderElector(
+        leases,
+        settings.identity,
+        lease_duration=settings.lease_duration_seconds,
+        renew_deadline=settings.renew_deadline_seconds,
+        retry_period=settings.retry_period_seconds,
+    )
+
+
 def pipeline_controller(args: argparse.Namespace) -> int:
     from controller.hub.pipelines import run_pipeline_controller
     from controller.serve.logs import configure_logging, log_format
-    from controller.temporal.client import TemporalSettings, connect
+    from controller.temporal.client import connect
     from decisionmodel.rollout.settings import RolloutSettings
 
     configure_logging(log_format(args))
+    # Read first: a bad DMROLLOUT_PIPELINE_CONTROLLER_* fails before anything connects.
+    settings = PipelineControllerSettings()
 
     async def main() -> int:
         client = await connect(TemporalSettings.load().for_pipelines())
-        return await run_pipeline_controller(Kube.from_settings(RolloutSettings()), client)
+        kube = Kube.from_settings(RolloutSettings())
+        leases = LeaseStore(kube, settings.lease_namespace, settings.lease_name)
+        return await run_pipeline_controller(kube, client, pipeline_elector(settings, leases))
 
     return asyncio.run(main())
 

@@ -27,6 +27,7 @@ from temporalio.common import WorkflowIDReusePolicy
 from temporalio.exceptions import WorkflowAlreadyStartedError
 from temporalio.service import RPCError
 
+from controller.hub.leadership import Elector, Outcome, run_leading, stop_on_signals
 from decisionmodel.api.pipeline import DecisionModelPipelineSpec, stage_task_queue
 from decisionmodel.pipeline.contracts import HUB_TASK_QUEUE, PipelineInput, PipelineRef
 from decisionmodel.pipeline.revision import pipeline_revision, pipeline_workflow_id
@@ -238,11 +239,19 @@ def _key(obj: Obj) -> tuple[str, str]:
     return str(meta.get("namespace", "")), str(meta.get("name", ""))
 
 
-async def run_pipeline_controller(kube: Kube, client: Client) -> int:
+async def run_pipeline_controller(kube: Kube, client: Client, elector: Elector | None) -> int:
+    """The controller, reconciling only while ``elector`` holds its Lease (always, with None;
+    controller/hub/leadership.py); the exit code: 0 after SIGTERM, 1 once the Lease is lost or
+    the loop ended."""
     controller = PipelineController(kube, client)
-    log.info("pipeline controller on the hub: task queue %s", HUB_TASK_QUEUE)
-    await controller.run()
-    return 0
+    log.info(
+        "pipeline controller on the hub: task queue %s, %s",
+        HUB_TASK_QUEUE,
+        "with leader election" if elector else "without leader election (one replica only)",
+    )
+    outcome = Outcome()
+    stop_on_signals(outcome)
+    return await run_leading(controller.run, elector, outcome)
 
 
 __all__ = ["PipelineController", "read_spec", "run_pipeline_controller"]

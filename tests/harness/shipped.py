@@ -18,6 +18,8 @@ from localenv.paths import bin_dir, python_tool
 ROOT = Path(__file__).resolve().parents[2]
 CHART = ROOT / "charts" / "dmrollout"
 ALL_ON_VALUES = CHART / "ci" / "all-on-values.yaml"
+# A hub of DecisionModelPipelines (pipelines.hub), over ALL_ON_VALUES.
+HUB_VALUES = CHART / "ci" / "hub-values.yaml"
 NAMESPACE = "dmrollout-system"
 
 

@@ -2,12 +2,13 @@
 
 - `kubectl apply -k deploy/ --dry-run=server` (and deploy/namespaced, deploy/examples) with strict
   field validation and the restricted Pod Security profile of dmrollout-system: no warning;
-- `helm template | kubectl apply --dry-run=server` for the chart's defaults and
-  ci/all-on-values.yaml, with minimal Prometheus Operator CRDs installed for ServiceMonitor and
+- `helm template | kubectl apply --dry-run=server` for the chart's defaults,
+  ci/all-on-values.yaml and a pipelines hub (ci/hub-values.yaml over it: the pipeline CRD and
+  controller), with minimal Prometheus Operator CRDs installed for ServiceMonitor and
   PrometheusRule;
 - the RBAC applied for real, then the authorizer asked (SubjectAccessReviews, what `kubectl auth
   can-i` sends) as each ServiceAccount: what the controller and the workers need is allowed,
-  everything next to it is not;
+  everything next to it is not; on a hub, the same for the pipeline controller's own account;
 - the examples are valid to the project's own models (DecisionModel, golden dataset) and the
   NetworkPolicy selects the Pods dmrollout renders.
 """
@@ -35,6 +36,7 @@ ROOT = Path(__file__).resolve().parents[2]
 CRD = ROOT / "deploy" / "crd" / "decisionmodels.decisionmodel.io.yaml"
 CHART = ROOT / "charts" / "dmrollout"
 ALL_ON = CHART / "ci" / "all-on-values.yaml"
+HUB = CHART / "ci" / "hub-values.yaml"
 EXAMPLES = ROOT / "deploy" / "examples"
 SYSTEM_NS = "dmrollout-system"
 EXAMPLES_NS = "dmrollout-examples"
@@ -261,11 +263,15 @@ def test_server_dry_run_really_validates_decisionmodels(cluster: LocalCluster) -
 
 
 # --- the Helm chart ---------------------------------------------------------------------------
-@pytest.mark.parametrize("values", [None, ALL_ON], ids=["default", "all-on"])
-def test_helm_template_dry_run(cluster: LocalCluster, values: Path | None, tmp_path: Path) -> None:
-    rendered = helm_template(*(["-f", str(values)] if values else []), tmp=tmp_path)
+@pytest.mark.parametrize("values", [[], [ALL_ON], [ALL_ON, HUB]], ids=["default", "all-on", "hub"])
+def test_helm_template_dry_run(cluster: LocalCluster, values: list[Path], tmp_path: Path) -> None:
+    rendered = helm_template(*[a for v in values for a in ("-f", str(v))], tmp=tmp_path)
     kinds = _kinds(rendered)
-    if values is not None:
+    if HUB in values:
+        # The pipeline CRD is accepted as the chart renders it; the hub's grants are
+        # cluster-wide (pipelines live in any namespace): test_pipeline_hub_rbac_*.
+        assert {"CustomResourceDefinition", "ClusterRole"} <= set(kinds)
+    elif values:
         assert {"ServiceMonitor", "PrometheusRule", "ConfigMap", "Job"} <= set(kinds)
         # Namespaced: nothing cluster-wide but the metrics review rights (cluster-scoped APIs).
         cluster_roles = [
@@ -505,6 +511,81 @@ def test_namespaced_rbac_grants_only_in_its_namespace(
         assert_access(cluster, sa, NAMESPACED_NS, GRANTS[sa], REFUSALS[sa])
         assert_access(cluster, sa, "default", [], GRANTS[sa])
         assert_access(cluster, sa, "", [], [Access("list", "decisionmodels.decisionmodel.io")])
+
+
+# The hub's pipeline controller (chart, pipelines.hub), as release "dmr": its own account, the
+# pipelines in every namespace, its own Lease; the worker may write the runs' status only.
+PIPELINE_SA = "dmr-dmrollout-pipeline-controller"
+DMP = "decisionmodelpipelines.decisionmodel.io"
+PIPELINE_GRANTS = [
+    Access("get", DMP),
+    Access("list", DMP),
+    Access("watch", DMP),
+    Access("patch", DMP, "status"),
+]
+PIPELINE_REFUSALS = [
+    Access("create", DMP),
+    Access("update", DMP),
+    Access("patch", DMP),
+    Access("delete", DMP),
+    Access("update", DMP, "status"),
+    Access("get", "decisionmodels.decisionmodel.io"),
+    Access("list", "decisionmodels.decisionmodel.io"),
+    Access("create", "decisionmodels.decisionmodel.io"),
+    Access("patch", "decisionmodels.decisionmodel.io", "status"),
+    Access("get", "secrets"),
+    Access("get", "configmaps"),
+    Access("list", "pods"),
+    Access("create", "deployments.apps"),
+    Access("create", "events.events.k8s.io"),
+]
+
+
+def test_pipeline_hub_rbac_grants_the_pipeline_controller_exactly_what_it_needs(
+    cluster: LocalCluster, applied: list[dict[str, Any]], tmp_path: Path
+) -> None:
+    rendered = helm_template("--set", "pipelines.hub=true", tmp=tmp_path)
+    objects = [d for d in yaml.safe_load_all(rendered) if d and d["kind"] in RBAC_KINDS]
+    applied.extend(_not_there_yet(cluster, objects))
+    cluster.apply(objects)
+    for ns in ("default", EXAMPLES_NS, ""):
+        assert_access(cluster, PIPELINE_SA, ns, PIPELINE_GRANTS, PIPELINE_REFUSALS)
+        # The hub's worker writes a run's status fields, and reads no pipeline.
+        assert_access(
+            cluster,
+            "dmr-dmrollout-worker",
+            ns,
+            [Access("patch", DMP, "status")],
+            [Access("get", DMP), Access("list", DMP), Access("patch", DMP)],
+        )
+        # The controller has nothing to do with pipelines.
+        assert_access(cluster, "dmr-dmrollout-controller", ns, [], PIPELINE_GRANTS)
+    own, controllers = PIPELINE_SA, "dmr-dmrollout-controller"
+    assert_access(
+        cluster,
+        PIPELINE_SA,
+        SYSTEM_NS,
+        [
+            Access("create", LEASE),
+            Access("get", LEASE, name=own),
+            Access("update", LEASE, name=own),
+        ],
+        [
+            Access("get", LEASE, name=controllers),
+            Access("update", LEASE, name=controllers),
+            Access("delete", LEASE, name=own),
+            Access("list", LEASE),
+            Access("create", "tokenreviews.authentication.k8s.io"),
+        ],
+    )
+    # Nor may the controller take the pipeline controller's Lease over.
+    assert_access(
+        cluster,
+        controllers,
+        SYSTEM_NS,
+        [Access("update", LEASE, name=controllers)],
+        [Access("get", LEASE, name=own), Access("update", LEASE, name=own)],
+    )
 
 
 # --- the examples, against the project's own models --------------------------------------------

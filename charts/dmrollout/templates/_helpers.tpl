@@ -21,6 +21,8 @@
 {{- define "dmrollout.controllerName" -}}{{ include "dmrollout.fullname" . }}-controller{{- end -}}
 {{- define "dmrollout.workerName" -}}{{ include "dmrollout.fullname" . }}-worker{{- end -}}
 {{- define "dmrollout.leaseName" -}}{{ include "dmrollout.fullname" . }}-controller{{- end -}}
+{{- /* The hub's pipeline controller: its Deployment, ServiceAccount, grants and Lease. */ -}}
+{{- define "dmrollout.pipelineControllerName" -}}{{ include "dmrollout.fullname" . }}-pipeline-controller{{- end -}}
 
 {{- define "dmrollout.labels" -}}
 helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" }}
@@ -200,11 +202,10 @@ capabilities:
   drop: ["ALL"]
 {{- end -}}
 
-{{/* The read-only root filesystem's writable /tmp, and the Temporal TLS material. */}}
+{{/* The read-only root filesystem's writable /tmp, the metrics certificate, and the Temporal
+TLS material. */}}
 {{- define "dmrollout.volumes" -}}
-- name: tmp
-  emptyDir:
-    sizeLimit: 64Mi
+{{ include "dmrollout.tmpVolume" . }}
 {{- if and .Values.metrics.secure .Values.metrics.certSecret }}
 - name: metrics-tls
   secret:
@@ -216,6 +217,23 @@ capabilities:
       - key: tls.key
         path: tls.key
 {{- end }}
+{{- include "dmrollout.temporalVolumes" . }}
+{{- end -}}
+
+{{/* The pipeline controller's: /tmp and the Temporal material only (it serves no metrics). */}}
+{{- define "dmrollout.pipelineControllerVolumes" -}}
+{{ include "dmrollout.tmpVolume" . }}
+{{- include "dmrollout.temporalVolumes" . }}
+{{- end -}}
+
+{{- define "dmrollout.tmpVolume" -}}
+- name: tmp
+  emptyDir:
+    sizeLimit: 64Mi
+{{- end -}}
+
+{{/* Each line starts with a newline: appended to a list of volumes. */}}
+{{- define "dmrollout.temporalVolumes" -}}
 {{- with .Values.temporal.tls.caSecret }}
 {{- if .name }}
 - name: temporal-ca
@@ -264,6 +282,17 @@ capabilities:
   mountPath: /etc/dmrollout/metrics-tls
   readOnly: true
 {{- end }}
+{{- include "dmrollout.temporalVolumeMounts" . }}
+{{- end -}}
+
+{{- define "dmrollout.pipelineControllerVolumeMounts" -}}
+- name: tmp
+  mountPath: /tmp
+{{- include "dmrollout.temporalVolumeMounts" . }}
+{{- end -}}
+
+{{/* Each line starts with a newline, as dmrollout.temporalVolumes. */}}
+{{- define "dmrollout.temporalVolumeMounts" -}}
 {{- if .Values.temporal.tls.caSecret.name }}
 - name: temporal-ca
   mountPath: /etc/dmrollout/temporal-ca

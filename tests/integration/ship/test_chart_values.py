@@ -6,7 +6,10 @@
 - the environment the chart renders, fed to the real settings classes, yields the values it was
   given (defaults and ci/all-on-values.yaml), and names no DMROLLOUT_* variable that no field
   reads (pydantic-settings ignores unknown variables silently, so a typo would go unnoticed);
-- the schema is strict; the chart's CRD is the generated one byte for byte; versions agree;
+- the schema is strict; the chart's CRDs are the generated ones byte for byte; versions agree;
+- on a hub (pipelines.hub, ci/hub-values.yaml over all-on), the pipeline controller's
+  environment yields its values too and reaches Temporal as the controller does
+  (test_pipeline_hub_chart.py checks its Deployment, grants and CRD);
 - the PrometheusRule, ServiceMonitor and dashboard query series that exist, and every alert
   links a runbook that exists.
 """
@@ -27,6 +30,7 @@ import yaml
 from harness.shipped import (
     ALL_ON_VALUES,
     CHART,
+    HUB_VALUES,
     NAMESPACE,
     ROOT,
     helm,
@@ -36,22 +40,28 @@ from harness.shipped import (
 )
 from pydantic_settings import BaseSettings
 
+from controller.hub.leadership import PipelineControllerSettings
 from controller.reconciler.settings import ControllerSettings
 from controller.serve.metrics import ControllerMetrics
 from controller.serve.metrics_settings import MetricsSettings
 from controller.serve.reconcile_metrics import ReconcileMetrics
 from controller.temporal.client import TemporalSettings
+from decisionmodel.api.pipeline_crd import PIPELINE_CRD_FILE
 from decisionmodel.rollout.settings import RolloutSettings
 
 VALUES = yaml.safe_load((CHART / "values.yaml").read_text())
 ALL_ON = yaml.safe_load(ALL_ON_VALUES.read_text())
+HUB_ON = yaml.safe_load(HUB_VALUES.read_text())
 RELEASE = "dmrollout"  # fullname == "dmrollout", as the program defaults assume
 SETTINGS: dict[str, type[BaseSettings]] = {
     "controller": ControllerSettings,
     "rollout": RolloutSettings,
     "temporal": TemporalSettings,
     "metrics": MetricsSettings,
+    "pipeline_controller": PipelineControllerSettings,
 }
+# The hub's pipeline controller (pipelines.hub): its settings come from its own container.
+PIPELINE_CONTROLLER = "-pipeline-controller"
 METRICS_CERT_DIR = "/etc/dmrollout/metrics-tls"
 
 
@@ -133,6 +143,24 @@ MAPPING: tuple[Mapping, ...] = (
     # The Secret is mounted at one fixed directory; empty = no directory = self-signed.
     Mapping("metrics.certSecret", "metrics", "cert_dir", lambda v: METRICS_CERT_DIR if v else ""),
     Mapping("temporal.payloadCodec.currentKeyId", "temporal", "payload_key_id", _empty_is_none),
+    Mapping(
+        "pipelines.controller.leaderElection.enabled", "pipeline_controller", "leader_election"
+    ),
+    Mapping(
+        "pipelines.controller.leaderElection.leaseDurationSeconds",
+        "pipeline_controller",
+        "lease_duration_seconds",
+    ),
+    Mapping(
+        "pipelines.controller.leaderElection.renewDeadlineSeconds",
+        "pipeline_controller",
+        "renew_deadline_seconds",
+    ),
+    Mapping(
+        "pipelines.controller.leaderElection.retryPeriodSeconds",
+        "pipeline_controller",
+        "retry_period_seconds",
+    ),
 )
 
 # worker.tuning.* → RolloutSettings fields, set on the worker's container only.
@@ -190,6 +218,11 @@ UNMAPPED: dict[str, dict[str, str]] = {
         "auth_cache_entries": "bounded memory; the default suits every install",
         "review_timeout_seconds": "client tempo; the default bounds every review",
     },
+    "pipeline_controller": {
+        "lease_namespace": "POD_NAMESPACE through the downward API",
+        "identity": "POD_NAME through the downward API",
+        "lease_name": "<fullname>-pipeline-controller, tied to its Role's resourceNames",
+    },
 }
 
 
@@ -228,8 +261,22 @@ def all_on_objs(helm_tmp: Path) -> list[dict[str, Any]]:
     return render_chart("-f", str(ALL_ON_VALUES), tmp=helm_tmp, release=RELEASE)
 
 
+@pytest.fixture(scope="module")
+def hub_objs(helm_tmp: Path) -> list[dict[str, Any]]:
+    """Every option on, on a hub (which is also a stage cluster)."""
+    return render_chart(
+        "-f", str(ALL_ON_VALUES), "-f", str(HUB_VALUES), tmp=helm_tmp, release=RELEASE
+    )
+
+
 def find(objs: list[dict[str, Any]], kind: str, suffix: str = "") -> dict[str, Any]:
-    (obj,) = [o for o in objs if o["kind"] == kind and o["metadata"]["name"].endswith(suffix)]
+    """The one object of ``kind`` named <release><suffix> (with no suffix: the one of its
+    kind). Exact: -controller must not also find -pipeline-controller."""
+    (obj,) = [
+        o
+        for o in objs
+        if o["kind"] == kind and (not suffix or o["metadata"]["name"] == f"{RELEASE}{suffix}")
+    ]
     return obj
 
 
@@ -278,6 +325,7 @@ def owning_settings(variable: str) -> tuple[str, str] | None:
     if not variable.startswith("DMROLLOUT_") or variable in READ_ELSEWHERE:
         return None
     for prefix, name in (
+        ("DMROLLOUT_PIPELINE_CONTROLLER_", "pipeline_controller"),
         ("DMROLLOUT_CONTROLLER_", "controller"),
         ("DMROLLOUT_TEMPORAL_", "temporal"),
         ("DMROLLOUT_METRICS_", "metrics"),
@@ -324,21 +372,67 @@ def test_the_address_default_is_the_one_deliberate_difference(
 # --- rendered environment → settings ------------------------------------------------------------
 
 
-@pytest.mark.parametrize("case", ["default", "all-on"])
+def rendered_case(
+    case: str,
+    default_objs: list[dict[str, Any]],
+    all_on_objs: list[dict[str, Any]],
+    hub_objs: list[dict[str, Any]],
+) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    """The objects of a case and the values they were rendered from."""
+    if case == "default":
+        return default_objs, VALUES
+    if case == "all-on":
+        return all_on_objs, merged(VALUES, ALL_ON)
+    return hub_objs, merged(merged(VALUES, ALL_ON), HUB_ON)
+
+
+@pytest.mark.parametrize("case", ["default", "all-on", "hub"])
 def test_rendered_environment_yields_the_values(
     case: str,
     default_objs: list[dict[str, Any]],
     all_on_objs: list[dict[str, Any]],
+    hub_objs: list[dict[str, Any]],
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    objs, values = (
-        (default_objs, VALUES) if case == "default" else (all_on_objs, merged(VALUES, ALL_ON))
-    )
+    objs, values = rendered_case(case, default_objs, all_on_objs, hub_objs)
     settings = settings_from(env_of(container(objs, "Deployment", "-controller")), monkeypatch)
     for m in MAPPING:
         if m.path.startswith("proxy.") and values["proxy"]["existingSecret"]:
             continue  # from the Secret: test_proxy_from_secret
+        if m.settings == "pipeline_controller":
+            continue  # its own container: test_pipeline_controller_environment_yields_its_values
         assert getattr(settings[m.settings], m.field) == m.convert(lookup(values, m.path)), m.path
+
+
+@pytest.mark.parametrize("case", ["hub-default", "hub"])
+def test_pipeline_controller_environment_yields_its_values(
+    case: str,
+    hub_objs: list[dict[str, Any]],
+    helm_tmp: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Its Lease settings from pipelines.controller, its Lease in the release namespace under
+    the name its Role allows, and the pipelines' Temporal namespace."""
+    if case == "hub":
+        objs, values = hub_objs, merged(merged(VALUES, ALL_ON), HUB_ON)
+    else:
+        on = ("--set", "pipelines.hub=true")
+        objs, values = render_chart(*on, tmp=helm_tmp, release=RELEASE), VALUES
+    env = env_of(container(objs, "Deployment", PIPELINE_CONTROLLER))
+    settings = settings_from(env, monkeypatch)
+    for m in MAPPING:
+        if m.settings == "pipeline_controller":
+            got = getattr(settings[m.settings], m.field)
+            assert got == m.convert(lookup(values, m.path)), m.path
+    pipeline = settings["pipeline_controller"]
+    assert isinstance(pipeline, PipelineControllerSettings)
+    assert pipeline.lease_namespace == NAMESPACE
+    assert pipeline.identity == "pod-0"
+    assert pipeline.lease_name == f"{RELEASE}{PIPELINE_CONTROLLER}"
+    temporal = settings["temporal"]
+    assert isinstance(temporal, TemporalSettings)
+    expected = values["temporal"]["pipelinesNamespace"] or values["temporal"]["namespace"]
+    assert temporal.for_pipelines().namespace == expected
 
 
 def test_defaults_render_exactly_the_program_defaults(
@@ -352,10 +446,31 @@ def test_defaults_render_exactly_the_program_defaults(
     chart = {k: v.model_dump() for k, v in settings_from(rendered_env, monkeypatch).items()}
     for name in ("lease_namespace", "identity", "watch_namespaces"):
         del program["controller"][name], chart["controller"][name]
+    # POD_* are read by the pipeline controller's settings too (its own Deployment: below).
+    for name in ("lease_namespace", "identity"):
+        del program["pipeline_controller"][name], chart["pipeline_controller"][name]
     del program["temporal"]["address"], chart["temporal"]["address"]
     # The controller's SDK exporter, on loopback and served through /metrics (fixed).
     del program["temporal"]["metrics_bind_address"], chart["temporal"]["metrics_bind_address"]
     assert chart == program
+
+
+def test_pipeline_controller_defaults_are_the_program_defaults(
+    helm_tmp: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """pipelines.hub alone: the pipeline controller runs with its program's defaults (but the
+    address, its Lease's namespace and name: the release's, and its identity: the Pod's)."""
+    objs = render_chart("--set", "pipelines.hub=true", tmp=helm_tmp, release=RELEASE)
+    env = env_of(container(objs, "Deployment", PIPELINE_CONTROLLER))
+    chart = {k: v.model_dump() for k, v in settings_from(env, monkeypatch).items()}
+    program = {k: v.model_dump() for k, v in settings_from({}, monkeypatch).items()}
+    for name in ("lease_namespace", "identity"):
+        del program["pipeline_controller"][name], chart["pipeline_controller"][name]
+    # fullname is "dmrollout" here, so even the Lease's name is the program's default.
+    assert chart["pipeline_controller"] == program["pipeline_controller"]
+    del program["temporal"]["address"], chart["temporal"]["address"]
+    assert chart["temporal"] == program["temporal"]
+    assert chart["rollout"] == program["rollout"]
 
 
 def test_all_on_temporal_connection(
@@ -424,13 +539,19 @@ def test_proxy_inline_and_from_secret(
             assert refs[name] == {"name": secret, "key": var, "optional": True}
 
 
-@pytest.mark.parametrize("case", ["default", "all-on"])
+@pytest.mark.parametrize("case", ["default", "all-on", "hub"])
 def test_no_rendered_variable_is_a_typo(
-    case: str, default_objs: list[dict[str, Any]], all_on_objs: list[dict[str, Any]]
+    case: str,
+    default_objs: list[dict[str, Any]],
+    all_on_objs: list[dict[str, Any]],
+    hub_objs: list[dict[str, Any]],
 ) -> None:
-    objs = default_objs if case == "default" else all_on_objs
+    objs, _ = rendered_case(case, default_objs, all_on_objs, hub_objs)
     seen = 0
-    for kind, suffix in (("Deployment", "-controller"), ("Deployment", "-worker"), ("Job", "")):
+    workloads = [("Deployment", "-controller"), ("Deployment", "-worker"), ("Job", "")]
+    if case == "hub":
+        workloads.append(("Deployment", PIPELINE_CONTROLLER))
+    for kind, suffix in workloads:
         if kind == "Job" and case == "default":
             continue
         for e in container(objs, kind, suffix).get("env", []):
@@ -480,11 +601,14 @@ def test_promotion_grace_is_the_controllers_alone(
         assert "DMROLLOUT_PROMOTION_GRACE_SECONDS" not in controller | worker
 
 
-@pytest.mark.parametrize("case", ["default", "all-on"])
+@pytest.mark.parametrize("case", ["default", "all-on", "hub"])
 def test_controller_worker_and_setup_job_share_one_temporal_and_rollout_config(
-    case: str, default_objs: list[dict[str, Any]], all_on_objs: list[dict[str, Any]]
+    case: str,
+    default_objs: list[dict[str, Any]],
+    all_on_objs: list[dict[str, Any]],
+    hub_objs: list[dict[str, Any]],
 ) -> None:
-    objs = default_objs if case == "default" else all_on_objs
+    objs, _ = rendered_case(case, default_objs, all_on_objs, hub_objs)
 
     def shared(c: dict[str, Any], prefixes: tuple[str, ...]) -> list[dict[str, Any]]:
         return [
@@ -502,11 +626,26 @@ def test_controller_worker_and_setup_job_share_one_temporal_and_rollout_config(
     worker = container(objs, "Deployment", "-worker")
     assert shared(controller, everything) == shared(worker, everything)
     assert controller["volumeMounts"] == worker["volumeMounts"]
-    if case == "all-on":
+    temporal = ("DMROLLOUT_TEMPORAL_",)
+    if case != "default":
         job = container(objs, "Job", "-temporal-setup")
-        temporal = ("DMROLLOUT_TEMPORAL_",)
         assert shared(job, temporal) == shared(controller, temporal)
         assert job["volumeMounts"] == controller["volumeMounts"]
+    if case == "hub":
+        # The same Temporal (address, TLS, API key, payload keys; it picks the pipelines'
+        # namespace itself) and the same Secrets mounted, but the metrics certificate: it
+        # serves no metrics.
+        pipeline = container(objs, "Deployment", PIPELINE_CONTROLLER)
+        assert shared(pipeline, temporal) == shared(controller, temporal)
+        mounts = [m for m in controller["volumeMounts"] if m["name"] != "metrics-tls"]
+        assert len(mounts) == 4 and len(mounts) < len(controller["volumeMounts"])
+        assert pipeline["volumeMounts"] == mounts
+
+        def volumes(suffix: str) -> list[dict[str, Any]]:
+            return list(find(objs, "Deployment", suffix)["spec"]["template"]["spec"]["volumes"])
+
+        kept = [v for v in volumes("-controller") if v["name"] in {m["name"] for m in mounts}]
+        assert volumes(PIPELINE_CONTROLLER) == kept
 
 
 def _service_ports_are_the_container_ports(
@@ -585,13 +724,16 @@ def test_a_metrics_port_colliding_with_a_health_port_is_refused(helm_tmp: Path) 
         assert "metrics.port" in result.stderr
 
 
-@pytest.mark.parametrize("case", ["default", "all-on"])
+@pytest.mark.parametrize("case", ["default", "all-on", "hub"])
 def test_pods_are_non_root_read_only_with_a_tmp(
-    case: str, default_objs: list[dict[str, Any]], all_on_objs: list[dict[str, Any]]
+    case: str,
+    default_objs: list[dict[str, Any]],
+    all_on_objs: list[dict[str, Any]],
+    hub_objs: list[dict[str, Any]],
 ) -> None:
-    objs = default_objs if case == "default" else all_on_objs
+    objs, _ = rendered_case(case, default_objs, all_on_objs, hub_objs)
     workloads = [o for o in objs if o["kind"] in ("Deployment", "Job")]
-    assert len(workloads) == (2 if case == "default" else 3)
+    assert len(workloads) == {"default": 2, "all-on": 3, "hub": 4}[case]
     for w in workloads:
         pod = w["spec"]["template"]["spec"]
         assert pod["securityContext"]["runAsNonRoot"] is True
@@ -637,7 +779,9 @@ def test_versions_agree() -> None:
 
 
 def test_image_reference(
-    default_objs: list[dict[str, Any]], all_on_objs: list[dict[str, Any]]
+    default_objs: list[dict[str, Any]],
+    all_on_objs: list[dict[str, Any]],
+    hub_objs: list[dict[str, Any]],
 ) -> None:
     chart = yaml.safe_load((CHART / "Chart.yaml").read_text())
     assert container(default_objs, "Deployment", "-worker")["image"] == (
@@ -647,19 +791,31 @@ def test_image_reference(
     for kind, suffix in (("Deployment", "-controller"), ("Deployment", "-worker"), ("Job", "")):
         c = container(all_on_objs, kind, suffix)
         assert c["image"] == f"{image['repository']}@{image['digest']}"
+    pipeline = container(hub_objs, "Deployment", PIPELINE_CONTROLLER)
+    assert pipeline["image"] == f"{image['repository']}@{image['digest']}"
+    assert pipeline["args"] == ["pipeline-controller"]
     assert container(default_objs, "Deployment", "-worker")["args"] == ["worker"]
     assert container(default_objs, "Deployment", "-controller")["args"] == ["controller"]
 
 
-def test_chart_crd_is_the_generated_crd_byte_for_byte() -> None:
+def test_chart_crds_are_the_generated_crds_byte_for_byte() -> None:
     generated = (ROOT / "deploy" / "crd" / "decisionmodels.decisionmodel.io.yaml").read_bytes()
+    # crds/ holds the DecisionModel CRD only, deliberately: Helm installs all of crds/ whatever
+    # the values, so the pipeline CRD (hub only) is a template (templates/pipelines-crd.yaml,
+    # from files/; rendered: test_pipeline_hub_chart.py).
     assert [p.name for p in (CHART / "crds").iterdir()] == ["decisionmodels.decisionmodel.io.yaml"]
     assert (CHART / "crds" / "decisionmodels.decisionmodel.io.yaml").read_bytes() == generated
+    pipelines = ROOT / PIPELINE_CRD_FILE
+    assert (CHART / "files" / pipelines.name).read_bytes() == pipelines.read_bytes()
 
 
-@pytest.mark.parametrize("values_file", [None, ALL_ON_VALUES], ids=["default", "all-on"])
-def test_helm_lint_strict(values_file: Path | None, helm_tmp: Path) -> None:
-    args = ["lint", "--strict", str(CHART)] + (["-f", str(values_file)] if values_file else [])
+@pytest.mark.parametrize(
+    "values_files",
+    [[], [ALL_ON_VALUES], [HUB_VALUES], [ALL_ON_VALUES, HUB_VALUES]],
+    ids=["default", "all-on", "hub", "all-on-hub"],
+)
+def test_helm_lint_strict(values_files: list[Path], helm_tmp: Path) -> None:
+    args = ["lint", "--strict", str(CHART)] + [a for f in values_files for a in ("-f", str(f))]
     result = helm(*args, tmp=helm_tmp, check=False)
     assert result.returncode == 0, result.stdout + result.stderr
 
@@ -726,6 +882,8 @@ def test_payload_codec_refuses_incomplete_values(
         ("maxConcurrentRollouts=-1", "maxConcurrentRollouts"),
         ("watchNamespaces[0]=Not_A_Namespace", "watchNamespaces"),
         ("prometheusRule.windows.degraded=ten", "degraded"),
+        ("pipelines.controller.bogus=1", "bogus"),
+        ("pipelines.controller.replicas=-1", "replicas"),
     ],
 )
 def test_schema_rejects_bad_values(setting: str, complaint: str, helm_tmp: Path) -> None:

@@ -1,7 +1,8 @@
 """RBAC guard: every shipped rendering of dmrollout's permissions is least privilege.
 
-Renders deploy/ (kustomize: the cluster-wide install, core/ alone, the namespaced variant) and the
-Helm chart (defaults: namespaced; cluster-wide opt-in; ci/all-on-values.yaml), then checks: no
+Renders deploy/ (kustomize: the cluster-wide install, core/ alone, the namespaced variant, a
+pipelines hub) and the Helm chart (defaults: namespaced; cluster-wide opt-in;
+ci/all-on-values.yaml; a hub, ci/hub-values.yaml over all-on), then checks: no
 wildcard anywhere; Secrets and ConfigMaps get-only; no escalate/bind/impersonate; the namespaced
 variants grant nothing cluster-wide; each component's grants are exactly its table below (the
 one the audit log gave, see tests/e2e/controller/test_rbac_evidence.py) and bound to its own
@@ -19,7 +20,14 @@ from typing import Any
 
 import pytest
 import yaml
-from harness.shipped import ALL_ON_VALUES, ROOT, helm_template, kustomize, render_chart
+from harness.shipped import (
+    ALL_ON_VALUES,
+    HUB_VALUES,
+    ROOT,
+    helm_template,
+    kustomize,
+    render_chart,
+)
 
 from controller.reconciler.settings import ControllerSettings
 
@@ -86,11 +94,17 @@ RENDERINGS: dict[str, Callable[[Path], list[dict[str, Any]]]] = {
     "deploy/core": lambda tmp: kustomize("deploy/core"),
     "deploy/namespaced": lambda tmp: kustomize("deploy/namespaced"),
     "deploy/metrics-auth": lambda tmp: kustomize("deploy/metrics-auth"),
+    "deploy/pipelines/hub": lambda tmp: kustomize("deploy/pipelines/hub"),
     "chart-default": lambda tmp: render_chart(tmp=tmp, release="dmr"),
     "chart-cluster-wide": lambda tmp: render_chart(
         "--set", "rbac.clusterWide=true", tmp=tmp, release="dmr"
     ),
     "chart-all-on": lambda tmp: render_chart("-f", str(ALL_ON_VALUES), tmp=tmp, release="dmr"),
+    # The pipeline grants and the pipeline controller's own account and Lease
+    # (tests/integration/ship/test_pipeline_hub_chart.py: equal to deploy/pipelines/hub).
+    "chart-hub": lambda tmp: render_chart(
+        "-f", str(ALL_ON_VALUES), "-f", str(HUB_VALUES), tmp=tmp, release="dmr"
+    ),
 }
 NAMESPACED_RENDERINGS = ("deploy/core", "deploy/namespaced", "chart-default", "chart-all-on")
 
@@ -284,7 +298,7 @@ def test_leader_election_is_one_lease_for_the_controller_only(
     assert [s["name"] for s in binding["subjects"]] == [sa]
 
 
-@pytest.mark.parametrize("name", ["deploy", "chart-default", "chart-all-on"])
+@pytest.mark.parametrize("name", ["deploy", "chart-default", "chart-all-on", "chart-hub"])
 def test_every_binding_names_a_shipped_service_account_used_by_a_deployment(
     rendered: dict[str, list[dict[str, Any]]], name: str
 ) -> None:
