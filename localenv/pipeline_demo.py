@@ -51,6 +51,11 @@ GOLDEN: Final = {"name": "scoring-golden", "key": "cases.jsonl"}
 SOAK: Final = "20s"
 
 
+def rollout_namespace(cluster: str) -> str:
+    """Each cluster's rollouts in a Temporal namespace of their own (the hub's: default)."""
+    return ROLLOUT_NS.get(cluster, cluster)
+
+
 def say(text: str) -> None:
     print(f"==> {text}", flush=True)
 
@@ -63,9 +68,9 @@ def product_env(env: MultiClusterEnv, name: str, index: int) -> dict[str, str]:
         "DMROLLOUT_ALLOWED_REGISTRIES": json.dumps([f"127.0.0.1:{env.ports.registry}"]),
         "DMROLLOUT_ALLOW_INSECURE_REGISTRIES": "true",
         "DMROLLOUT_TEMPORAL_ADDRESS": env.temporal.address,
-        "DMROLLOUT_TEMPORAL_NAMESPACE": ROLLOUT_NS[name],
+        "DMROLLOUT_TEMPORAL_NAMESPACE": rollout_namespace(name),
         "DMROLLOUT_TEMPORAL_PIPELINES_NAMESPACE": PIPELINES_NS,
-        "DMROLLOUT_STAGE_CLUSTER": STAGE_CLUSTER[name],
+        "DMROLLOUT_STAGE_CLUSTER": STAGE_CLUSTER.get(name, name),
         "DMROLLOUT_CONTROLLER_LEASE_NAMESPACE": "default",
         "DMROLLOUT_CONTROLLER_HEALTH_PORT": str(8080 + 100 * index),
         "DMROLLOUT_WORKER_METRICS_PORT": str(8081 + 100 * index),
@@ -94,11 +99,13 @@ def get_json(cluster: LocalCluster, *args: str) -> dict[str, Any]:
 
 
 class Demo:
-    def __init__(self, env: MultiClusterEnv, state: Path) -> None:
+    def __init__(self, env: MultiClusterEnv, state: Path, pipeline: str = PIPELINE) -> None:
         self.env = env
+        self.name = pipeline  # the DecisionModelPipeline (and the DecisionModel) it follows
         self.state = state
         self.hub = env.clusters["hub"]
-        self.prod = env.clusters["prod"]
+        # The first cluster after the hub (``prod`` here; the fan-out has two).
+        self.prod = next(c for n, c in env.clusters.items() if n != "hub")
         self.cli_env = {**os.environ, **product_env(env, "hub", 0)}
         self.processes: dict[str, ManagedProcess] = {}
 
@@ -206,7 +213,7 @@ class Demo:
         )
 
     def pipeline(self) -> dict[str, Any]:
-        return get_json(self.hub, "dmp", PIPELINE, "-n", NAMESPACE).get("status") or {}
+        return get_json(self.hub, "dmp", self.name, "-n", NAMESPACE).get("status") or {}
 
     def stage(self, name: str) -> dict[str, Any]:
         return next((s for s in self.pipeline().get("stages") or [] if s["name"] == name), {})
@@ -225,7 +232,7 @@ class Demo:
         return found
 
     def dm_status(self, cluster: LocalCluster) -> dict[str, Any]:
-        return get_json(cluster, "dm", PIPELINE, "-n", NAMESPACE).get("status") or {}
+        return get_json(cluster, "dm", self.name, "-n", NAMESPACE).get("status") or {}
 
     def cli(self, *args: str) -> subprocess.CompletedProcess[str]:
         cmd = [sys.executable, "-m", "controller.cli", "pipeline", *args, "-n", NAMESPACE]

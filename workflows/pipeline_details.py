@@ -18,34 +18,33 @@ def ui_path(namespace: str, workflow_id: str) -> str:
     return f"/namespaces/{quote(namespace, safe='')}/workflows/{quote(workflow_id, safe='')}"
 
 
-def link(namespace: str | None, workflow_id: str | None) -> str:
+def link(text: str, namespace: str | None, workflow_id: str | None) -> str:
     if not namespace or not workflow_id:
-        return "-"
-    return f"[{workflow_id}]({ui_path(namespace, workflow_id)})"
+        return "no rollout yet"  # the one link that can be missing
+    return f"[{text}]({ui_path(namespace, workflow_id)})"
 
 
-def _cell(text: str) -> str:
-    """One Markdown table cell: no pipe, no line break."""
-    return text.replace("|", "/").replace("\n", " ")[:160]
+def _plain(text: str) -> str:
+    """Inline text: no line break, no link syntax of its own."""
+    return text.replace("\n", " ").replace("[", "(").replace("]", ")")[:160]
 
 
 def pipeline_details(record: PipelineRecord, namespace: str, run_id: str) -> str:
-    """A table of the stages: state, reason, its stage run and its cluster's rollout."""
+    """One line per stage: state and reason, its stage run, its cluster's rollout (a list,
+    not a table: the panel is half the page wide)."""
     freight = record.freight.digest[:19] if record.freight else "not pinned yet"
     lines = [
         f"**{record.pipeline.namespace}/{record.pipeline.name}** revision `{record.revision}`, "
         f"freight `{freight}`",
         "",
-        "| stage | cluster | state | reason | stage run | rollout |",
-        "|---|---|---|---|---|---|",
     ]
     for name, p in record.stages.items():
         cluster = record.clusters.get(name, "?")
-        lines.append(
-            f"| {name} | {cluster} | {p.state} | {_cell(p.reason)} "
-            f"| {link(namespace, f'{run_id}/{name}')} "
-            f"| {link(p.rollout_namespace, p.rollout_workflow_id)} |"
-        )
+        why = f" ({_plain(p.reason)})" if p.reason and p.reason != p.state else ""
+        stage_run = link("stage run", namespace, f"{run_id}/{name}")
+        where = f"rollout in {p.rollout_namespace}"
+        rollout = link(where, p.rollout_namespace, p.rollout_workflow_id)
+        lines.append(f"- **{name}** on `{cluster}`: {p.state}{why} · {stage_run} · {rollout}")
     return "\n".join(lines)
 
 
@@ -53,4 +52,5 @@ def stage_details(
     stage: str, where: str, rollout: str | None, namespace: str | None, now: str
 ) -> str:
     """One stage run: where it runs, what it does now, and the rollout in its cluster."""
-    return f"stage **{stage}** ({where}): {now}\n\nrollout: {link(namespace, rollout)}"
+    shown = link(f"rollout {rollout} in {namespace}", namespace, rollout)
+    return f"stage **{stage}** ({where}): {_plain(now)}\n\n{shown}"

@@ -21,45 +21,17 @@ real process. It writes what it observed; this test holds it to issue 25's "Done
 from __future__ import annotations
 
 import json
-import os
-import signal
-import subprocess
 import sys
 from datetime import datetime
-from pathlib import Path
 from typing import Any
 
 import pytest
-
-ROOT = Path(__file__).resolve().parents[2]
-
+from harness.scenario import ROOT, run_scenario
 
 # The scenario bounds each of its waits; this bounds it whole, and the test's own timeout
 # stays above it so the scenario's process group is always the one stopped.
 SCENARIO_SECONDS = 1200
 pytestmark = pytest.mark.timeout(SCENARIO_SECONDS + 120)
-
-
-def run_scenario(args: list[str]) -> subprocess.CompletedProcess[str]:
-    """Run it in a process group of its own; on timeout the whole group is killed (the
-    clusters, Temporal and the product processes it started), nothing left behind."""
-    # A fresh namespace of its own (DMROLLOUT_NETNS unset): the test's namespace already holds
-    # the session's local environment on the default ports.
-    env = {**os.environ, "DMROLLOUT_NETNS": ""}
-    proc = subprocess.Popen(
-        args, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-        start_new_session=True, env=env,
-    )  # fmt: skip
-    try:
-        out, err = proc.communicate(timeout=SCENARIO_SECONDS)
-    except subprocess.TimeoutExpired:
-        os.killpg(proc.pid, signal.SIGTERM)  # the scenario stops what it started
-        try:
-            out, err = proc.communicate(timeout=90)
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
-            out, err = proc.communicate()
-    return subprocess.CompletedProcess(args, proc.returncode, out, err)
 
 
 @pytest.fixture(scope="module")
@@ -74,7 +46,8 @@ def observed(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
             "--scenarios",
             "--json",
             str(out),
-        ]
+        ],
+        SCENARIO_SECONDS,
     )
     assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
     result: dict[str, Any] = json.loads(out.read_text())

@@ -298,9 +298,9 @@ async def test_runs_and_stage_runs_are_found_by_their_search_attributes(fleet: F
     details = (await handle.query(METADATA, result_type=WorkflowMetadata)).current_details
     rollout = fleet.clusters["staging"].rollout_id("models", "scoring")
     namespace = fleet.client.namespace
-    assert f"[{child.id}]({ui_path(namespace, child.id)})" in details
+    assert f"[stage run]({ui_path(namespace, child.id)})" in details
     assert f"({ui_path('rollouts-' + fleet.clusters['staging'].name, rollout)})" in details
-    assert "| prod-eu |" in details and StageState.BLOCKED in details
+    assert f"**prod-eu** on `{fleet.clusters['prod-eu'].name}`: {StageState.BLOCKED}" in details
     stage_meta = await child.query(METADATA, result_type=WorkflowMetadata)
     assert ui_path("rollouts-" + fleet.clusters["staging"].name, rollout) in (
         stage_meta.current_details
