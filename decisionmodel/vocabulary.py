@@ -119,6 +119,7 @@ class StageReason(enum.StrEnum):
     SOAKING = "Soaking"
     OUTSIDE_CHANGE_WINDOW = "OutsideChangeWindow"
     AWAITING_APPROVAL = "AwaitingApproval"
+    APPROVAL_EXPIRED = "ApprovalExpired"  # no approval within APPROVAL_BOUND
     ROLLING_OUT = "RollingOut"
     NOTHING_TO_ROLL_OUT = "NothingToRollOut"
     STAGE_FAILED = "StageFailed"

@@ -63,6 +63,12 @@ HUB_STEP = timedelta(seconds=30)
 RECORD_RETRY = RetryPolicy(maximum_interval=timedelta(seconds=30), maximum_attempts=5)
 # Runs started before the run upserted its phase and stage states replay without it.
 ATTRIBUTES_PATCH = "pipeline-progress-attributes"
+# Runs started before the approval wait was bounded, or the window re-checked after a late
+# approval, replay as they ran.
+APPROVAL_BOUND_PATCH = "pipeline-approval-bound"
+WINDOW_AFTER_APPROVAL_PATCH = "pipeline-window-after-approval"
+# Every wait bounded: as a rollout's manual promotion (RolloutPolicy's default), a week.
+APPROVAL_BOUND = timedelta(days=7)
 
 
 @workflow.defn(name="PipelineWorkflow")
@@ -135,8 +141,12 @@ class PipelineWorkflow:
             return
         if not await self._soak(stage) or not await self._window(stage):
             return
-        if stage.approval == ApprovalMode.MANUAL and not await self._approval(stage):
-            return
+        if stage.approval == ApprovalMode.MANUAL:
+            if not await self._approval(stage):
+                return
+            # Approved after the window closed: the stage still starts only inside one.
+            if workflow.patched(WINDOW_AFTER_APPROVAL_PATCH) and not await self._window(stage):
+                return
         await self._roll_out(stage)
 
     async def _dependencies(self, stage: Stage) -> bool:
@@ -184,9 +194,18 @@ class PipelineWorkflow:
             StageReason.AWAITING_APPROVAL,
             f"`{hint}` ({digest})",
         )
-        await workflow.wait_condition(
-            lambda: stage.name in self._approvals or self._aborted is not None
-        )
+        bound = APPROVAL_BOUND if workflow.patched(APPROVAL_BOUND_PATCH) else None
+        try:
+            await workflow.wait_condition(
+                lambda: stage.name in self._approvals or self._aborted is not None,
+                timeout=bound,
+            )
+        except TimeoutError:
+            days = APPROVAL_BOUND.days
+            fix = "change the pipeline (a new revision starts a new run) to try again"
+            why = f"no approval within {days} days of the freight being verified upstream: {fix}"
+            self._set(stage, StageState.FAILED, StageReason.APPROVAL_EXPIRED, why)
+            return False
         return self._not_aborted(stage)
 
     async def _roll_out(self, stage: Stage) -> None:

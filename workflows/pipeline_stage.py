@@ -50,6 +50,9 @@ ROLLOUT_BOUND: Final = timedelta(minutes=10)
 # The verdict: the rollout's own deadlines end it, a Manual promotion in the template can wait
 # for its approval up to a week (RolloutPolicy's default approval wait); a day more of slack.
 VERDICT_BOUND: Final = timedelta(days=8)
+# Runs started before a cancelled apply was finished (and its rollout aborted) replay as
+# they ran.
+APPLY_SHIELD_PATCH: Final = "stage-apply-shielded"
 # Cancelled before the rollout was found: how long the cleanup looks for it.
 ABORT_FIND_BOUND: Final = timedelta(minutes=2)
 
@@ -63,7 +66,7 @@ class PipelineStageWorkflow:
         where = f"{inp.namespace}/{inp.name} on {workflow.info().task_queue}"
         details = partial(stage_details, inp.stage, where)
         workflow.set_current_details(details(None, None, "applying"))
-        applied = await self._step(APPLY_STAGE, inp, AppliedStage, APPLY_BOUND, beat=False)
+        applied = await self._apply(inp)
         workflow.set_current_details(details(None, None, "waiting for its rollout"))
         rollout: StageRollout | None = None
         try:
@@ -84,6 +87,24 @@ class PipelineStageWorkflow:
         rid, rns = verdict.rollout_workflow_id, verdict.rollout_namespace
         workflow.set_current_details(details(rid, rns, ended))
         return verdict
+
+    async def _apply(self, inp: StageInput) -> AppliedStage:
+        """Apply, and when cancelled meanwhile finish applying first: the apply may already
+        have reached the cluster, whose controller would then roll it out with nobody left
+        to abort it. The rollout found is aborted, then the cancellation goes on."""
+        step = self._step(APPLY_STAGE, inp, AppliedStage, APPLY_BOUND, beat=False)
+        if not workflow.patched(APPLY_SHIELD_PATCH):
+            return await step
+        applying = asyncio.ensure_future(step)
+        try:
+            return await asyncio.shield(applying)
+        except asyncio.CancelledError:
+            try:
+                applied = await applying
+            except ApplicationError:
+                raise asyncio.CancelledError() from None  # refused: nothing was applied
+            await self._abort_applied(inp, applied, None)
+            raise
 
     async def _abort_applied(
         self, inp: StageInput, applied: AppliedStage, rollout: StageRollout | None

@@ -15,10 +15,12 @@ from collections.abc import AsyncIterator
 from contextlib import AsyncExitStack
 from dataclasses import dataclass, field
 from datetime import UTC, timedelta
+from typing import Any
 
 import pytest
 from harness.time_skipping import register_search_attributes, start_time_skipping
 from temporalio import activity, workflow
+from temporalio.api.enums.v1 import EventType
 from temporalio.api.sdk.v1 import WorkflowMetadata
 from temporalio.client import Client, WorkflowHandle, WorkflowUpdateFailedError
 from temporalio.testing import WorkflowEnvironment
@@ -26,9 +28,9 @@ from temporalio.worker import Worker
 
 from decisionmodel.api.pipeline import DecisionModelPipelineSpec, stage_task_queue
 from decisionmodel.pipeline import contracts as p
-from decisionmodel.vocabulary import PipelinePhase, StageState
+from decisionmodel.vocabulary import PipelinePhase, StageReason, StageState
 from workflows import search_attributes as sa
-from workflows.pipeline import PipelineWorkflow
+from workflows.pipeline import APPROVAL_BOUND, PipelineWorkflow
 from workflows.pipeline_attributes import at_start
 from workflows.pipeline_details import ui_path
 from workflows.pipeline_stage import PipelineStageWorkflow
@@ -77,10 +79,16 @@ class FakeCluster:
     hold: bool = False  # the rollout never decides (until the stage is cancelled)
     applied: list[dict[str, object]] = field(default_factory=list)
     client: Client | None = None
+    # Set: the apply has begun and waits for `release_apply` (the API server is slow).
+    applying: asyncio.Event | None = None
+    release_apply: asyncio.Event | None = None
 
     def activities(self) -> list[object]:
         @activity.defn(name=p.APPLY_STAGE)
         async def apply(inp: p.StageInput) -> p.AppliedStage:
+            if self.applying is not None and self.release_apply is not None:
+                self.applying.set()
+                await self.release_apply.wait()
             self.applied.append(inp.spec)
             return p.AppliedStage(namespace=inp.namespace, name=inp.name, uid="u", generation=1)
 
@@ -151,6 +159,27 @@ class Fleet:
 
 @pytest.fixture
 async def fleet(env: WorkflowEnvironment) -> AsyncIterator[Fleet]:
+    async for f in fleet_on(env):
+        yield f
+
+
+@pytest.fixture
+async def own_env() -> AsyncIterator[WorkflowEnvironment]:
+    """A server of its own, for a test that skips a week: on the module's server, after the
+    other tests, the skip did not come (the test waited out its timeout)."""
+    environment = await start_time_skipping()
+    await register_search_attributes(environment, sa.registered(pipelines=True))
+    yield environment
+    await environment.shutdown()
+
+
+@pytest.fixture
+async def own_fleet(own_env: WorkflowEnvironment) -> AsyncIterator[Fleet]:
+    async for f in fleet_on(own_env):
+        yield f
+
+
+async def fleet_on(env: WorkflowEnvironment) -> AsyncIterator[Fleet]:
     suffix = uuid.uuid4().hex[:6]
     hub = Hub()
     clusters = {n: FakeCluster(f"{n}-{suffix}") for n in ("staging", "prod-eu", "prod-us")}
@@ -397,6 +426,95 @@ async def test_abort_stops_the_stages_in_flight_and_starts_no_other(fleet: Fleet
     assert "stopped stage staging" in await rollout.result()
     assert fleet.clusters["prod-eu"].applied == []
     assert "change freeze" in done.message
+
+
+async def test_an_abort_while_the_stage_applies_still_aborts_the_rollout_it_started(
+    fleet: Fleet,
+) -> None:
+    """The apply reached the cluster just as the abort came: the stage finishes the apply,
+    finds the rollout the cluster's controller started for it and aborts it (else it would
+    promote with nobody left to stop it)."""
+    staging = fleet.clusters["staging"]
+    staging.applying, staging.release_apply = asyncio.Event(), asyncio.Event()
+    for c in fleet.clusters.values():
+        await fleet.start_worker(c)
+    rollout = await fleet.client.start_workflow(
+        FakeRollout.run,
+        id=staging.rollout_id("models", "scoring"),
+        task_queue=stage_task_queue(staging.name),
+    )
+    handle = await start(fleet, spec(fleet, {"name": "staging", "cluster": "staging"}))
+    await asyncio.wait_for(staging.applying.wait(), 30)
+    await handle.signal(PipelineWorkflow.abort, "change freeze")
+    child = fleet.client.get_workflow_handle(f"{handle.id}/staging")
+    await cancel_requested(child)
+    staging.release_apply.set()
+    assert "stopped stage staging" in await asyncio.wait_for(rollout.result(), 30)
+    done = await result(handle)
+    assert done.stages["staging"].state == StageState.ABORTED
+
+
+async def cancel_requested(handle: WorkflowHandle[Any, Any]) -> None:
+    """Until the workflow's history holds its cancel request (bounded: 200 reads)."""
+    requested = EventType.EVENT_TYPE_WORKFLOW_EXECUTION_CANCEL_REQUESTED
+    for _ in range(200):
+        if any([e.event_type == requested async for e in handle.fetch_history_events()]):
+            return
+        await asyncio.sleep(0.05)
+    raise AssertionError(f"{handle.id} was never asked to cancel")
+
+
+async def test_a_manual_stage_not_approved_within_the_bound_fails_and_blocks_downstream(
+    own_fleet: Fleet,
+) -> None:
+    fleet = own_fleet
+    for c in fleet.clusters.values():
+        await fleet.start_worker(c)
+    pipeline = spec(
+        fleet,
+        {"name": "staging", "cluster": "staging"},
+        {"name": "prod-eu", "cluster": "prod-eu", "dependsOn": ["staging"], "approval": "Manual"},
+        {"name": "prod-us", "cluster": "prod-us", "dependsOn": ["prod-eu"]},
+    )
+    handle = await start(fleet, pipeline)
+    waiting = await stage_reaches(handle, "prod-eu", StageState.AWAITING_APPROVAL)
+    done = await result(handle)  # the server skips the week
+    assert done.stages["prod-eu"].state == StageState.FAILED
+    since = waiting.stages["prod-eu"].since
+    failed = done.stages["prod-eu"].since
+    assert since is not None and failed is not None and failed - since >= APPROVAL_BOUND
+    assert done.stages["prod-eu"].reason == StageReason.APPROVAL_EXPIRED
+    assert "a new revision starts a new run" in done.stages["prod-eu"].message
+    assert done.stages["prod-us"].state == StageState.BLOCKED
+    assert fleet.clusters["prod-eu"].applied == []
+
+
+async def test_an_approval_after_the_window_closed_waits_for_its_next_opening(
+    own_env: WorkflowEnvironment, own_fleet: Fleet
+) -> None:
+    env, fleet = own_env, own_fleet
+    for c in fleet.clusters.values():
+        await fleet.start_worker(c)
+    now = (await env.get_current_time()).astimezone(UTC)
+    start_at = now.replace(second=0, microsecond=0) - timedelta(minutes=1)
+    window = {  # open now, for 30 minutes, on this weekday: next opening a week later
+        "days": [start_at.strftime("%a")],
+        "start": start_at.strftime("%H:%M"),
+        "end": (start_at + timedelta(minutes=30)).strftime("%H:%M"),
+    }
+    stage = {"name": "prod-eu", "cluster": "prod-eu", "approval": "Manual", "windows": [window]}
+    handle = await start(fleet, spec(fleet, stage))
+    waiting = await stage_reaches(handle, "prod-eu", StageState.AWAITING_APPROVAL)
+    await env.sleep(timedelta(hours=2))  # the window closes before anyone approves
+    assert waiting.freight is not None
+    approval = p.Approval(stage="prod-eu", digest=waiting.freight.digest)
+    await handle.execute_update(PipelineWorkflow.approve, approval)
+    held = await stage_reaches(handle, "prod-eu", StageState.WAITING_FOR_WINDOW)
+    assert fleet.clusters["prod-eu"].applied == []
+    assert held.stages["prod-eu"].reason == StageReason.OUTSIDE_CHANGE_WINDOW
+    done = await result(handle)
+    promoted = done.stages["prod-eu"].promoted_at
+    assert promoted is not None and promoted >= start_at + timedelta(days=7)
 
 
 def test_a_stage_names_its_clusters_task_queue() -> None:
