@@ -29,7 +29,12 @@ from temporalio.service import RPCError
 
 from controller.hub.leadership import Elector, Outcome, run_leading, stop_on_signals
 from decisionmodel.api.pipeline import DecisionModelPipelineSpec, stage_task_queue
-from decisionmodel.pipeline.contracts import HUB_TASK_QUEUE, PipelineInput, PipelineRef
+from decisionmodel.pipeline.contracts import (
+    HUB_TASK_QUEUE,
+    PIPELINE_WORKFLOW_ID_PREFIX,
+    PipelineInput,
+    PipelineRef,
+)
 from decisionmodel.pipeline.revision import pipeline_revision, pipeline_workflow_id
 from decisionmodel.vocabulary import (
     ConditionStatus,
@@ -42,6 +47,7 @@ from kube.client import Kube
 from kube.errors import KubeError
 from kube.pipelines import PIPELINE_CONTROLLER_MANAGER, apply_pipeline_status
 from kube.watch import Changes, Listed, ListWatch, Obj, source
+from workflows import search_attributes as sa
 from workflows.pipeline import PipelineWorkflow
 from workflows.pipeline_attributes import at_start
 
@@ -52,6 +58,9 @@ ENDED_PHASES: Final = frozenset(
     {PipelinePhase.SUCCEEDED.value, PipelinePhase.FAILED.value, PipelinePhase.ABORTED.value}
 )
 RPC_TIMEOUT: Final = timedelta(seconds=10)
+# Running runs looked at per full list; more are found by the lists after.
+ORPHAN_SCAN_LIMIT: Final = 1000
+PIPELINE_WORKFLOW: Final = "PipelineWorkflow"
 
 
 def read_spec(obj: Obj) -> tuple[DecisionModelPipelineSpec | None, str]:
@@ -101,6 +110,7 @@ class PipelineController:
             async for event in events:
                 if isinstance(event, Listed):
                     current = {_key(o): o for o in event.items}
+                    await self.abort_orphans(set(current))
                 elif isinstance(event, Changes):
                     for change in event.changes:
                         if change.type == "DELETED":
@@ -147,6 +157,21 @@ class PipelineController:
         await self._write(
             obj, {"revision": revision, "workflowId": wid, "conditions": [accepted, polling]}
         )
+
+    async def abort_orphans(self, listed: set[tuple[str, str]]) -> None:
+        """Abort the running runs whose pipeline is not in the full list (deleted while no
+        controller watched, so no DELETED event came): one bounded visibility list per full
+        list of the pipelines (start-up, each relist), never one per pipeline."""
+        query = f"WorkflowType = '{PIPELINE_WORKFLOW}' AND ExecutionStatus = 'Running'"
+        try:
+            async for run in self.client.list_workflows(
+                query, limit=ORPHAN_SCAN_LIMIT, rpc_timeout=RPC_TIMEOUT
+            ):
+                owner = _owner(run.id, run.typed_search_attributes.get(sa.DM_PIPELINE))
+                if owner is not None and owner not in listed:
+                    await self._abort(run.id, "the DecisionModelPipeline was deleted")
+        except RPCError as e:  # the next full list looks again
+            log.warning("could not list the running pipeline runs: %s", e)
 
     async def deleted(self, obj: Obj) -> None:
         wid = ((obj.get("status") or {}).get("workflowId")) or self.known.pop(_key(obj), None)
@@ -232,6 +257,18 @@ class PipelineController:
             body,
             PIPELINE_CONTROLLER_MANAGER,
         )
+
+
+def _owner(workflow_id: str, attribute: str | None) -> tuple[str, str] | None:
+    """(namespace, name) of a run's pipeline: its DmPipeline attribute, or its ID
+    (``pipeline/<ns>/<name>/<revision>``) for a run started before the attribute."""
+    if attribute and "/" in attribute:
+        namespace, name = attribute.split("/", 1)
+        return namespace, name
+    parts = workflow_id.split("/")
+    if len(parts) == 4 and parts[0] == PIPELINE_WORKFLOW_ID_PREFIX:
+        return parts[1], parts[2]
+    return None
 
 
 def _key(obj: Obj) -> tuple[str, str]:
