@@ -26,6 +26,7 @@ from urllib.parse import unquote
 
 from temporalio.client import Client
 
+from localenv.browser import CHROMIUM, CHROMIUM_ARGS
 from localenv.multicluster import MultiClusterEnv
 from localenv.pipeline_demo import NAMESPACE, PIPELINES_NS, Demo, rollout_namespace, say
 from workflows.pipeline_details import ui_path
@@ -34,13 +35,6 @@ CLUSTERS: Final = ("hub", "prod-eu", "prod-us")
 PIPELINE: Final = "fanout"
 STAGES: Final = ("staging", "prod-eu", "prod-us")
 UI_TIMEOUT_MS: Final = 20_000
-CHROMIUM: Final = "/usr/bin/chromium"
-# As tests/e2e/test_temporal_ui.py: no proxy, nothing that phones home.
-CHROMIUM_ARGS: Final = [
-    "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-    "--disable-background-networking", "--disable-component-update", "--disable-sync",
-    "--no-proxy-server",
-]  # fmt: skip
 
 
 def apply_fanout(demo: Demo) -> None:

@@ -27,25 +27,12 @@ from playwright.async_api import Browser, Page, async_playwright, expect
 from temporalio.client import Client
 
 from decisionmodel.rollout.contracts import RolloutResult, workflow_id
+from localenv.browser import CHROMIUM, CHROMIUM_ARGS
 from localenv.temporal import TemporalDevServer
 
 pytestmark = pytest.mark.browser
 
 REPO = Path(__file__).resolve().parents[2]
-CHROMIUM = "/usr/bin/chromium"
-# No proxy: the UI is on 127.0.0.1 in the namespace, and a proxy from the environment could
-# only make Chromium try (and fail) to leave it. The rest keeps Chromium from phoning home.
-CHROMIUM_ARGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-quic",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--no-proxy-server",
-]
 # The search-attribute columns added to the list; DmName is also the filter itself.
 SA_COLUMNS = ("DmName", "DmRevision", "DmPhase", "DmResult")
 # Columns taken out so the added ones fit a 1600 px wide screenshot without truncation.

@@ -27,15 +27,19 @@ def dmrollout(
     )  # fmt: skip
 
 
+def create_namespace(server: TemporalDevServer, namespace: str, retention: str) -> None:
+    subprocess.run(
+        [python_tool("temporal"), "operator", "namespace", "create", "--namespace", namespace,
+         "--retention", retention, "--address", server.address],
+        check=True, capture_output=True, timeout=60,
+    )  # fmt: skip
+
+
 def test_worker_fails_fast_then_setup_prepares_the_namespace(
     temporal_server: TemporalDevServer,
 ) -> None:
     namespace = f"bare-{uuid.uuid4().hex[:6]}"
-    subprocess.run(
-        [python_tool("temporal"), "operator", "namespace", "create", "--namespace", namespace,
-         "--retention", "24h", "--address", temporal_server.address],
-        check=True, capture_output=True, timeout=60,
-    )  # fmt: skip
+    create_namespace(temporal_server, namespace, "24h")
     worker = dmrollout(temporal_server, namespace, "worker")
     assert worker.returncode == 3, worker.stderr
     assert "dmrollout temporal setup" in worker.stderr
@@ -58,11 +62,7 @@ def test_a_pipeline_worker_fails_fast_on_an_unprepared_pipelines_namespace(
     them there (and only the rollouts' in the rollouts' namespace)."""
     rollouts, pipelines = (f"{kind}-{uuid.uuid4().hex[:6]}" for kind in ("roll", "pipe"))
     for namespace in (rollouts, pipelines):
-        subprocess.run(
-            [python_tool("temporal"), "operator", "namespace", "create", "--namespace", namespace,
-             "--retention", "7d", "--address", temporal_server.address],
-            check=True, capture_output=True, timeout=60,
-        )  # fmt: skip
+        create_namespace(temporal_server, namespace, "7d")
     extra = {"DMROLLOUT_TEMPORAL_PIPELINES_NAMESPACE": pipelines, "DMROLLOUT_PIPELINE_HUB": "true"}
     setup = dmrollout(temporal_server, rollouts, "temporal", "setup", extra=extra)
     assert setup.returncode == 0, setup.stderr
@@ -71,11 +71,7 @@ def test_a_pipeline_worker_fails_fast_on_an_unprepared_pipelines_namespace(
     assert "DmPipeline" not in setup.stdout.split(f"in {pipelines!r}")[0]
 
     fresh = f"pipe-{uuid.uuid4().hex[:6]}"
-    subprocess.run(
-        [python_tool("temporal"), "operator", "namespace", "create", "--namespace", fresh,
-         "--retention", "7d", "--address", temporal_server.address],
-        check=True, capture_output=True, timeout=60,
-    )  # fmt: skip
+    create_namespace(temporal_server, fresh, "7d")
     extra["DMROLLOUT_TEMPORAL_PIPELINES_NAMESPACE"] = fresh
     worker = dmrollout(temporal_server, rollouts, "worker", extra=extra)
     assert worker.returncode == 3, worker.stderr
