@@ -162,7 +162,6 @@ class StageActivities:
             rollout_workflow_id=rollout.workflow_id,
             revision=outcome.revision,
             decided_at=datetime.now(UTC),
-            rollout_namespace=rollout.temporal_namespace or None,
         )
 
     @activity.defn(name=ABORT_STAGE_ROLLOUT)

@@ -14,7 +14,6 @@ import asyncio
 import getpass
 from datetime import timedelta
 from typing import Any, Final
-from urllib.parse import quote
 
 from temporalio.client import WorkflowUpdateFailedError
 
@@ -30,6 +29,7 @@ from kube.lease import LeaseStore
 from kube.pipelines import read_pipeline
 from workflows import search_attributes as sa
 from workflows.pipeline import PipelineWorkflow
+from workflows.pipeline_details import ui_path
 
 RPC: Final = timedelta(seconds=10)
 HISTORY_RUNS: Final = 20
@@ -127,8 +127,7 @@ async def history(ctx: CliContext) -> int:
 def _ui_link(settings: TemporalSettings, wid: str) -> str:
     if not settings.ui_url:
         return ""
-    base = settings.ui_url.rstrip("/")
-    return f"\n  {base}/namespaces/{settings.namespace}/workflows/{quote(wid, safe='')}"
+    return f"\n  {settings.ui_url.rstrip('/')}{ui_path(settings.namespace, wid)}"
 
 
 def pipeline_elector(

@@ -33,6 +33,7 @@ from decisionmodel.rollout.contracts import (
     workflow_id,
 )
 from workflows import search_attributes as sa
+from workflows.pipeline_details import ui_path
 from workflows.rollout import RolloutWorkflow
 
 log = logging.getLogger("dmrollout.controller.rollouts")
@@ -307,6 +308,4 @@ class Rollouts:
         return None
 
     def ui_link(self, wid: str, namespace: str = "default") -> str:
-        from urllib.parse import quote
-
-        return f"{self.ui_url}/namespaces/{namespace}/workflows/{quote(wid, safe='')}"
+        return f"{self.ui_url}{ui_path(namespace, wid)}"

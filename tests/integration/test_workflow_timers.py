@@ -16,10 +16,9 @@ from datetime import timedelta
 from pathlib import Path
 
 import pytest
-from harness.time_skipping import start_time_skipping
+from harness.time_skipping import register_search_attributes, start_time_skipping
 from harness.workflow_fakes import FakeCluster, make_input, start, wait_phase
-from temporalio.api.enums.v1 import EventType, IndexedValueType
-from temporalio.api.operatorservice.v1 import AddSearchAttributesRequest
+from temporalio.api.enums.v1 import EventType
 from temporalio.client import Client, WorkflowHistory
 from temporalio.exceptions import ApplicationError
 from temporalio.testing import WorkflowEnvironment
@@ -39,12 +38,7 @@ ACTIVITY_SCHEDULED = EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED
 async def env() -> AsyncIterator[WorkflowEnvironment]:
     environment = await start_time_skipping()
     # The rollout's search attributes, as `dmrollout temporal setup` registers them.
-    await environment.client.operator_service.add_search_attributes(
-        AddSearchAttributesRequest(
-            namespace=environment.client.namespace,
-            search_attributes={k.name: IndexedValueType.INDEXED_VALUE_TYPE_KEYWORD for k in sa.ALL},
-        )
-    )
+    await register_search_attributes(environment, sa.ALL)
     yield environment
     await environment.shutdown()
 
