@@ -125,17 +125,30 @@ async def _rendered_links(page: Any) -> list[list[str]]:
     """[text, href] of the links in the rendered Markdown (the UI renders it in a frame)."""
     deadline = time.monotonic() + UI_TIMEOUT_MS / 1000
     while True:
-        links = []
+        links: list[list[str]] = []
         for frame in page.frames:
-            if "/render" not in frame.url:
-                continue
-            for a in await frame.locator("a").all():
-                links.append(
-                    [(await a.text_content() or "").strip(), await a.get_attribute("href")]
-                )
+            if "/render" in frame.url:
+                links.extend(await _frame_links(frame))
         if len(links) >= 2 * len(STAGES) or time.monotonic() > deadline:
             return links
         await asyncio.sleep(0.5)
+
+
+async def _frame_links(frame: Any) -> list[list[str]]:
+    """[text, href] of one frame's links; none when the frame went away while being read.
+
+    The UI re-renders the details as it polls the run, which detaches the old frame; the
+    caller looks again at the frames then present rather than failing on a stale one.
+    """
+    from playwright.async_api import Error as PlaywrightError
+
+    try:
+        return [
+            [(await a.text_content() or "").strip(), await a.get_attribute("href") or ""]
+            for a in await frame.locator("a").all()
+        ]
+    except PlaywrightError:
+        return []
 
 
 async def _open(browser: Any, ui: str, href: str, shot: Path) -> dict[str, Any]:
