@@ -52,6 +52,9 @@ def product_env(env: LocalEnv) -> dict[str, str]:
         # Plain /metrics next to the probes (the explicit opt-in): the controller and the
         # worker share the host here, and the HTTPS default would put both on 8443.
         "DMROLLOUT_METRICS_SECURE": "false",
+        # As the chart: the worker is a build of a Worker Deployment, its rollouts pinned to
+        # it (docs/operations.md "Upgrading the worker"; `temporal worker deployment list`).
+        "DMROLLOUT_WORKER_DEPLOYMENT_NAME": "dmrollout",
     }
 
 

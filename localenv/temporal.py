@@ -20,6 +20,10 @@ DEFAULT_UI_PORT = 8233
 # frontend port plus this, so a benchmark can find it and two dev servers in one network
 # namespace (the codec tests run a second one) do not collide; the CLI's default is random.
 METRICS_PORT_OFFSET = 6
+DRAINAGE_TEMPO = {
+    "matching.wv.VersionDrainageStatusVisibilityGracePeriod": '"5s"',
+    "matching.wv.VersionDrainageStatusRefreshInterval": '"2s"',
+}
 
 
 def _port_open(host: str, port: int) -> bool:
@@ -89,6 +93,11 @@ class TemporalDevServer:
             "--metrics-port",
             str(self.metrics_port),
         ]
+        # A build of a Worker Deployment drains within seconds of its last pinned rollout
+        # ending (the server's default re-checks every 3 min, after a 3 min grace): the
+        # upgrade test and the demo see a drained build stop.
+        for key, value in DRAINAGE_TEMPO.items():
+            args += ["--dynamic-config-value", f"{key}={value}"]
         for extra in self.extra_namespaces:
             args += ["--namespace", extra]
         if self.ui_codec_endpoint:

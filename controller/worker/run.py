@@ -18,13 +18,13 @@ import os
 import signal
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Coroutine
 from datetime import timedelta
 from typing import Any
 
 from prometheus_client import CollectorRegistry, Counter, Histogram, generate_latest
 from temporalio.client import Client
-from temporalio.worker import PollerBehaviorSimpleMaximum, Worker
+from temporalio.worker import PollerBehaviorSimpleMaximum, Worker, WorkerDeploymentConfig
 
 from activities.registry import build_activities, build_hub_activities, build_stage_activities
 from controller.serve.health import HealthServer
@@ -35,6 +35,7 @@ from controller.serve.metrics_settings import MetricsSettings
 from controller.serve.sdk_metrics import with_sdk_series
 from controller.serve.tracing import shutdown_tracing, tracing_interceptors
 from controller.temporal.client import TemporalSettings, check_namespace, connect, make_runtime
+from controller.worker.deployment import deployment_config, make_current, wait_drained
 from controller.worker.progress import ProgressInterceptor
 from decisionmodel.api.pipeline import stage_task_queue
 from decisionmodel.engine.render.proxy import skipped_proxy_variables
@@ -140,7 +141,11 @@ def build_worker(
     task_queue: str,
     metrics: WorkerMetrics | None = None,
     progress: LoopProgress | None = None,
+    deployment: WorkerDeploymentConfig | None = None,
 ) -> Worker:
+    """The rollouts' worker; with ``deployment``, a build of a Worker Deployment whose
+    workflows are pinned to it (controller/worker/deployment.py)."""
+    versioning: dict[str, Any] = {} if deployment is None else {"deployment_config": deployment}
     return Worker(
         client,
         task_queue=task_queue,
@@ -153,6 +158,7 @@ def build_worker(
         ),
         **tuning_options(settings),
         interceptors=[ProgressInterceptor(progress)] if progress is not None else [],
+        **versioning,
         # Let activities in flight finish (or reach a heartbeat and see the cancel) on SIGTERM.
         graceful_shutdown_timeout=timedelta(seconds=20),
     )
@@ -245,8 +251,15 @@ async def run_worker(temporal: TemporalSettings, settings: RolloutSettings) -> i
     secure = build_secure_metrics_server(serving, kube, render)
     if secure is not None:
         secure.start()
+    deployment = deployment_config(settings)
     worker = build_worker(
-        client, kube, settings, temporal.task_queue, metrics=metrics, progress=progress
+        client,
+        kube,
+        settings,
+        temporal.task_queue,
+        metrics=metrics,
+        progress=progress,
+        deployment=deployment,
     )
     stop = asyncio.Event()
     for sig in (signal.SIGTERM, signal.SIGINT):
@@ -262,8 +275,11 @@ async def run_worker(temporal: TemporalSettings, settings: RolloutSettings) -> i
         async with contextlib.AsyncExitStack() as workers:
             for w in (worker, *extra):
                 await workers.enter_async_context(w)
-            await stop.wait()
+            drained = await _join_deployment(client, deployment, settings)
+            await _first_of(stop.wait(), drained)
             log.info("shutting down: waiting for activities in flight")
+        if not stop.is_set():  # drained: nothing more to do here until the Pod is removed
+            await stop.wait()
     finally:
         sweep.cancel()
         if health is not None:
@@ -272,6 +288,36 @@ async def run_worker(temporal: TemporalSettings, settings: RolloutSettings) -> i
             secure.stop()
         shutdown_tracing()
     return 0
+
+
+async def _join_deployment(
+    client: Client, deployment: WorkerDeploymentConfig | None, settings: RolloutSettings
+) -> Coroutine[Any, Any, None] | None:
+    """Join the Worker Deployment: the promoting build becomes current once it has polled.
+    Returns what to wait for before this build stops polling (None: never)."""
+    if deployment is None:
+        return None
+    version, promote = deployment.version, settings.worker_promote_on_start
+    log.info(
+        "Worker Deployment %s, build %s (%s)",
+        version.deployment_name,
+        version.build_id,
+        "takes new rollouts" if promote else "draining: finishes the rollouts pinned to it",
+    )
+    if promote:
+        await make_current(client, version)
+    # Any build, once another is current and no rollout is pinned to it any more.
+    return wait_drained(client, version, settings.worker_drain_check_seconds)
+
+
+async def _first_of(*waits: Coroutine[Any, Any, Any] | None) -> None:
+    """Return when the first of ``waits`` (None: never) returns; the others are cancelled."""
+    tasks = [asyncio.ensure_future(w) for w in waits if w is not None]
+    try:
+        await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        for t in tasks:
+            t.cancel()
 
 
 async def _forget_deleted(metrics: WorkerMetrics, kube: Kube, period: float) -> None:

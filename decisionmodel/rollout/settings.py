@@ -131,6 +131,34 @@ class RolloutSettings(BaseSettings):
         "hands its workflows back at shutdown; one killed outright keeps the tasks already "
         "sent to it until this ends.",
     )
+    # Worker Deployment versioning (controller/worker/deployment.py; docs/operations.md
+    # "Upgrading the worker"): a rollout stays on the build that started it until it ends, so a
+    # changed workflow never replays a history written by the old code.
+    worker_deployment_name: str = Field(
+        default="",
+        max_length=200,
+        pattern=r"^[^.]*$",
+        description="Temporal Worker Deployment the rollouts' worker belongs to (the chart: "
+        "dmrollout). Set: rollouts are pinned to the build that started them. Empty: an "
+        "unversioned worker (every build takes every task; upgrade only with no rollout open).",
+    )
+    worker_build_id: str = Field(
+        default="",
+        max_length=255,
+        description="This worker's build in the Worker Deployment (the chart: the image tag). "
+        "Empty: the installed dmrollout package's version.",
+    )
+    worker_promote_on_start: bool = Field(
+        default=True,
+        description="On start, make this build the Worker Deployment's current version, so new "
+        "rollouts go to it; the chart's draining builds set false and only finish their own.",
+    )
+    worker_drain_check_seconds: float = Field(
+        default=60.0,
+        gt=0,
+        description="How often a draining build asks Temporal whether it is drained (one "
+        "describe); drained, it stops polling.",
+    )
     stage_cluster: str | None = Field(
         default=None,
         pattern=r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$",

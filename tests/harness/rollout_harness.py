@@ -305,8 +305,16 @@ class WorkerProcess:
         task_queue: str,
         log_dir: Path,
         metrics_port: int | None = None,
+        extra_env: dict[str, str] | None = None,
+        module: str = "controller.cli",
     ) -> None:
-        self.env = {**os.environ, **worker_env(cluster, temporal_address, task_queue)}
+        self.env = {
+            **os.environ,
+            **worker_env(cluster, temporal_address, task_queue),
+            **(extra_env or {}),
+        }
+        # ``python -m <module> worker``: the product's CLI, or a test build of it.
+        self.module = module
         if metrics_port is not None:
             self.env["DMROLLOUT_WORKER_METRICS_PORT"] = str(metrics_port)
             # A deleted DecisionModel's probe series go within seconds (test_controller_steady).
@@ -320,7 +328,7 @@ class WorkerProcess:
         self.starts += 1
         log = (self.log_dir / f"worker-{self.starts}.log").open("wb")
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "controller.cli", "worker"],
+            [sys.executable, "-m", self.module, "worker"],
             env=self.env,
             stdout=log,
             stderr=subprocess.STDOUT,

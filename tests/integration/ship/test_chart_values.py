@@ -174,6 +174,15 @@ WORKER_TUNING: dict[str, str] = {
 }
 
 WORKER_TUNING_VARIABLES = {f"DMROLLOUT_{f.upper()}" for f in WORKER_TUNING.values()}
+# Worker Deployment versioning: set per build's worker Deployment (test_worker_builds_*).
+WORKER_VERSIONING = {
+    "worker_deployment_name": "worker.versioning.deploymentName when enabled (the program's "
+    "default, empty, is an unversioned worker)",
+    "worker_build_id": "worker.versioning.buildId, else image.tag, else appVersion; a draining "
+    "build's own",
+    "worker_promote_on_start": "true on this release's build, false on the draining builds",
+}
+WORKER_VERSIONING_VARIABLES = {f"DMROLLOUT_{f.upper()}" for f in WORKER_VERSIONING}
 
 # Settings fields the chart does not take from values.yaml, and why.
 UNMAPPED: dict[str, dict[str, str]] = {
@@ -200,7 +209,9 @@ UNMAPPED: dict[str, dict[str, str]] = {
         "kube_read_timeout_seconds": "client tempo; the default bounds every API call",
         "worker_liveness_stall_seconds": "fault tempo; the default suits every install",
         "worker_series_check_seconds": "internal tempo",
+        "worker_drain_check_seconds": "internal tempo",
         **{f: "worker.tuning.*, on the worker (WORKER_TUNING)" for f in WORKER_TUNING.values()},
+        **WORKER_VERSIONING,
     },
     "temporal": {
         "address": "a cluster DNS name instead of the dev server's loopback default",
@@ -616,7 +627,7 @@ def test_controller_worker_and_setup_job_share_one_temporal_and_rollout_config(
             for e in c["env"]
             if e["name"].startswith(prefixes)
             and not e["name"].startswith("DMROLLOUT_CONTROLLER_")
-            and e["name"] not in WORKER_TUNING_VARIABLES
+            and e["name"] not in WORKER_TUNING_VARIABLES | WORKER_VERSIONING_VARIABLES
             and e["name"]
             not in ("DMROLLOUT_TEMPORAL_METRICS_BIND_ADDRESS", "DMROLLOUT_WORKER_METRICS_PORT")
         ]
@@ -1079,3 +1090,59 @@ def test_worker_tuning_defaults_and_rendering(
     assert VALUES["worker"]["tuning"][key] == getattr(defaults, field)
     rendered = settings_from(env_of(container(default_objs, "Deployment", "-worker")), monkeypatch)
     assert getattr(rendered["rollout"], field) == VALUES["worker"]["tuning"][key]
+
+
+def test_worker_builds_current_promotes_and_draining_ones_finish_their_rollouts(
+    default_objs: list[dict[str, Any]], helm_tmp: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """This release's build promotes itself; a draining build runs its own image, in its own
+    Deployment, and never promotes (docs/operations.md "Upgrading the worker")."""
+    app_version = yaml.safe_load((CHART / "Chart.yaml").read_text())["appVersion"]
+    current = env_of(container(default_objs, "Deployment", "-worker"))
+    assert current["DMROLLOUT_WORKER_DEPLOYMENT_NAME"] == "dmrollout"
+    assert current["DMROLLOUT_WORKER_BUILD_ID"] == app_version
+    assert current["DMROLLOUT_WORKER_PROMOTE_ON_START"] == "true"
+    rollout = settings_from(current, monkeypatch)["rollout"]
+    assert isinstance(rollout, RolloutSettings) and rollout.worker_promote_on_start
+    assert (rollout.worker_deployment_name, rollout.worker_build_id) == ("dmrollout", app_version)
+
+    objs = render_chart(
+        "--set", "image.tag=1.1.0",
+        "--set", "worker.versioning.draining[0].buildId=1.0.0",
+        tmp=helm_tmp, release=RELEASE,
+    )  # fmt: skip
+    new = container(objs, "Deployment", "-worker")
+    old = container(objs, "Deployment", "-worker-1-0-0")
+    assert new["image"].endswith(":1.1.0") and old["image"].endswith(":1.0.0")
+    assert env_of(new)["DMROLLOUT_WORKER_BUILD_ID"] == "1.1.0"
+    assert env_of(old)["DMROLLOUT_WORKER_BUILD_ID"] == "1.0.0"
+    assert env_of(old)["DMROLLOUT_WORKER_PROMOTE_ON_START"] == "false"
+    drain = find(objs, "Deployment", "-worker-1-0-0")
+    assert drain["spec"]["replicas"] == 1
+    assert drain["spec"]["selector"]["matchLabels"]["dmrollout.dev/worker-build"] == "1-0-0"
+
+
+@pytest.mark.parametrize(
+    ("args", "error"),
+    [
+        (["--set", "worker.versioning.draining[0].buildId=0.1.0.dev0"], "is the current build"),
+        (
+            [
+                "--set", "worker.versioning.enabled=false",
+                "--set", "worker.versioning.draining[0].buildId=0.0.9",
+            ],
+            "needs worker.versioning.enabled",
+        ),
+        (["--set", "worker.versioning.deploymentName=a.b"], "deploymentName"),
+    ],
+)  # fmt: skip
+def test_worker_builds_refused(args: list[str], error: str, helm_tmp: Path) -> None:
+    out = helm_template(*args, tmp=helm_tmp, release=RELEASE, check=False)
+    assert out.returncode != 0 and error in out.stderr, out.stderr
+
+
+def test_unversioned_worker_when_disabled(helm_tmp: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    objs = render_chart("--set", "worker.versioning.enabled=false", tmp=helm_tmp, release=RELEASE)
+    env = env_of(container(objs, "Deployment", "-worker"))
+    rollout = settings_from(env, monkeypatch)["rollout"]
+    assert isinstance(rollout, RolloutSettings) and rollout.worker_deployment_name == ""
