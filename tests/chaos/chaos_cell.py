@@ -7,9 +7,10 @@
 4. The hold is lifted and the cell waits for the rollout's outcome, then gives the reaper its
    grace before counting objects of revisions that are neither stable nor candidate.
 
-Recorded, never asserted on a clock: the step the fault landed in, the outcome, duplicates
-(two live objects of a kind for one revision, at any sample), orphans, the stable's answers,
-and the seconds from the fault clearing to the rollout's next step change.
+Recorded, never asserted on a clock: the step the fault landed in (the progress query, and
+proved from the rollout's own history), the outcome, duplicates (two live objects of a kind for
+one revision, at any sample; a second RolloutWorkflow run for the revision), orphans, the
+stable's answers, and the seconds from the fault clearing to the rollout's next step change.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from typing import Any
 
 from chaos_holds import Hold, hold_for, injected_before_trigger
 from chaos_observe import Census, StableProbe, Timeline, leftovers, revision_objects
+from chaos_proof import created_twice, revision_runs, step_proof, wall
 from chaos_rig import DM, REAP_GRACE_SECONDS, CellRig
 from chaos_table import CellResult
 from temporalio.api.enums.v1 import EventType
@@ -70,8 +72,10 @@ async def run_cell(rig: CellRig, result: CellResult) -> None:
         result.outcome = describe(outcome, timeline)
         result.orphans = await _orphans_after_grace(rig, result)
         await census.sample()
+    census.seen_duplicates.update(created_twice(rig.cluster.audit_log, rig.namespace))
     result.duplicates = len(census.seen_duplicates)
     result.stable_ok, result.stable_total = probe.ok, probe.total
+    await _prove_from_temporal(rig, result, timeline.handle, window, origin)
     _recovery(result, timeline, window)
     story = _evidence(rig, result, timeline, probe, census, window, origin)
     story["hold_released"] = released - origin
@@ -176,6 +180,33 @@ async def _orphans_after_grace(rig: CellRig, result: CellResult) -> int:
                 )
             return len(found)
         await asyncio.sleep(1.0)
+
+
+async def _prove_from_temporal(
+    rig: CellRig,
+    result: CellResult,
+    handle: WorkflowHandle[Any, Any],
+    window: FaultWindow,
+    origin: float,
+) -> None:
+    """The revision's RolloutWorkflow runs, and whether its own history shows the fault in
+    the cell's step (chaos_proof)."""
+    assert window.cleared_at is not None
+    result.runs = await revision_runs(rig.client, rig.namespace, DM, handle.id)
+    events = list((await handle.fetch_history()).events)
+    miss = step_proof(
+        events,
+        rig.cell.step,
+        wall(window.injected_at),
+        wall(window.cleared_at),
+        injected_before_trigger(rig.cell),
+        wall(origin),
+    )
+    result.in_step = miss is None
+    if miss is not None:
+        result.notes.append(f"the history does not show the fault in its step: {miss}")
+    if result.runs != 1:
+        result.notes.append(f"{result.runs} RolloutWorkflow runs for the candidate's revision")
 
 
 def _recovery(result: CellResult, timeline: Timeline, window: FaultWindow) -> None:

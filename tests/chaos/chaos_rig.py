@@ -50,6 +50,7 @@ from localenv.chaos import (
 )
 from localenv.cluster import API_PORT, LocalCluster
 from localenv.env import REGISTRY_URL
+from localenv.identities import CONTROLLER, WORKER
 from localenv.temporal import TemporalDevServer
 
 DM = "chaos"
@@ -188,16 +189,21 @@ class CellRig:
         put_model(self.repo, "v2", accuracy=0.9, revision=f"{self.repo}-v2")
         self.h.golden_configmap("golden", golden_jsonl(EVAL_CASES))
         self.nodes.release()
-        kubeconfig = self.cluster.kubeconfig
+        # The product's own ServiceAccounts (as in a cluster): their requests are in the API
+        # server's audit log, where the cell counts objects created twice (chaos_proof).
+        worker = self.cluster.component_kubeconfig(WORKER)
+        controller = self.cluster.component_kubeconfig(CONTROLLER)
         if self.cell.fault is FaultKind.SILENT or self.cell.step is Step.PROMOTE:
             # Only the product's processes go through the proxy: the test, the simulators and
             # the control plane keep talking to the API server directly. Silent: the fault;
             # slow: the promote step's hold.
             self.proxy = SilentProxy("127.0.0.1", API_PORT).start()
-            kubeconfig = kubeconfig_via(kubeconfig, self.proxy.port, self.logs / "kubeconfig")
+            port = self.proxy.port
+            worker = kubeconfig_via(worker, port, self.logs / "kubeconfig-worker")
+            controller = kubeconfig_via(controller, port, self.logs / "kubeconfig-controller")
         self.processes = [
-            Supervised("worker", self._worker(kubeconfig)),
-            Supervised("controller", self._controller(kubeconfig)),
+            Supervised("worker", self._worker(worker)),
+            Supervised("controller", self._controller(controller)),
         ]
         for p in self.processes:
             p.start()

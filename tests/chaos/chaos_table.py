@@ -15,6 +15,8 @@ class CellResult:
     hit: str = "?"  # the step the rollout was in when the fault went in (the progress query)
     outcome: str = "not run"  # promoted | rolled_back: <reason> | failed: <reason> | error: …
     duplicates: int | None = None
+    runs: int | None = None  # RolloutWorkflow runs of the candidate's revision (Temporal)
+    in_step: bool | None = None  # the rollout's history shows the fault in the step
     orphans: int | None = None
     stable_ok: int = 0
     stable_total: int = 0
@@ -32,6 +34,8 @@ class CellResult:
         return (
             self.outcome == "promoted"
             and self.duplicates == 0
+            and self.runs == 1
+            and self.in_step is True
             and self.orphans == 0
             and self.stable_answered
         )
@@ -40,6 +44,10 @@ class CellResult:
         found = [] if self.outcome == "promoted" else [f"outcome {self.outcome}"]
         if self.duplicates != 0:
             found.append(f"duplicates {self.duplicates}")
+        if self.runs != 1:
+            found.append(f"rollout runs {self.runs}")
+        if self.in_step is not True:
+            found.append("fault not in its step by the history")
         if self.orphans != 0:
             found.append(f"orphans {self.orphans}")
         if not self.stable_answered:
@@ -47,12 +55,16 @@ class CellResult:
         return found
 
 
-COLUMNS = ("fault", "step", "held", "hit", "outcome", "dup", "orphans", "stable answered",
-           "recovery s", "wall s", "result")  # fmt: skip
+COLUMNS = ("fault", "step", "held", "hit", "in step", "outcome", "dup", "runs", "orphans",
+           "stable answered", "recovery s", "wall s", "result")  # fmt: skip
 
 
 def _figure(value: int | None) -> str:
     return "-" if value is None else str(value)
+
+
+def _yes(value: bool | None) -> str:
+    return "-" if value is None else ("yes" if value else "NO")
 
 
 def _recovery(row: CellResult) -> str:
@@ -64,8 +76,8 @@ def _recovery(row: CellResult) -> str:
 def _cells(row: CellResult) -> tuple[str, ...]:
     stable = f"{'yes' if row.stable_answered else 'NO'} {row.stable_ok}/{row.stable_total}"
     return (
-        row.fault, row.step, f"{row.seconds:g}s", row.hit, row.outcome,
-        _figure(row.duplicates), _figure(row.orphans), stable, _recovery(row),
+        row.fault, row.step, f"{row.seconds:g}s", row.hit, _yes(row.in_step), row.outcome,
+        _figure(row.duplicates), _figure(row.runs), _figure(row.orphans), stable, _recovery(row),
         f"{row.wall:.0f}", "pass" if row.passed else "FAIL",
     )  # fmt: skip
 
@@ -79,7 +91,9 @@ def render(rows: list[CellResult]) -> str:
     text.append("")
     text.append(f"{passed}/{len(rows)} cells passed.")
     text.append(
-        "hit: the rollout's step (progress query) when the fault went in. recovery: seconds "
+        "hit: the rollout's step (progress query) when the fault went in; in step: its own "
+        "history shows the step open then. dup: a second Deployment, Job or PVC of a "
+        "revision; runs: RolloutWorkflow runs of the candidate's revision. recovery: seconds "
         "from the fault clearing to the rollout's next step change; * the rollout also moved "
         "while the fault was on; - no change after it cleared (finished during the fault)."
     )
