@@ -218,6 +218,19 @@ class Demo:
     def stage(self, name: str) -> dict[str, Any]:
         return next((s for s in self.pipeline().get("stages") or [] if s["name"] == name), {})
 
+    def await_run(self, before: str | None, model: str, timeout: float = 120) -> None:
+        """The new revision's run has written its own status (its freight): stages read from
+        then on are that run's. The controller names the new revision first, while the
+        stages shown are still the last run's (seen on CI: a wait for staging Promoted
+        returned at once on the previous run's, before the new run had begun)."""
+
+        def written() -> bool:
+            status = self.pipeline()
+            freight = status.get("freight") or {}
+            return status.get("revision") not in (None, before) and freight.get("model") == model
+
+        wait_for(written, timeout, f"the run of {model}")
+
     def stage_in(self, name: str, *states: str, timeout: float = 300) -> dict[str, Any]:
         def reached() -> dict[str, Any] | None:
             self.revive()
@@ -281,7 +294,7 @@ def tag_moved(demo: Demo) -> dict[str, Any]:
     verified = demo.put_model("v2", revision="v2-1", accuracy=0.93)
     before = demo.pipeline().get("revision")
     demo.apply_pipeline("laya:v2", evaluation=False)
-    wait_for(lambda: demo.pipeline().get("revision") not in (None, before), 60, "a new run")
+    demo.await_run(before, "laya:v2")
     staged = demo.stage_in("staging", "Promoted", "Failed", timeout=400)
     moved = demo.put_model("v2", revision="v2-2-moved", accuracy=0.93)
     say("the tag laya:v2 was re-published with other bytes while prod soaked")
@@ -306,7 +319,7 @@ def failing_candidate(demo: Demo) -> dict[str, Any]:
     demo.put_model("weak", revision="weak-1", accuracy=0.4)
     before = demo.pipeline().get("revision")
     demo.apply_pipeline("laya:weak", evaluation=True)
-    wait_for(lambda: demo.pipeline().get("revision") not in (None, before), 60, "a new run")
+    demo.await_run(before, "laya:weak")
     staged = demo.stage_in("staging", "Failed", "Promoted", timeout=400)
     prod = demo.stage_in("prod", "Blocked", "AwaitingApproval", "Promoted", timeout=60)
     return {
@@ -323,7 +336,7 @@ def partition(demo: Demo) -> dict[str, Any]:
     demo.put_model("v3", revision="v3-1", accuracy=0.93)
     before = demo.pipeline().get("revision")
     demo.apply_pipeline("laya:v3", evaluation=False)
-    wait_for(lambda: demo.pipeline().get("revision") not in (None, before), 60, "a new run")
+    demo.await_run(before, "laya:v3")
     demo.stage_in("prod", "AwaitingApproval", "Failed", "Blocked", timeout=400)
     demo.cli("promote", PIPELINE, "--stage", "prod")
     demo.stage_in("prod", "RollingOut")
@@ -352,7 +365,7 @@ def abort_in_flight(demo: Demo) -> dict[str, Any]:
     demo.put_model("v5", revision="v5-1", accuracy=0.93)
     before = demo.pipeline().get("revision")
     demo.apply_pipeline("laya:v5", evaluation=False, promotion="Manual")
-    wait_for(lambda: demo.pipeline().get("revision") not in (None, before), 60, "a new run")
+    demo.await_run(before, "laya:v5")
     wait_for(
         lambda: demo.dm_status(demo.hub).get("phase") == "AwaitingPromotion",
         300,

@@ -8,8 +8,9 @@ build, and the old one is removed once Temporal reports it drained (docs/operati
 "Upgrading the worker").
 
 The build that is to take new rollouts makes itself the deployment's current version once its
-pollers are known to the server; a draining build never does, so a restarted old Pod cannot
-take the new rollouts back.
+pollers are known to the server, unless a newer build (one the server has known for less
+time) is current; a draining build never does. So a restarted old Pod cannot take the new
+rollouts back; rolling back to an older build is one explicit ``set-current-version``.
 """
 
 from __future__ import annotations
@@ -102,11 +103,26 @@ async def _set_current(client: Client, wanted: WorkerDeploymentVersion) -> bool:
     current = described.worker_deployment_info.routing_config.current_deployment_version
     if current.build_id == wanted.build_id:
         return False
-    known = {
-        s.deployment_version.build_id for s in described.worker_deployment_info.version_summaries
+    created = {
+        s.deployment_version.build_id: s.create_time.ToNanoseconds()
+        for s in described.worker_deployment_info.version_summaries
     }
-    if wanted.build_id not in known:
+    if wanted.build_id not in created:
         raise _NotPolledYet(f"build {wanted.build_id} has not polled yet")
+    if current.build_id and created.get(current.build_id, 0) > created[wanted.build_id]:
+        # An older build restarting (a Pod of the previous release during a rolling upgrade)
+        # must not take new rollouts back from the build that replaced it.
+        log.warning(
+            "Worker Deployment %s: build %s is older than the current build %s and is not made "
+            "current; to roll back to it: temporal worker deployment set-current-version "
+            "--deployment-name %s --build-id %s",
+            wanted.deployment_name,
+            wanted.build_id,
+            current.build_id,
+            wanted.deployment_name,
+            wanted.build_id,
+        )
+        return False
     await client.workflow_service.set_worker_deployment_current_version(
         wsv1.SetWorkerDeploymentCurrentVersionRequest(
             namespace=client.namespace,

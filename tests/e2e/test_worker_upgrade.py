@@ -1,14 +1,14 @@
-"""Upgrading the worker with rollouts in flight (issue 23, docs/operations.md "Upgrading the
-worker").
+"""Upgrading the worker with rollouts in flight (issue 23, docs/operations.md "Upgrades and
+workflow versioning").
 
 Build v1 runs 20 rollouts: 10 wait for a manual approval, 10 are mid-evaluation (every decision
 slowed). Build v2, whose RolloutWorkflow code differs (harness/next_build.py: a timer before the
 first activity), starts and makes itself the Worker Deployment's current version while v1 keeps
-running as a draining build. Every one of the 20 stays pinned to v1 and ends with its verdict,
-with no failed workflow task (a non-determinism error would be one); a rollout started after
-the upgrade runs on v2's code; v1 then drains and its worker stops polling. The same v1
-history replayed on v2's code fails: without pinning, the upgrade would have broken the
-rollouts in flight.
+running as a draining build; v1 restarting then does not take the new rollouts back. Every one
+of the 20 stays pinned to v1 and ends with its verdict, with no failed workflow task (a
+non-determinism error would be one); a rollout started after the upgrade runs on v2's code; v1
+then drains and its worker stops polling. The same v1 history replayed on v2's code fails:
+without pinning, the upgrade would have broken the rollouts in flight.
 """
 
 from __future__ import annotations
@@ -90,9 +90,10 @@ async def current_build(client: Client, deployment: str) -> str:
             )
         )
     except RPCError as e:
-        if e.status != RPCStatusCode.NOT_FOUND:
-            raise
-        return ""
+        if e.status == RPCStatusCode.NOT_FOUND:
+            return ""
+        # Busy while it registers a build (seen under load): ask again.
+        raise AssertionError(f"describe {deployment}: {e.status.name} {e.message}") from e
     return described.worker_deployment_info.routing_config.current_deployment_version.build_id
 
 
@@ -156,6 +157,15 @@ async def test_upgrade_keeps_rollouts_in_flight_on_their_build(
     )
     for h in evaluating:  # the upgrade happened mid-evaluation
         await phase_is(h, Phase.EVALUATING)
+    # A v1 container restarting now (as during a rolling upgrade) does not take new rollouts
+    # back; it goes on with the ones pinned to it.
+    builds["v1"].stop()
+    builds["v1"].start()
+    v1_log = builds["v1"].log_dir / "worker-2.log"
+    await eventually(
+        lambda: "is older than the current build v2" in v1_log.read_text(), 60, what="v1 back"
+    )
+    assert await current_build(temporal_client, deployment) == "v2"
     held.create_dm("after", {"model": "laya:en"})
     after = await held.start(held.input_for("after"))
 
@@ -181,7 +191,6 @@ async def test_upgrade_keeps_rollouts_in_flight_on_their_build(
     await async_assert_eventually(
         lambda: _drained(temporal_client, deployment, "v1"), 120, what="v1 drained"
     )
-    v1_log = builds["v1"].log_dir / "worker-1.log"
     await eventually(lambda: "is drained" in v1_log.read_text(), 60, what="v1 stops polling")
     assert builds["v1"].proc is not None and builds["v1"].proc.poll() is None  # until removed
 
