@@ -53,7 +53,8 @@ def product_env(env: LocalEnv) -> dict[str, str]:
         # worker share the host here, and the HTTPS default would put both on 8443.
         "DMROLLOUT_METRICS_SECURE": "false",
         # As the chart: the worker is a build of a Worker Deployment, its rollouts pinned to
-        # it (docs/operations.md "Upgrading the worker"; `temporal worker deployment list`).
+        # it (docs/operations.md "Upgrades and workflow versioning";
+        # `temporal worker deployment list`).
         "DMROLLOUT_WORKER_DEPLOYMENT_NAME": "dmrollout",
     }
 

@@ -5,7 +5,7 @@ would replay its history and fail with a non-determinism error. Versioned, every
 pinned to the build that started it: the old build's worker keeps running (the chart's
 ``worker.versioning.draining``) and finishes what it started, new rollouts go to the current
 build, and the old one is removed once Temporal reports it drained (docs/operations.md
-"Upgrading the worker").
+"Upgrades and workflow versioning").
 
 The build that is to take new rollouts makes itself the deployment's current version once its
 pollers are known to the server, unless a newer build (one the server has known for less
@@ -28,6 +28,7 @@ from temporalio.common import VersioningBehavior, WorkerDeploymentVersion
 from temporalio.service import RPCError
 from temporalio.worker import WorkerDeploymentConfig
 
+from controller.temporal.rollouts import RPC_TIMEOUT
 from decisionmodel.rollout.settings import RolloutSettings
 
 log = logging.getLogger("dmrollout.worker")
@@ -98,7 +99,8 @@ async def _set_current(client: Client, wanted: WorkerDeploymentVersion) -> bool:
     described = await client.workflow_service.describe_worker_deployment(
         wsv1.DescribeWorkerDeploymentRequest(
             namespace=client.namespace, deployment_name=wanted.deployment_name
-        )
+        ),
+        timeout=RPC_TIMEOUT,
     )
     current = described.worker_deployment_info.routing_config.current_deployment_version
     if current.build_id == wanted.build_id:
@@ -130,7 +132,8 @@ async def _set_current(client: Client, wanted: WorkerDeploymentVersion) -> bool:
             build_id=wanted.build_id,
             conflict_token=described.conflict_token,
             identity=IDENTITY,
-        )
+        ),
+        timeout=RPC_TIMEOUT,
     )
     log.info(
         "Worker Deployment %s: build %s is current (was %s); new rollouts go to it",
@@ -157,7 +160,9 @@ async def wait_drained(client: Client, wanted: WorkerDeploymentVersion, period: 
     while True:
         await asyncio.sleep(period)
         try:
-            described = await client.workflow_service.describe_worker_deployment_version(request)
+            described = await client.workflow_service.describe_worker_deployment_version(
+                request, timeout=RPC_TIMEOUT
+            )
         except RPCError as e:
             log.debug("drainage of build %s not known: %s", wanted.build_id, e)
             continue

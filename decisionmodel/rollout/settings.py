@@ -132,8 +132,8 @@ class RolloutSettings(BaseSettings):
         "sent to it until this ends.",
     )
     # Worker Deployment versioning (controller/worker/deployment.py; docs/operations.md
-    # "Upgrading the worker"): a rollout stays on the build that started it until it ends, so a
-    # changed workflow never replays a history written by the old code.
+    # "Upgrades and workflow versioning"): a rollout stays on the build that started it until
+    # it ends, so a changed workflow never replays a history written by the old code.
     worker_deployment_name: str = Field(
         default="",
         max_length=200,

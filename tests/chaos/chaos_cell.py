@@ -237,7 +237,7 @@ def _evidence(
         "cell": rig.cell.id,
         "namespace": rig.namespace,
         # Seconds in this story count from here (wall clock, for the logs and the Pods).
-        "started_utc": datetime.fromtimestamp(time.time() - (time.monotonic() - origin), UTC),
+        "started_utc": datetime.fromtimestamp(wall(origin), UTC),
         "result": {k: v for k, v in vars(result).items() if k not in ("notes", "wall")},
         "notes": result.notes,
         "fault": [window.injected_at - origin, (window.cleared_at or origin) - origin],
@@ -274,7 +274,7 @@ async def history(handle: WorkflowHandle[Any, Any] | None, origin: float) -> lis
         events = (await handle.fetch_history()).events
     except RPCError as e:
         return [f"history unavailable: {e}"]
-    wall_origin = time.time() - (time.monotonic() - origin)
+    wall_origin = wall(origin)
     return [_event_line(e, wall_origin) for e in events]
 
 

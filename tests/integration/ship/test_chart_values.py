@@ -1096,7 +1096,7 @@ def test_worker_builds_current_promotes_and_draining_ones_finish_their_rollouts(
     default_objs: list[dict[str, Any]], helm_tmp: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """This release's build promotes itself; a draining build runs its own image, in its own
-    Deployment, and never promotes (docs/operations.md "Upgrading the worker")."""
+    Deployment, and never promotes (docs/operations.md "Upgrades and workflow versioning")."""
     app_version = yaml.safe_load((CHART / "Chart.yaml").read_text())["appVersion"]
     current = env_of(container(default_objs, "Deployment", "-worker"))
     assert current["DMROLLOUT_WORKER_DEPLOYMENT_NAME"] == "dmrollout"
