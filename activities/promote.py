@@ -21,7 +21,9 @@ previous revision is deleted by the workflow after the grace (delete_revision), 
 
 from __future__ import annotations
 
-from typing import Any
+import asyncio
+import time
+from typing import Any, NamedTuple
 
 from temporalio import activity
 
@@ -44,6 +46,7 @@ from decisionmodel.rollout.contracts import (
     StatusUpdate,
 )
 from decisionmodel.rollout.policy_check import check_promotion
+from decisionmodel.rollout.promote_recheck import Round, judge
 from decisionmodel.rollout.settings import RolloutSettings
 from decisionmodel.vocabulary import ConditionStatus, ConditionType, Reason
 from kube.client import Kube
@@ -55,8 +58,28 @@ from kube.pod_gate import (
     set_gate,
     state_from_verdict,
 )
-from kube.rollout_status import write_status
+from kube.rollout_status import show_guard, write_status
 from kube.secrets import SecretReader
+
+# An attempt of the re-check waits this long for Pods that do not answer, then leaves the rest
+# of the window to the next attempt (the activity's start-to-close is 60 s).
+RECHECK_ATTEMPT_SECONDS = 35.0
+RECHECK_PAUSE_SECONDS = 5.0
+
+
+class UnansweredSince(NamedTuple):
+    """The heartbeat of a re-check waiting for Pods: when they first did not answer (epoch
+    seconds), for the next attempt to go on counting from."""
+
+    unanswered_since: float
+
+
+def _unanswered_since() -> float | None:
+    details = activity.info().heartbeat_details
+    if details and isinstance(details[0], (list, tuple)) and details[0]:
+        value = details[0][0]
+        return float(value) if isinstance(value, (int, float)) else None
+    return None
 
 
 def selected_revision(service: dict[str, Any] | None) -> str | None:
@@ -90,8 +113,8 @@ class PromoteActivities:
                 # Not recorded yet: the policy and the approval must be the live spec's. Once
                 # recorded (a retried attempt) the promotion is finished, never undone.
                 check_promotion(inp, live.policy, live.stable)
-            if inp.model and activity.info().attempt == 1:
-                # Once, before anything is recorded: a later attempt may find the candidate
+            if inp.model and live.stable != inp.candidate.hash:
+                # Only before anything is recorded: a later attempt may find the candidate
                 # already recorded as the stable, which must then be finished, not undone.
                 await self._recheck(inp)
             dm, candidate = inp.dm, inp.candidate.hash
@@ -138,28 +161,60 @@ class PromoteActivities:
     async def _recheck(self, inp: PromoteInput) -> None:
         """Inspect the candidate's model-ready Pods again (``/api/ps``): a Pod that lost its
         model, its pin, or serves another digest loses its gate, and without ``replicas`` of
-        them left the promotion is refused (the candidate is rolled back; the stable serves)."""
+        them left the promotion is refused (the candidate is rolled back; the stable serves).
+        Pods that do not answer are waited for, shown on Promoted, up to the probe-error window
+        (decisionmodel.rollout.promote_recheck); the wait goes on in the next attempt when this
+        one has used its share of the activity's timeout."""
         dm, record = inp.dm, inp.candidate
         api_key = await self.secrets.api_key(dm.namespace, inp.api_key)
+        window = inp.probe_error_window_seconds
+        began, since, shown = time.monotonic(), _unanswered_since(), False
+        while True:
+            seen = await self._inspect_round(inp, api_key)
+            now = time.time()
+            if seen.unanswered and since is None:
+                since = now
+                activity.heartbeat(UnansweredSince(since))
+            waited = now - since if since is not None else 0.0
+            found = judge(seen, inp.replicas, record.hash, waited, window)
+            if found.outcome == "pass":
+                return
+            if found.outcome == "refuse":
+                raise ProbeError(found.message, permanent=True)
+            if not shown:
+                first = activity.info().attempt == 1
+                await show_guard(
+                    self.kube, dm, ConditionType.PROMOTED, Reason.PROBE_ERROR, found.message, first
+                )
+                shown = True
+            if time.monotonic() - began > RECHECK_ATTEMPT_SECONDS:
+                # Retried (ProbeError is not permanent here): the next attempt reads ``since``
+                # from this one's heartbeat and goes on waiting.
+                raise ProbeError(found.message)
+            activity.heartbeat(UnansweredSince(since or now))
+            await asyncio.sleep(RECHECK_PAUSE_SECONDS)
+
+    async def _inspect_round(self, inp: PromoteInput, api_key: str | None) -> Round:
+        dm, record = inp.dm, inp.candidate
         pods = await Kube.run(self.kube.list_revision_pods, dm.namespace, dm.name, record.hash)
-        ready, lost = 0, []
-        for pod in (p for p in pods if is_model_ready(p) and not is_terminating(p)):
-            registry = self.settings.ollaya_registry
-            found = await inspect_pod(pod, inp.model, record, api_key, registry)
+        serving = [p for p in pods if is_model_ready(p) and not is_terminating(p)]
+        registry = self.settings.ollaya_registry
+        # Together: a Pod that does not answer costs the round its timeout once, not per Pod.
+        verdicts = await asyncio.gather(
+            *(inspect_pod(pod, inp.model, record, api_key, registry) for pod in serving)
+        )
+        ready, unanswered, lost = 0, [], []
+        for pod, found in zip(serving, verdicts, strict=True):
+            said = f"{pod['metadata']['name']}: {found.reason} ({found.message[:200]})"
             if found.ready:
                 ready += 1
-                continue
-            lost.append(f"{pod['metadata']['name']}: {found.reason} ({found.message[:200]})")
-            if await set_gate(self.kube, pod, state_from_verdict(found)):
-                await gate_event(self.kube, dm, pod, found)
-        if ready < inp.replicas:
-            raise ProbeError(
-                f"candidate {record.hash} is no longer model-ready ({ready}/{inp.replicas}) "
-                f"while awaiting promotion: {'; '.join(lost) or 'no model-ready Pod'}; it is "
-                "rolled back and the stable keeps serving; set decisionmodel.io/retry to roll "
-                "it out again",
-                permanent=True,
-            )
+            elif found.unanswered:
+                unanswered.append(said)  # no verdict on the Pod: its gate is left as it is
+            else:
+                lost.append(said)
+                if await set_gate(self.kube, pod, state_from_verdict(found)):
+                    await gate_event(self.kube, dm, pod, found)
+        return Round(ready, unanswered, lost)
 
     @staticmethod
     def _check_switch_back(inp: PromoteInput, stable: str | None, previous: str | None) -> None:

@@ -19,6 +19,11 @@ SilentApiServer    the :class:`SilentProxy` in front of the     forward new conn
 SilentRuntime      the runtime simulator's slow-answer faults   the namespace's earlier values
                    for the fault's whole length, on a namespace
 ProcessKilled      SIGKILL a worker or controller process       start it again
+OomKilled          the worker's memory limit set just above     lift the limit, start it again
+                   its usage: the kernel's OOM killer ends it
+RuntimeUnreachable the worker's packets to the Pod network      delete the rules
+                   dropped (iptables, by its cgroup); the API
+                   server, Temporal and everyone else unaffected
 =================  ===========================================  ==================================
 
 Everything here talks to 127.0.0.1 or the namespace-local Pod network (``hack/in-netns.sh``).
@@ -39,6 +44,7 @@ from typing import Any, Protocol, TypeVar
 import httpx
 import yaml
 
+from localenv.cgroups import WorkerCgroup
 from localenv.cluster import LocalCluster
 from localenv.processes import wait_until
 from localenv.temporal import TemporalDevServer
@@ -420,3 +426,70 @@ class ProcessKilled:
 
     def heal(self) -> None:
         self.process.start()
+
+
+class Holdable(Protocol):
+    """A supervised process: ``hold_down`` keeps its supervisor from starting it again."""
+
+    def hold_down(self) -> None: ...
+
+    def exit_code(self, timeout: float) -> int | None: ...
+
+    def kill(self) -> None: ...
+
+    def start(self) -> None: ...
+
+
+# Python asks for pages all the time (a decision's response, a heartbeat); a worker squeezed
+# to its usage has been killed within a second or two here.
+OOM_SECONDS = 60.0
+
+
+class FaultNotLanded(AssertionError):
+    """The fault could not be put in place; the cell fails on it, it does not pass unhurt."""
+
+
+@dataclass
+class OomKilled:
+    """The kernel's OOM killer, not a signal from the test: the worker's memory limit drops to
+    what it uses, its next allocation exceeds it, the kernel kills it (the cgroup's ``oom_kill``
+    count proves it was the OOM killer). Down for the window like a container in
+    CrashLoopBackOff after ``OOMKilled``, then started with the limit lifted."""
+
+    process: Holdable
+    cgroup: WorkerCgroup
+    name: str = "worker_oom"
+
+    def inject(self) -> None:
+        before = self.cgroup.oom_kills()
+        self.process.hold_down()
+        self.cgroup.squeeze()
+        code = self.process.exit_code(OOM_SECONDS)
+        self.cgroup.unlimit()
+        if code is None or self.cgroup.oom_kills() == before:
+            raise FaultNotLanded(
+                f"no OOM kill within {OOM_SECONDS:.0f}s (exit code {code}, "
+                f"oom_kill {self.cgroup.oom_kills()} before {before})"
+            )
+
+    def heal(self) -> None:
+        self.cgroup.unlimit()
+        self.process.kill()  # a no-op once the kernel killed it; else no second worker
+        self.process.start()
+
+
+@dataclass
+class RuntimeUnreachable:
+    """The runtime's Pods unreachable from the worker alone: its packets to the Pod network are
+    dropped, while the API server, Temporal and the registry answer it, and the controller and
+    the test still reach every Pod (the stable keeps serving them)."""
+
+    cgroup: WorkerCgroup
+    pod_cidrs: list[str]
+    name: str = "runtime_unreachable"
+
+    def inject(self) -> None:
+        self.cgroup.block(self.pod_cidrs)
+
+    def heal(self) -> None:
+        self.cgroup.unblock()

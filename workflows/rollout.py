@@ -483,6 +483,7 @@ class RolloutWorkflow:
                 approval=state.expected_approval if state.approved else None,
                 dataset_digest=state.evaluation.dataset_digest if state.evaluation else None,
                 status=status,
+                probe_error_window_seconds=inp.tuning.probe_error_window_seconds,
             ),
             PromoteResult,
             summary=f"promote {record.hash}: record stable, PDB, switch Service {dm.name}",

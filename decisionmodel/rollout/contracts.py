@@ -424,6 +424,9 @@ class PromoteInput(InPlace):
     # that it is exactly that revision instead of re-checking policy and approval.
     switch_back: bool = False
     status: StepStatus | None = None
+    # How long the re-check waits for candidate Pods that do not answer (the steady state's
+    # probe-error window; a rollout scheduled before the field existed gets the default).
+    probe_error_window_seconds: float = 180.0
 
 
 class PromoteResult(Contract):

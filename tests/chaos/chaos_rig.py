@@ -15,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import shutil
 import socket
+import subprocess
 import time
 import uuid
 from dataclasses import dataclass
@@ -36,11 +37,14 @@ from temporalio.client import Client, WorkflowHandle
 from controller.temporal.rollouts import dm_query
 from decisionmodel.rollout.contracts import RolloutOutcome
 from kube.client import Kube
+from localenv.cgroups import WorkerCgroup
 from localenv.chaos import (
     ApiServerStopped,
     Fault,
+    OomKilled,
     ProcessKilled,
     RegistryErrors,
+    RuntimeUnreachable,
     SilentApiServer,
     SilentProxy,
     SilentRuntime,
@@ -106,6 +110,18 @@ class Supervised:
         self.held_down = True
         if self.alive():
             self.proc.kill()
+
+    def hold_down(self) -> None:
+        """Not started again when it exits (the kernel is about to kill it)."""
+        self.held_down = True
+
+    def exit_code(self, timeout: float) -> int | None:
+        """Its exit code once it exits, None if it is still running after ``timeout``."""
+        assert self.proc.proc is not None
+        try:
+            return self.proc.proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            return None
 
     def stop(self) -> None:
         self.held_down = True
@@ -174,6 +190,7 @@ class CellRig:
         # Reads of the cell's observers: short timeouts, a down API costs a sample only.
         self.kube = Kube.from_config(str(cluster.kubeconfig), WATCH_TIMEOUTS)
         self.proxy: SilentProxy | None = None
+        self.cgroup = WorkerCgroup(self.queue) if cell.fault.needs_cgroup else None
         self.processes: list[Supervised] = []
         self._supervisor: asyncio.Task[None] | None = None
 
@@ -189,6 +206,8 @@ class CellRig:
         put_model(self.repo, "v2", accuracy=0.9, revision=f"{self.repo}-v2")
         self.h.golden_configmap("golden", golden_jsonl(EVAL_CASES))
         self.nodes.release()
+        if self.cgroup is not None:
+            self.cgroup.create()
         # The product's own ServiceAccounts (as in a cluster): their requests are in the API
         # server's audit log, where the cell counts objects created twice (chaos_proof).
         worker = self.cluster.component_kubeconfig(WORKER)
@@ -218,7 +237,8 @@ class CellRig:
         return self.processes[1]
 
     def _worker(self, kubeconfig: Path) -> WorkerProcess:
-        proc = WorkerProcess(self.cluster, self.temporal.address, self.queue, self.logs)
+        wrap = self.cgroup.join_argv if self.cgroup is not None else None
+        proc = WorkerProcess(self.cluster, self.temporal.address, self.queue, self.logs, wrap=wrap)
         proc.env["DMROLLOUT_KUBECONFIG"] = str(kubeconfig)
         return proc
 
@@ -248,6 +268,8 @@ class CellRig:
             await asyncio.to_thread(p.stop)
         if self.proxy is not None:
             self.proxy.stop()
+        if self.cgroup is not None:
+            self.cgroup.remove()
         self.nodes.engage()
         self.cluster.kubectl("delete", "namespace", self.namespace, "--wait=false", check=False)
 
@@ -264,6 +286,12 @@ class CellRig:
             return ProcessKilled(self.worker, "worker_kill")
         if kind is FaultKind.CONTROLLER:
             return ProcessKilled(self.controller, "controller_kill")
+        if kind is FaultKind.OOM:
+            assert self.cgroup is not None
+            return OomKilled(self.worker, self.cgroup)
+        if kind is FaultKind.RUNTIME:
+            assert self.cgroup is not None
+            return RuntimeUnreachable(self.cgroup, [n.pod_cidr for n in self.cluster.nodes])
         assert self.proxy is not None
         runtime = SilentRuntime(self.cluster, self.namespace, seconds, self.stable_pods)
         return Together("silent_peers", [SilentApiServer(self.proxy), runtime])

@@ -1,6 +1,6 @@
 """The chaos matrix's fixtures, its cells, and the table printed at the end of the run.
 
-``DMROLLOUT_FULL=chaos`` runs every cell (``make chaos``); without it six cells run, one per
+``DMROLLOUT_FULL=chaos`` runs every cell (``make chaos``); without it eight cells run, one per
 fault kind (``tests/chaos/chaos_matrix.py``). The table goes to the terminal and to
 ``build/chaos-table.txt``; each cell's story and its worker and controller logs go to
 ``build/chaos/<fault>-<step>/``.

@@ -14,7 +14,7 @@ import signal
 import subprocess
 import sys
 import uuid
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
@@ -307,12 +307,15 @@ class WorkerProcess:
         metrics_port: int | None = None,
         extra_env: dict[str, str] | None = None,
         module: str = "controller.cli",
+        wrap: Callable[[list[str]], list[str]] | None = None,
     ) -> None:
         self.env = {
             **os.environ,
             **worker_env(cluster, temporal_address, task_queue),
             **(extra_env or {}),
         }
+        # A command the worker runs inside (the chaos cells' cgroup join), or none.
+        self.wrap = wrap
         # ``python -m <module> worker``: the product's CLI, or a test build of it.
         self.module = module
         if metrics_port is not None:
@@ -327,8 +330,9 @@ class WorkerProcess:
     def start(self) -> None:
         self.starts += 1
         log = (self.log_dir / f"worker-{self.starts}.log").open("wb")
+        argv = [sys.executable, "-m", self.module, "worker"]
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", self.module, "worker"],
+            self.wrap(argv) if self.wrap is not None else argv,
             env=self.env,
             stdout=log,
             stderr=subprocess.STDOUT,
