@@ -18,7 +18,7 @@ after the fault heals (``release``):
   API server (through the cell's proxy) answers 2 s late, so the step's status writes and its
   activity take seconds instead of a fraction of one; the fault goes in once the query says
   step ``promote``, and the API server is at full speed again from then on;
-- grace: the cell's controller sets a 10 s promotion grace; the fault goes in once the query
+- grace: the cell's controller sets a 30 s promotion grace; the fault goes in once the query
   says step ``grace``.
 """
 
