@@ -7,6 +7,7 @@ Opt-in (DMROLLOUT_FULL=image, `make image-test`), inside hack/in-netns.sh.
 
 from __future__ import annotations
 
+import asyncio
 import subprocess
 import sys
 import time
@@ -104,7 +105,13 @@ async def test_worker_and_controller_from_the_image_roll_out_one_model(
     runs = [wf async for wf in client.list_workflows(dm_query(namespace, "img"))]
     assert len(runs) == 1, runs
     assert runs[0].task_queue == worker.env["DMROLLOUT_TEMPORAL_TASK_QUEUE"]
-    assert runs[0].status == WorkflowExecutionStatus.COMPLETED, runs[0].status
+    # Promote records phase Ready before it switches the Service (a crash in between is then
+    # safe), so the run may still be finishing its last activity when Ready shows: wait for
+    # its end, bounded, rather than read its status at once.
+    handle = client.get_workflow_handle(runs[0].id, run_id=runs[0].run_id)
+    await asyncio.wait_for(handle.result(), 60)
+    described = await handle.describe()
+    assert described.status == WorkflowExecutionStatus.COMPLETED, described.status
     print(
         f"\nimage {image}: {image_size_bytes(image) / 1e6:.0f} MB; "
         f"apply -> Ready in {elapsed:.1f} s",
