@@ -88,20 +88,52 @@ def start_processes(
     return procs
 
 
-def fleet_model(name: str, namespace: str, model: str = "laya:en") -> dict[str, Any]:
-    """One DecisionModel of a fleet: one CPU replica of ``model``."""
+FLEET_KEY_SECRET = "fleet-api-key"
+
+
+def fleet_model(
+    name: str, namespace: str, model: str = "laya:en", auth: bool = False
+) -> dict[str, Any]:
+    """One DecisionModel of a fleet: one CPU replica of ``model``; with ``auth``, its API key
+    from the fleet's Secret (``api_key_secret``)."""
+    spec: dict[str, Any] = {"model": model, "replicas": 1, "device": "cpu"}
+    if auth:
+        spec["auth"] = {"apiKeySecretRef": {"name": FLEET_KEY_SECRET, "key": "token"}}
     return {
         "apiVersion": "decisionmodel.io/v1alpha1",
         "kind": "DecisionModel",
         "metadata": {"name": name, "namespace": namespace},
-        "spec": {"model": model, "replicas": 1, "device": "cpu"},
+        "spec": spec,
     }
 
 
-def apply_fleet(env: LocalEnv, namespace: str, names: list[str]) -> None:
-    """The DecisionModels ``names``, one ``kubectl apply`` per 100: "at once", in bounded calls."""
+def api_key_secret(env: LocalEnv, namespace: str) -> None:
+    """The API-key Secret the fleet's ``auth`` DecisionModels name (a bench value, not a secret)."""
+    env.cluster.apply(
+        {
+            "apiVersion": "v1",
+            "kind": "Secret",
+            "metadata": {
+                "name": FLEET_KEY_SECRET,
+                "namespace": namespace,
+                "labels": {"decisionmodel.io/api-key": "true"},
+            },
+            "stringData": {"token": "bench-fleet-key"},
+        }
+    )
+
+
+def apply_fleet(
+    env: LocalEnv, namespace: str, names: list[str], auth_every: int = 0, first: int = 0
+) -> None:
+    """The DecisionModels ``names``, one ``kubectl apply`` per 100: "at once", in bounded calls.
+    With ``auth_every`` k, every k-th of the fleet (``names`` are its members from number
+    ``first`` on) has ``spec.auth``."""
     for i in range(0, len(names), 100):
-        docs = (fleet_model(n, namespace) for n in names[i : i + 100])
+        docs = (
+            fleet_model(n, namespace, auth=auth_every > 0 and (first + i + j) % auth_every == 0)
+            for j, n in enumerate(names[i : i + 100])
+        )
         env.cluster.kubectl(
             "apply", "-f", "-", timeout=300, input="\n---\n".join(json.dumps(d) for d in docs)
         )

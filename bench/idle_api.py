@@ -22,6 +22,7 @@ not a per-DecisionModel one. Run inside the test namespace:
 from __future__ import annotations
 
 import argparse
+import asyncio
 import json
 import os
 import tempfile
@@ -32,8 +33,16 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-from bench_env import Product, apply_fleet, fleet_nodes, start_env, start_processes
+from bench_env import (
+    Product,
+    api_key_secret,
+    apply_fleet,
+    fleet_nodes,
+    start_env,
+    start_processes,
+)
 from temporal_requests import TemporalIdle, between, frontend_requests
+from temporalio.client import Client
 
 from localenv import audit
 from localenv.env import LocalEnv
@@ -101,7 +110,9 @@ def start(env: LocalEnv, state: Path, reinspect: float, budget: int) -> ManagedP
             "DMROLLOUT_CONTROLLER_REINSPECT_SECONDS": str(reinspect),
         },
     )
-    return start_processes(env, state, NAMESPACE, product)["controller"]
+    controller = start_processes(env, state, NAMESPACE, product)["controller"]
+    api_key_secret(env, NAMESPACE)
+    return controller
 
 
 def ready_count(env: LocalEnv) -> int:
@@ -121,6 +132,29 @@ def wait_ready(env: LocalEnv, models: int, timeout: float) -> float:
             )
             break
         time.sleep(5)  # a poll of up to 1,000 DecisionModels: not every second
+    return time.monotonic() - began
+
+
+RUNNING_ROLLOUTS = "WorkflowType = 'RolloutWorkflow' AND ExecutionStatus = 'Running'"
+
+
+async def running_rollouts(address: str) -> int:
+    client = await Client.connect(address)
+    return (await client.count_workflows(RUNNING_ROLLOUTS)).count
+
+
+def wait_quiet(env: LocalEnv, settle: float, timeout: float) -> float:
+    """Idle means no rollout running. A rollout shows Ready at the switch and runs on for its
+    promotion grace (30 s) and cleanup, and the controller confirms each such run with a
+    describe until it closes: wait for the last to close (visibility, bounded), then one
+    settle for the last reconciles, so the window measures the idle fleet, not the wave's tail."""
+    began = time.monotonic()
+    while (left := asyncio.run(running_rollouts(env.temporal.address))) > 0:
+        if time.monotonic() - began > timeout:
+            print(f"  {left} rollouts still running after {timeout:.0f} s; measuring anyway")
+            break
+        time.sleep(5)
+    time.sleep(settle)
     return time.monotonic() - began
 
 
@@ -195,12 +229,14 @@ def run(
         print(f"environment, worker and controller up in {time.monotonic() - t0:.1f} s")
         have = 0
         for n in sizes:
-            apply_fleet(env, NAMESPACE, [f"model-{i:04d}" for i in range(have, n)])
+            # Half with spec.auth (issue 23): their Secret is read by name at each reconcile.
+            names = [f"model-{i:04d}" for i in range(have, n)]
+            apply_fleet(env, NAMESPACE, names, auth_every=2, first=have)
             have = n
             ready = wait_ready(env, n, timeout)
             print(f"{n} DecisionModels: all Ready {ready:.1f} s after applying; settling")
-            # Rollouts end with a grace and a last status write: let the fleet go quiet first.
-            time.sleep(min(reinspect, 15.0))
+            quiet = wait_quiet(env, min(reinspect, 15.0), timeout)
+            print(f"  no rollout running {quiet:.1f} s later")
             results.append(measure(env, controller, n, window, ready))
             print(f"  {results[-1].requests_per_second:.2f} req/s over {window:.0f} s")
         # The log is live: every request of the controller since it started (lists, watches,
