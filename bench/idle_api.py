@@ -235,7 +235,10 @@ def run(
             have = n
             ready = wait_ready(env, n, timeout)
             print(f"{n} DecisionModels: all Ready {ready:.1f} s after applying; settling")
-            quiet = wait_quiet(env, min(reinspect, 15.0), timeout)
+            # The Ready write lands just before a run's end, so the controller confirms the
+            # run closed at that DecisionModel's next re-inspection (one describe): idle is
+            # one re-inspection period after the last run closed.
+            quiet = wait_quiet(env, reinspect + 5.0, timeout)
             print(f"  no rollout running {quiet:.1f} s later")
             results.append(measure(env, controller, n, window, ready))
             print(f"  {results[-1].requests_per_second:.2f} req/s over {window:.0f} s")

@@ -414,6 +414,11 @@ class ControllerProcess:
             self.args, env=self.env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True
         )
 
+    def lost_its_lease(self) -> bool:
+        """The last run exited because it lost its Lease (it says so before it exits)."""
+        log = self.log_dir / f"controller-{self.identity}-{self.starts}.log"
+        return "leadership lost" in log.read_text(errors="replace")
+
     def metrics(self) -> str:
         """The /metrics text, or "" while the process is not listening yet."""
         try:
