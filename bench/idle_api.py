@@ -138,22 +138,26 @@ def wait_ready(env: LocalEnv, models: int, timeout: float) -> float:
 RUNNING_ROLLOUTS = "WorkflowType = 'RolloutWorkflow' AND ExecutionStatus = 'Running'"
 
 
-async def running_rollouts(address: str) -> int:
+async def rollouts_left(address: str, timeout: float) -> int:
+    """Wait, polling one client, until no RolloutWorkflow runs (visibility) or ``timeout``
+    passes; the number still running."""
     client = await Client.connect(address)
-    return (await client.count_workflows(RUNNING_ROLLOUTS)).count
+    began = time.monotonic()
+    while (left := (await client.count_workflows(RUNNING_ROLLOUTS)).count) > 0:
+        if time.monotonic() - began > timeout:
+            break
+        await asyncio.sleep(5)
+    return left
 
 
 def wait_quiet(env: LocalEnv, settle: float, timeout: float) -> float:
-    """Idle means no rollout running. A rollout shows Ready at the switch and runs on for its
-    promotion grace (30 s) and cleanup, and the controller confirms each such run with a
-    describe until it closes: wait for the last to close (visibility, bounded), then one
-    settle for the last reconciles, so the window measures the idle fleet, not the wave's tail."""
+    """Idle means no rollout running: wait for the last run to close (bounded), then
+    ``settle`` for the reconciles that confirm it, so the window measures the idle fleet,
+    not the wave's tail."""
     began = time.monotonic()
-    while (left := asyncio.run(running_rollouts(env.temporal.address))) > 0:
-        if time.monotonic() - began > timeout:
-            print(f"  {left} rollouts still running after {timeout:.0f} s; measuring anyway")
-            break
-        time.sleep(5)
+    left = asyncio.run(rollouts_left(env.temporal.address, timeout))
+    if left:
+        print(f"  {left} rollouts still running after {timeout:.0f} s; measuring anyway")
     time.sleep(settle)
     return time.monotonic() - began
 
