@@ -18,7 +18,7 @@ endif
 UNIT_WORKERS ?= 2
 HELM = $(shell bash hack/testenv.sh --print)/helm
 
-.PHONY: help venv testenv browser demo-pipeline bench bench-gates bench-startup bench-fleet bench-watch test e2e chaos fuzz unit lint format manifests demo dev-up image image-test chart release clean
+.PHONY: help venv testenv doctor host-tools browser explore demo-pipeline bench bench-gates bench-startup bench-fleet bench-watch test e2e chaos fuzz unit lint format manifests demo dev-up image image-test chart release clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-10s %s\n", $$1, $$2}'
@@ -35,10 +35,15 @@ testenv: ## build (once) etcd, kube-apiserver, controller-manager, scheduler, kw
 	bash hack/testenv.sh
 	bash hack/test-server.sh
 
-browser: ## install Debian's chromium for the Temporal UI check (once)
-	bash hack/install-browser.sh
+doctor: ## list every program the tests, the demo, the chaos faults and the image need, and which are missing
+	bash hack/doctor.sh
 
-test: venv testenv browser ## run every test in private network namespaces (TEST_WORKERS=2 in parallel)
+host-tools: ## install from Debian's packages what `make test` needs and the machine lacks (iptables, chromium, tmux, ...)
+	bash hack/doctor.sh --need test --install
+
+browser: host-tools ## (kept for old habits) chromium comes with host-tools
+
+test: venv testenv host-tools ## run every test in private network namespaces (TEST_WORKERS=2 in parallel)
 	DMROLLOUT_WORKER_PYTHON=$(abspath $(BIN))/python hack/in-netns.sh $(BIN)/pytest -q $(XDIST) $(PYTEST_ARGS)
 
 e2e: venv testenv ## the full rollouts only (tests/e2e) in private network namespaces

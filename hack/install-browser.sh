@@ -1,18 +1,7 @@
 #!/usr/bin/env bash
-# Install headless Chromium from Debian's packages, for the browser test of the Temporal Web UI
-# (tests/e2e/test_temporal_ui.py, marker `browser`). Playwright drives it through its
-# executable path; `playwright install` is never used because it downloads a browser build of
-# its own, which this machine (and CI) cannot fetch.
-#
-#   hack/install-browser.sh     # no-op when chromium is already on PATH
+# Install headless Chromium (and every other program `make test` needs) from Debian's packages.
+# Playwright drives Debian's chromium through its executable path; `playwright install` is never
+# used because it downloads a browser build of its own, which this machine (and CI) cannot fetch.
+# The list of programs is hack/host-tools.txt; hack/doctor.sh installs what is missing.
 set -euo pipefail
-if command -v chromium >/dev/null 2>&1; then
-  exit 0
-fi
-sudo=""
-if [[ "$(id -u)" != "0" ]]; then
-  sudo="sudo"
-fi
-$sudo apt-get update
-DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y --no-install-recommends chromium
-command -v chromium >/dev/null
+exec bash "$(dirname "$0")/doctor.sh" --need test --install
