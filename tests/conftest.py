@@ -25,7 +25,7 @@ TESTS = Path(__file__).parent
 
 # A test's tier is its folder (kopf mirrors its package tree the same way): the marker is set
 # here, never by hand, so `pytest -m unit` and `make unit` mean the same files.
-TIERS = ("unit", "integration", "e2e", "chaos", "fuzz", "image")
+TIERS = ("unit", "integration", "e2e", "explore", "chaos", "fuzz", "image")
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:

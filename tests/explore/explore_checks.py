@@ -1,0 +1,226 @@
+"""The lifecycle explorer's invariants (DESIGN.md "Testing lifecycles", issue 34 item 2).
+
+Continuous ones are sampled every couple of seconds while the operations run. A state that may
+be passing through (a promotion switches the Service a moment after it records the stable) is a
+violation only when it holds longer than :data:`GRACE` while nothing was disturbed: no fault of
+the environment and no fault of this lifecycle's own within that time ("within one reconcile":
+the test controller re-inspects every 10 s). Two runs of one revision at once is a violation at
+once. The final ones run once the faults are healed and the model has settled.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any
+
+from explore_rig import DATASET_MARKER, DM, SECRET_MARKER, Lifecycle
+from temporalio.client import WorkflowExecutionStatus, WorkflowHistory
+from temporalio.contrib.pydantic import pydantic_data_converter
+from temporalio.worker import Replayer
+
+from controller.temporal.rollouts import dm_query
+from decisionmodel.engine.render import labels as L
+from decisionmodel.vocabulary import Phase, Reason
+from workflows.rollout import RolloutWorkflow
+from workflows.search_attributes import DM_REVISION
+
+GRACE = 25.0
+ROLLOUT_PHASES = frozenset(
+    {Phase.PENDING, Phase.RESOLVING, Phase.CACHING, Phase.STARTING, Phase.EVALUATING}
+) | {Phase.PROMOTING}
+REASONS = frozenset(r.value for r in Reason)
+PHASES = frozenset(p.value for p in Phase)
+
+
+@dataclass
+class Violation:
+    invariant: str
+    detail: str
+    at: float
+
+    def __str__(self) -> str:
+        return f"[{self.at:7.1f}s] {self.invariant}: {self.detail}"
+
+
+@dataclass
+class Checker:
+    life: Lifecycle
+    started: float = field(default_factory=time.monotonic)
+    violations: list[Violation] = field(default_factory=list)
+    checks: int = 0
+    _since: dict[str, float] = field(default_factory=dict)
+
+    def quiet_for(self) -> float:
+        own = time.monotonic() - self.life.touched_at
+        return min(own, self.life.faults.quiet_for())
+
+    def flag(self, invariant: str, detail: str) -> None:
+        self.violations.append(Violation(invariant, detail, time.monotonic() - self.started))
+
+    def persisting(self, invariant: str, broken: bool, detail: str) -> None:
+        """Flag ``invariant`` once it has been broken for GRACE in a quiet environment."""
+        self.checks += 1
+        if not broken or self.life.faults.active:
+            self._since.pop(invariant, None)
+            return
+        first = self._since.setdefault(invariant, time.monotonic())
+        late = time.monotonic() - first > GRACE and self.quiet_for() > GRACE
+        if late and not any(v.invariant == invariant for v in self.violations):
+            self.flag(invariant, detail)
+
+    # -- continuous -----------------------------------------------------------------------------
+    async def sample(self) -> None:
+        if self.life.faults.active:
+            return
+        try:
+            await self._runs_per_revision()
+        except Exception:
+            return
+        obj = self.life.dm()
+        if obj is None:
+            return
+        self._reasons(obj)
+        self._service(obj)
+
+    async def _runs_per_revision(self) -> None:
+        query = f"{dm_query(self.life.namespace, DM)} AND ExecutionStatus = 'Running'"
+        revisions: Counter[str] = Counter()
+        async for wf in self.life.client.list_workflows(query):
+            if wf.workflow_type == RolloutWorkflow.__name__:
+                revisions[wf.typed_search_attributes.get(DM_REVISION) or wf.id] += 1
+        self.checks += 1
+        for revision, n in revisions.items():
+            if n > 1:
+                self.flag("one run per revision", f"{n} runs of {revision} at once")
+        self.persisting(
+            "one run per DecisionModel",
+            len(revisions) > 1,
+            f"runs of {sorted(revisions)} at once beyond {GRACE:.0f}s",
+        )
+
+    def _reasons(self, obj: dict[str, Any]) -> None:
+        status = obj.get("status") or {}
+        phase = status.get("phase")
+        conditions = {c["type"]: c for c in status.get("conditions") or []}
+        ready = conditions.get("Ready") or {}
+        bad = [
+            f"{t}: reason {c.get('reason')!r}"
+            for t, c in conditions.items()
+            if c.get("reason") not in REASONS
+            or (not c.get("message") and c.get("reason") != Reason.AS_EXPECTED)
+        ]
+        self.persisting("conditions carry a reason", bool(bad), "; ".join(bad))
+        self.persisting(
+            "phase has a Ready condition",
+            phase not in PHASES or not ready,
+            f"phase {phase!r}, Ready {ready}",
+        )
+
+    def _service(self, obj: dict[str, Any]) -> None:
+        if self.life.foreign_service:
+            return
+        stable = ((obj.get("status") or {}).get("stableRevision") or {}).get("hash")
+        service = self.life.h.get("service", L.service_name(DM))
+        if not stable or service is None:
+            return
+        selected = (service["spec"].get("selector") or {}).get(L.LABEL_REVISION)
+        self.persisting(
+            "the Service selects the stable revision",
+            selected != stable,
+            f"selector revision {selected}, status.stableRevision {stable}",
+        )
+        strays = self._endpoint_strays(stable)
+        self.persisting(
+            "the Service reaches only model-ready Pods of the stable",
+            bool(strays),
+            f"ready endpoints on {strays}",
+        )
+
+    def _endpoint_strays(self, stable: str) -> list[str]:
+        slices = self.life.cluster.kubectl_json(
+            "-n", self.life.namespace, "get", "endpointslices",
+            "-l", f"kubernetes.io/service-name={L.service_name(DM)}", "-o", "json",
+        )  # fmt: skip
+        pods = {
+            p["metadata"]["name"]: p
+            for p in self.life.cluster.kubectl_json(
+                "-n", self.life.namespace, "get", "pods", "-o", "json"
+            )["items"]
+        }
+        strays = []
+        for s in slices["items"]:
+            for ep in s.get("endpoints") or []:
+                name = (ep.get("targetRef") or {}).get("name", "")
+                if not (ep.get("conditions") or {}).get("ready"):
+                    continue
+                pod = pods.get(name)
+                if pod is None or not _gated(pod, stable):
+                    strays.append(name)
+        return strays
+
+    # -- final ----------------------------------------------------------------------------------
+    def objects_left(self, stable: str) -> list[str]:
+        """Revision objects of any revision but the stable one."""
+        left = []
+        for kind in ("deployments", "persistentvolumeclaims", "jobs", "pods"):
+            items = self.life.cluster.kubectl_json(
+                "-n", self.life.namespace, "get", kind, "-l", f"{L.LABEL_NAME}={DM}", "-o", "json"
+            )["items"]
+            for item in items:
+                rev = (item["metadata"].get("labels") or {}).get(L.LABEL_REVISION)
+                if rev and rev != stable and not item["metadata"].get("deletionTimestamp"):
+                    left.append(f"{kind}/{item['metadata']['name']}")
+        return left
+
+    async def histories(self) -> list[WorkflowHistory]:
+        found = []
+        async for wf in self.life.client.list_workflows(dm_query(self.life.namespace, DM)):
+            if wf.workflow_type != RolloutWorkflow.__name__:
+                continue
+            handle = self.life.client.get_workflow_handle(wf.id, run_id=wf.run_id)
+            found.append(await handle.fetch_history())
+        return found
+
+    async def no_secrets_and_replay(self) -> int:
+        histories = await self.histories()
+        replayer = Replayer(workflows=[RolloutWorkflow], data_converter=pydantic_data_converter)
+        for history in histories:
+            text = history.to_json()
+            self._no_marker(f"history {history.workflow_id}", text)
+            try:
+                await replayer.replay_workflow(history)
+            except Exception as e:
+                self.flag("every history replays", f"{history.workflow_id}: {e!r}"[:300])
+        events = self.life.cluster.kubectl("-n", self.life.namespace, "get", "events", "-o", "json")
+        self._no_marker("Events", events.stdout)
+        self._no_marker("status", json.dumps((self.life.dm() or {}).get("status")))
+        for log in sorted(self.life.logs.glob("*.log")):
+            self._no_marker(f"log {log.name}", log.read_text(errors="replace"))
+        return len(histories)
+
+    def _no_marker(self, where: str, text: str) -> None:
+        self.checks += 1
+        for marker in (SECRET_MARKER, DATASET_MARKER):
+            if marker in text:
+                self.flag("no secret or dataset content", f"{marker[:8]}… in {where}")
+
+    async def running_runs(self) -> int:
+        query = f"{dm_query(self.life.namespace, DM)} AND ExecutionStatus = 'Running'"
+        return len(
+            [
+                wf
+                async for wf in self.life.client.list_workflows(query)
+                if wf.status == WorkflowExecutionStatus.RUNNING
+            ]
+        )
+
+
+def _gated(pod: dict[str, Any], stable: str) -> bool:
+    labels = pod["metadata"].get("labels") or {}
+    if labels.get(L.LABEL_REVISION) != stable:
+        return False
+    conditions = {c["type"]: c["status"] for c in (pod.get("status") or {}).get("conditions") or []}
+    return conditions.get(L.READINESS_GATE) == "True"

@@ -1,0 +1,320 @@
+"""One lifecycle on the live local environment: its namespace, model repository, golden set,
+its own `dmrollout worker` and `dmrollout controller` processes, and what each operation of
+``explore_ops`` does there.
+
+Each lifecycle's worker and controller watch only its namespace, on a task queue and a Lease of
+their own (as the chaos cells do), so lifecycles run side by side and a kill reaches only its own
+processes. Temporal and the API server are shared: their faults (``GLOBAL_KINDS``) are taken one
+at a time under :data:`Faults.lock` and every lifecycle's checker sees them in :class:`Faults`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import subprocess
+import sys
+import time
+import uuid
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from explore_ops import BAD_TAG, GOOD_TAGS, Desired, Op
+from harness.rollout_harness import (
+    ControllerProcess,
+    RolloutHarness,
+    WorkerProcess,
+    golden_jsonl,
+    put_model,
+    registry_digest,
+)
+from harness.supervised import Supervised, free_port, supervise
+from temporalio.client import Client
+
+from decisionmodel.engine.render import labels as L
+from localenv.chaos import ApiServerStopped, TemporalStopped
+from localenv.cluster import LocalCluster
+from localenv.temporal import TemporalDevServer
+from simulators.pod_faults import PREFIX as SIM
+
+SPEC_KINDS = frozenset(
+    {"tag", "replicas", "gate", "promotion", "resources", "pin", "manual_promotion_field"}
+)
+# The CLI's verbs that write only the DecisionModel (an annotation), with no Temporal address.
+KUBE_ONLY_VERBS = frozenset({"retry", "undo"})
+DM = "ex"
+DATASET = "golden"
+# Markers that must never leave the cluster's Secret and ConfigMap: the invariant "no secret
+# value or dataset content in any history, log, Event or status" greps for them.
+SECRET_MARKER = "exsecret" + "7f3a91"
+DATASET_MARKER = "exdataset" + "c42d08"
+EVAL_CASES = 30
+CONTROLLER_ENV = {
+    "DMROLLOUT_CONTROLLER_REINSPECT_SECONDS": "10",
+    "DMROLLOUT_CONTROLLER_MAX_ROLLOUT_RESTARTS": "2",
+    "DMROLLOUT_CONTROLLER_RESTART_BACKOFF_SECONDS": "1",
+    "DMROLLOUT_CONTROLLER_REAP_GRACE_SECONDS": "15",
+    "DMROLLOUT_CONTROLLER_PROMOTION_GRACE_SECONDS": "2",
+}
+_FAULT_VALUES = {
+    "digest": "sha256:" + "0" * 64,
+    "device": "cpu-fallback",
+    "load-fails": "true",
+    "unauthorized": "true",
+    "latency-ms": "1500",
+}
+
+
+@dataclass
+class Faults:
+    """What every lifecycle's checker must know: when the last fault of the environment healed,
+    and whether one is in force now. One environment fault at a time."""
+
+    lock: asyncio.Lock = field(default_factory=asyncio.Lock)
+    active: int = 0
+    healed_at: float = 0.0
+
+    def quiet_for(self) -> float:
+        return 0.0 if self.active else time.monotonic() - self.healed_at
+
+
+class Lifecycle:
+    def __init__(
+        self,
+        cluster: LocalCluster,
+        temporal: TemporalDevServer,
+        client: Client,
+        logs: Path,
+        faults: Faults,
+    ) -> None:
+        self.cluster, self.temporal, self.client, self.faults = cluster, temporal, client, faults
+        suffix = uuid.uuid4().hex[:8]
+        self.queue = f"ex-{suffix}"
+        self.repo = f"ex-{suffix}"
+        self.h = RolloutHarness(cluster, client, self.queue, namespace=f"ex-{suffix}")
+        self.logs = logs
+        self.desired = Desired()
+        self.processes: list[Supervised] = []
+        self._supervisor: asyncio.Task[None] | None = None
+        self.republished = 0
+        self.pinned_digest = ""
+        # When this lifecycle's own last fault (a kill, a deletion, a runtime fault) was made or
+        # healed, and which runtime fault is in force on its namespace.
+        self.touched_at = time.monotonic()
+        self.runtime_fault: str | None = None
+        self.foreign_service = False
+        # An undo or a rollback-to since the last spec change: the model may then serve
+        # another revision than its spec, on purpose.
+        self.undone_after_change = False
+
+    @property
+    def namespace(self) -> str:
+        return self.h.namespace
+
+    # -- set up and tear down -----------------------------------------------------------------
+    def prepare(self) -> None:
+        """The lifecycle's objects and processes; blocking (run it in a thread)."""
+        self.logs.mkdir(parents=True, exist_ok=True)
+        for tag in GOOD_TAGS:
+            put_model(self.repo, tag, accuracy=0.9, revision=f"{self.repo}-{tag}")
+        put_model(self.repo, BAD_TAG, accuracy=0.3, revision=f"{self.repo}-bad")
+        self.h.golden_configmap(DATASET, golden_jsonl(EVAL_CASES, marker=DATASET_MARKER))
+        self.h.api_key_secret("runtime-key", SECRET_MARKER)
+        worker = WorkerProcess(self.cluster, self.temporal.address, self.queue, self.logs)
+        controller = ControllerProcess(
+            self.cluster,
+            self.temporal.address,
+            self.queue,
+            self.logs,
+            health_port=free_port(),
+            identity=self.queue,
+            extra_args=("--watch-namespaces", self.namespace),
+            extra_env={**CONTROLLER_ENV, "DMROLLOUT_CONTROLLER_LEASE_NAME": self.queue},
+        )
+        self.processes = [Supervised("worker", worker), Supervised("controller", controller)]
+        for p in self.processes:
+            p.start()
+        self.h.create_dm(DM, self.spec())
+
+    def supervise(self) -> None:
+        self._supervisor = asyncio.create_task(supervise(self.processes))
+
+    def spec(self) -> dict[str, Any]:
+        spec = self.desired.spec(self.repo, DATASET, self.pinned_digest)
+        spec["auth"] = {"apiKeySecretRef": {"name": "runtime-key", "key": "token"}}
+        return spec
+
+    async def stop(self) -> None:
+        if self._supervisor is not None:
+            self._supervisor.cancel()
+            await asyncio.gather(self._supervisor, return_exceptions=True)
+        for p in reversed(self.processes):
+            await asyncio.to_thread(p.stop)
+
+    def delete(self) -> None:
+        self.cluster.kubectl("delete", "namespace", self.namespace, "--wait=false", check=False)
+
+    # -- operations ---------------------------------------------------------------------------
+    async def apply(self, op: Op) -> str:
+        """Do ``op``; a short line of what happened (for the trace)."""
+        if op.kind in ("temporal_stop", "apiserver_pause"):
+            return await self._environment_fault(op)
+        if op.kind == "wait":
+            await asyncio.sleep(float(op.arg))
+            return "waited"
+        if op.kind in ("worker_restart", "controller_restart"):
+            self.touched_at = time.monotonic()
+            target = self.processes[0 if op.kind == "worker_restart" else 1]
+            await asyncio.to_thread(target.kill)
+            await asyncio.to_thread(target.start)
+            return f"{target.name} killed and started"
+        return await asyncio.to_thread(self._apply_sync, op)
+
+    def _apply_sync(self, op: Op) -> str:
+        k = op.kind
+        if k in SPEC_KINDS:
+            if k == "pin":
+                self.pinned_digest = registry_digest(self.repo, self.desired.tag)
+            self.desired = self.desired.after(op)
+            self.undone_after_change = False
+            return self._commit()
+        if k == "republish":
+            self.republished += 1
+            self.desired = self.desired.after(op)
+            digest = put_model(self.repo, op.arg, accuracy=0.9, revision=f"re{self.republished}")
+            return f"{op.arg} now {digest[:19]}"
+        if k in ("secret_unlabel", "secret_fix"):
+            self.touched_at = time.monotonic()
+            label = "decisionmodel.io/api-key" + ("-" if k == "secret_unlabel" else "=true")
+            return self._kubectl("label", "secret", "runtime-key", "--overwrite", label)
+        if k in ("approve", "reject", "abort", "retry", "undo"):
+            self.undone_after_change |= k == "undo"
+            return self._cli("promote" if k == "approve" else k)
+        if k == "rollback_to":
+            self.undone_after_change = True
+            return self._rollback_to(op.arg)
+        self.touched_at = time.monotonic()
+        if k == "scale":
+            stable = self.stable_hash()
+            if not stable:
+                return "no stable"
+            name = L.deployment_name(DM, stable)
+            return self._kubectl("scale", "deployment", name, f"--replicas={op.arg}")
+        if k == "delete_pod":
+            pods = self._pods()
+            return self._kubectl("delete", "pod", pods[0], "--wait=false") if pods else "no pod"
+        if k == "delete_deployment":
+            stable = self.stable_hash()
+            if not stable:
+                return "no stable"
+            name = L.deployment_name(DM, stable)
+            return self._kubectl("delete", "deployment", name, "--wait=false")
+        return self._apply_foreign_or_runtime(op)
+
+    def _apply_foreign_or_runtime(self, op: Op) -> str:
+        if op.kind == "foreign_service":
+            if self.h.get("service", L.service_name(DM)) is not None:
+                return "a Service is there already"
+            self.foreign_service = True
+            return self._kubectl("create", "service", "clusterip", DM, "--tcp=80:80")
+        if op.kind == "foreign_service_gone":
+            if not self.foreign_service:
+                return "no foreign Service"
+            self.foreign_service = False
+            return self._kubectl("delete", "service", DM, "--wait=false")
+        if op.kind == "runtime_fault":
+            self.heal_runtime()
+            self.runtime_fault = op.arg
+            return self._annotate_namespace(f"{SIM}{op.arg}={_FAULT_VALUES[op.arg]}")
+        if op.kind == "runtime_heal":
+            return self.heal_runtime() or "no runtime fault"
+        raise AssertionError(f"unknown operation {op}")
+
+    def heal_runtime(self) -> str:
+        if self.runtime_fault is None:
+            return ""
+        self.touched_at = time.monotonic()
+        fault, self.runtime_fault = self.runtime_fault, None
+        return self._annotate_namespace(f"{SIM}{fault}-")
+
+    async def _environment_fault(self, op: Op) -> str:
+        fault: ApiServerStopped | TemporalStopped = (
+            TemporalStopped(self.temporal)
+            if op.kind == "temporal_stop"
+            else ApiServerStopped(self.cluster)
+        )
+        async with self.faults.lock:
+            self.faults.active += 1
+            try:
+                await asyncio.to_thread(fault.inject)
+                await asyncio.sleep(float(op.arg))
+            finally:
+                await asyncio.to_thread(fault.heal)
+                self.faults.active -= 1
+                self.faults.healed_at = time.monotonic()
+        return f"{fault.name} for {op.arg}s"
+
+    # -- reads ----------------------------------------------------------------------------------
+    def dm(self) -> dict[str, Any] | None:
+        return self.h.get("dm", DM)
+
+    def stable_hash(self) -> str:
+        obj = self.dm() or {}
+        return str(((obj.get("status") or {}).get("stableRevision") or {}).get("hash") or "")
+
+    def _pods(self) -> list[str]:
+        out = self._kubectl("get", "pods", "-l", f"{L.LABEL_NAME}={DM}", "-o", "name")
+        return [line.split("/", 1)[1] for line in out.splitlines() if "/" in line]
+
+    # -- helpers --------------------------------------------------------------------------------
+    def _commit(self) -> str:
+        """Patch the spec as a GitOps tool does: again until the API server takes it."""
+        patch = json.dumps({"spec": self.spec()})
+        deadline = time.monotonic() + 120
+        while True:
+            r = self.cluster.kubectl(
+                "-n", self.namespace, "patch", "dm", DM, "--type=merge", "-p", patch, check=False
+            )
+            said = str(r.stdout or r.stderr).strip()[:200]
+            if r.returncode == 0 or "6443" not in said or time.monotonic() > deadline:
+                return said
+            time.sleep(1)
+
+    def _kubectl(self, *args: str) -> str:
+        r = self.cluster.kubectl("-n", self.namespace, *args, check=False)
+        return (r.stdout or r.stderr).strip().splitlines()[-1:][0] if (r.stdout or r.stderr) else ""
+
+    def _annotate_namespace(self, annotation: str) -> str:
+        r = self.cluster.kubectl(
+            "annotate", "namespace", self.namespace, "--overwrite", annotation, check=False
+        )
+        return str(r.stdout or r.stderr).strip()[:200]
+
+    def _rollback_to(self, which: str) -> str:
+        """Seed 002: a deliberate rollback to a retained successful revision, by its hash."""
+        status = (self.dm() or {}).get("status") or {}
+        key = "previousRevision" if which == "previous" else "stableRevision"
+        target = (status.get(key) or {}).get("hash")
+        if not target:
+            return f"no {key}"
+        return self._kubectl(
+            "annotate", "dm", DM, "--overwrite", f"{L.ANNOTATION_ROLLBACK_TO}={target}"
+        )
+
+    def cli(self, verb: str, *extra: str) -> subprocess.CompletedProcess[str]:
+        argv = [sys.executable, "-m", "controller.cli", verb, DM, "-n", self.namespace]
+        argv += ["--kubeconfig", str(self.cluster.kubeconfig)]
+        if verb not in KUBE_ONLY_VERBS:
+            argv += ["--address", self.temporal.address]
+        try:
+            return subprocess.run(
+                [*argv, *extra], capture_output=True, text=True, timeout=90, check=False
+            )
+        except subprocess.TimeoutExpired as e:
+            return subprocess.CompletedProcess(argv, 124, "", f"timed out: {e}")
+
+    def _cli(self, verb: str) -> str:
+        r = self.cli(verb)
+        said = (r.stdout.strip() or r.stderr.strip()).splitlines()
+        return f"rc {r.returncode}: {said[-1] if said else ''}"[:200]

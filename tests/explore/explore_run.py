@@ -1,0 +1,290 @@
+"""Run one lifecycle: its operations under the continuous checks, then the faults healed, the
+user's next steps (approve what waits, retry what failed, one more GitOps commit) and the final
+checks. And shrink a failing sequence to a shorter one that fails the same way.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import random
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from explore_checks import ROLLOUT_PHASES, Checker, Violation
+from explore_ops import BAD_TAG, GOOD_TAGS, Desired, Op, Sequence
+from explore_rig import Faults, Lifecycle
+from temporalio.client import Client
+
+from decisionmodel.vocabulary import Phase
+from localenv.cluster import LocalCluster
+from localenv.temporal import TemporalDevServer
+
+SETTLE_SECONDS = 300.0
+LEFTOVER_SECONDS = 90.0
+SAMPLE_SECONDS = 2.0
+# Longer than the controller takes to act on a spec change it has seen (it starts the run in
+# the same reconcile), so two restful looks this far apart are rest.
+STEADY_SECONDS = 12.0
+
+
+@dataclass
+class Env:
+    cluster: LocalCluster
+    temporal: TemporalDevServer
+    client: Client
+    logs: Path
+    faults: Faults = field(default_factory=Faults)
+
+
+@dataclass
+class Outcome:
+    seq: Sequence
+    violations: list[Violation]
+    trace: list[str]
+    checks: int
+    histories: int
+    seconds: float
+
+    @property
+    def ok(self) -> bool:
+        return not self.violations
+
+
+async def run(env: Env, seq: Sequence, name: str) -> Outcome:
+    life = Lifecycle(env.cluster, env.temporal, env.client, env.logs / name, env.faults)
+    checker = Checker(life)
+    t0 = time.monotonic()
+    # Not while Temporal or the API server is down for another lifecycle: its set-up is no
+    # operation of the sequence, and the final reads below are none either.
+    async with env.faults.lock:
+        await asyncio.to_thread(life.prepare)
+    trace = Trace(life.logs / "trace.txt")
+    _note(trace, t0, f"seed {seq.seed}, namespace {life.namespace}: {' '.join(map(str, seq.ops))}")
+    life.supervise()
+    sampler = asyncio.create_task(_sample(checker))
+    histories = 0
+    try:
+        await _operations(life, checker, seq, trace, t0)
+        await _heal(life, trace, t0)
+        await _next_steps(life, checker, trace, t0)
+    finally:
+        sampler.cancel()
+        await asyncio.gather(sampler, return_exceptions=True)
+    try:
+        async with env.faults.lock:
+            histories = await checker.no_secrets_and_replay()
+    finally:
+        await life.stop()
+        async with env.faults.lock:
+            await asyncio.to_thread(life.delete)
+    for v in checker.violations:
+        _note(trace, t0, f"VIOLATION {v}")
+    _note(trace, t0, f"done: {checker.checks} checks, {histories} histories replayed")
+    return Outcome(seq, checker.violations, trace, checker.checks, histories, time.monotonic() - t0)
+
+
+async def _sample(checker: Checker) -> None:
+    while True:
+        with contextlib.suppress(Exception):  # a sample lost to a restarting API server
+            await checker.sample()
+        await asyncio.sleep(SAMPLE_SECONDS)
+
+
+class Trace(list[str]):
+    """The lifecycle's story, also written line by line to ``trace.txt`` to follow it live."""
+
+    def __init__(self, path: Path) -> None:
+        super().__init__()
+        self.path = path
+        self.t0 = time.monotonic()
+
+
+def _note(trace: list[str], t0: float, line: str) -> None:
+    trace.append(f"{time.monotonic() - t0:7.1f}s {line}")
+    if isinstance(trace, Trace):
+        with trace.path.open("a") as f:
+            f.write(trace[-1] + "\n")
+
+
+async def _rest(life: Lifecycle, checker: Checker) -> str:
+    status = await settle(life, checker, "rest", judged=False)
+    return _brief(status)
+
+
+async def _operations(
+    life: Lifecycle, checker: Checker, seq: Sequence, trace: list[str], t0: float
+) -> None:
+    pause = random.Random(seq.seed)
+    for op in seq.ops:
+        said = await _rest(life, checker) if op.kind == "rest" else await life.apply(op)
+        _note(trace, t0, f"{op}: {said}")
+        await asyncio.sleep(pause.choice((0.5, 1.0, 2.0, 4.0)))
+
+
+async def _heal(life: Lifecycle, trace: list[str], t0: float) -> None:
+    """Every fault the sequence left in force ends, as an operator would mend it."""
+    said = await asyncio.to_thread(life.heal_runtime)
+    if life.foreign_service:
+        said += " " + await life.apply(Op("foreign_service_gone"))
+    for p in life.processes:
+        if not p.alive():
+            await asyncio.to_thread(p.start)
+    _note(trace, t0, f"faults healed {said}".strip())
+
+
+async def settle(
+    life: Lifecycle, checker: Checker, what: str, tag: str | None = None, judged: bool = True
+) -> dict[str, Any]:
+    """The status once the DecisionModel rests: it has seen its spec, no rollout phase, and no
+    run open unless one waits for an approval; twice, :data:`STEADY_SECONDS` apart, so a spec
+    change the controller has not acted on yet is not taken for rest. With ``tag``: and the
+    status speaks of that tag (serving it, failed on it, or holding it). A violation if it does
+    not within the bound."""
+    deadline = time.monotonic() + SETTLE_SECONDS
+    status: dict[str, Any] = {}
+    rested_at: float | None = None
+    while time.monotonic() < deadline:
+        status = await _resting(life, checker, tag)
+        if not status:
+            rested_at = None
+        elif rested_at is None:
+            rested_at = time.monotonic()
+        elif time.monotonic() - rested_at >= STEADY_SECONDS:
+            return status
+        await asyncio.sleep(2)
+    obj = await asyncio.to_thread(life.dm) or {}
+    status = obj.get("status") or {}
+    if judged:
+        checker.flag("settles within the bound", f"{what}: still {_brief(status)}")
+    return status
+
+
+async def _resting(life: Lifecycle, checker: Checker, tag: str | None) -> dict[str, Any]:
+    """The status if the DecisionModel rests now, else {}."""
+    obj = await asyncio.to_thread(life.dm) or {}
+    status: dict[str, Any] = obj.get("status") or {}
+    if status.get("observedGeneration") != obj.get("metadata", {}).get("generation"):
+        return {}
+    phase = status.get("phase")
+    if tag is not None and tag not in _tags_spoken_of(status, life.repo):
+        return {}
+    if phase == Phase.AWAITING_PROMOTION:
+        return status
+    if phase in ROLLOUT_PHASES or await checker.running_runs():
+        return {}
+    return status
+
+
+def _tags_spoken_of(status: dict[str, Any], repo: str) -> set[str]:
+    phase = status.get("phase")
+    tags = {_serving(status, repo)}
+    if phase in (Phase.ROLLED_BACK, Phase.FAILED):
+        tags.add(_tag_of(status.get("failedRevision"), repo))
+    if phase == Phase.AWAITING_PROMOTION:
+        tags.add(_tag_of(status.get("candidateRevision"), repo))
+    return tags
+
+
+def _brief(status: dict[str, Any]) -> str:
+    conditions: list[dict[str, Any]] = status.get("conditions") or []
+    ready = next((c for c in conditions if c["type"] == "Ready"), {})
+    stable = (status.get("stableRevision") or {}).get("model")
+    return (
+        f"phase {status.get('phase')}, stable {stable}, Ready {ready.get('status')}/"
+        f"{ready.get('reason')}: {str(ready.get('message'))[:160]}"
+    )
+
+
+async def _next_steps(life: Lifecycle, checker: Checker, trace: list[str], t0: float) -> None:
+    status = await settle(life, checker, "after the faults healed")
+    for _ in range(2):  # approve what waits, retry what failed: what the user does next
+        step = _user_step(life.desired, status, life.repo)
+        if step is None:
+            break
+        _note(trace, t0, f"next step {step}: {await life.apply(Op(step))}")
+        status = await settle(life, checker, f"after {step}")
+    _judge_last_spec(life, checker, status)
+    # One more GitOps commit: whatever came before (an undo, a rollback-to, a rejection), the
+    # next spec change rolls out and is served.
+    stable_tag = str((status.get("stableRevision") or {}).get("model", "")).rpartition(":")[2]
+    tag = next(t for t in GOOD_TAGS if t != stable_tag and t != life.desired.tag)
+    for op in (Op("gate", "on"), Op("promotion", "Automatic"), Op("tag", tag)):
+        life.desired = life.desired.after(op)
+    _note(trace, t0, f"final commit {life.desired}: {await life.apply(Op('tag', tag))}")
+    status = await settle(life, checker, f"after the final commit to {tag}", tag)
+    if _serving(status, life.repo) != tag:
+        checker.flag("the next spec change is served", f"{tag} asked: {_brief(status)}")
+    await _nothing_left(life, checker, status)
+
+
+def _serving(status: dict[str, Any], repo: str) -> str:
+    return _tag_of(status.get("stableRevision"), repo)
+
+
+def _tag_of(revision: dict[str, Any] | None, repo: str) -> str:
+    model = str((revision or {}).get("model") or "")
+    return model.rpartition(":")[2] if model.startswith(f"{repo}:") else ""
+
+
+def _user_step(desired: Desired, status: dict[str, Any], repo: str) -> str | None:
+    phase = status.get("phase")
+    if phase == Phase.AWAITING_PROMOTION:
+        return "approve" if desired.should_serve else "reject"
+    failed = phase in (Phase.ROLLED_BACK, Phase.FAILED)
+    if failed and desired.should_serve and _serving(status, repo) != desired.tag:
+        return "retry"
+    return None
+
+
+def _judge_last_spec(life: Lifecycle, checker: Checker, status: dict[str, Any]) -> None:
+    serving = _serving(status, life.repo)
+    if not life.desired.should_serve:
+        if serving == BAD_TAG:
+            checker.flag("a failing candidate never serves", _brief(status))
+        return
+    # An undo or a rollback-to after the last spec change serves another revision on purpose.
+    if serving != life.desired.tag and not life.undone_after_change:
+        checker.flag("settles on its last spec", f"{life.desired.tag} asked: {_brief(status)}")
+
+
+async def _nothing_left(life: Lifecycle, checker: Checker, status: dict[str, Any]) -> None:
+    stable = str((status.get("stableRevision") or {}).get("hash") or "")
+    deadline = time.monotonic() + LEFTOVER_SECONDS
+    while True:
+        async with life.faults.lock:
+            left = await asyncio.to_thread(checker.objects_left, stable)
+        if not left or time.monotonic() > deadline:
+            break
+        await asyncio.sleep(3)
+    if left:
+        checker.flag("nothing left behind", ", ".join(left))
+    if status.get("phase") != Phase.AWAITING_PROMOTION and await checker.running_runs():
+        checker.flag("no run left open", f"runs still open with phase {status.get('phase')}")
+
+
+async def shrink(
+    seq: Sequence,
+    target: set[str],
+    fails: Callable[[Sequence], Awaitable[Outcome]],
+    budget: int,
+) -> Sequence:
+    """A shorter sequence that breaks one of the ``target`` invariants again: drop chunks, then
+    single operations (delta debugging), at most ``budget`` runs."""
+    best = seq
+    chunk = max(1, len(seq.ops) // 2)
+    while chunk >= 1 and budget > 0:
+        i = 0
+        while i < len(best.ops) and budget > 0:
+            candidate = Sequence(best.seed, best.ops[:i] + best.ops[i + chunk :], best.note)
+            budget -= 1
+            outcome = await fails(candidate)
+            if {v.invariant for v in outcome.violations} & target:
+                best = candidate
+            else:
+                i += chunk
+        chunk //= 2
+    return best
