@@ -72,14 +72,14 @@ async def test_kubectl_wait_for_ready_does_not_succeed_on_a_rolled_back_rollout(
             what="rolled back, Stalled",
         )
         assert ctl.status("rejected")["phase"] == "RolledBack"
+        assert waiting.poll() is None, waiting.communicate()
+        bounded = wait_ready(ctl, "rejected", 5)
+        assert bounded.returncode != 0 and "timed out" in bounded.stderr, bounded
         ready = ctl.condition("rejected", "Ready")
         # Seed 001's Ready: the stable serves; of the generation it serves, not the new one.
         assert (ready["status"], ready["reason"]) == ("True", "CandidateRejected"), ready
         assert ready["observedGeneration"] < generation, ready
         assert ctl.status("rejected")["observedGeneration"] == generation  # kstatus: seen
-        assert waiting.poll() is None, waiting.communicate()
-        bounded = wait_ready(ctl, "rejected", 5)
-        assert bounded.returncode != 0 and "timed out" in bounded.stderr, bounded
     finally:
         waiting.kill()
         waiting.communicate()
