@@ -61,6 +61,10 @@ class ControllerStatus:
     # Conditions held only while wanted this time (beyond CONTROLLER_WHILE_HELD): e.g. the
     # Degraded of a failed first rollout, gone once a retry runs.
     while_held: frozenset[str] = frozenset()
+    # The observedGeneration of a wanted condition that describes an older generation than
+    # metadata.generation (by type; the others describe the current one): Ready while the
+    # spec is not what serves (controller.reconciler.served).
+    generations: dict[str, int] = field(default_factory=dict)
 
 
 def _owned_conditions(current: Mapping[str, Any]) -> list[Mapping[str, Any]]:
@@ -95,7 +99,12 @@ def build_controller_status(
     wanted = {c.type for c in want.conditions}
     carried = CONTROLLER_CONDITION_TYPES - ((CONTROLLER_WHILE_HELD | want.while_held) - wanted)
     merged = merge_conditions(
-        _owned_conditions(current), frozenset(carried), want.conditions, generation, now
+        _owned_conditions(current),
+        frozenset(carried),
+        want.conditions,
+        generation,
+        now,
+        want.generations,
     )
     if merged:
         owned["conditions"] = sorted((c.to_wire() for c in merged), key=lambda c: c["type"])

@@ -54,9 +54,12 @@ def merge_conditions(
     wanted: Iterable[ConditionUpdate],
     generation: int,
     now: datetime,
+    generations: Mapping[str, int] | None = None,
 ) -> list[Condition]:
     """The owner's conditions as recorded, with ``wanted`` set on them (others' are left out).
 
+    Each wanted condition says it describes ``generation``, unless ``generations`` names an
+    older one for its type (the controller's Ready while the spec is not what serves).
     A malformed recorded condition is dropped (the update, or nothing, replaces it); a wanted
     condition of a type the owner does not hold is the caller's to filter.
     """
@@ -74,7 +77,7 @@ def merge_conditions(
             want.status,
             want.reason,
             want.message[:MAX_CONDITION_MESSAGE],
-            observed_generation=generation,
+            observed_generation=(generations or {}).get(want.type, generation),
         )
         merged = set_condition(merged, new, now)
     return merged

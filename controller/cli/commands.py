@@ -127,7 +127,7 @@ def add_commands(sub: Any) -> None:
     rj.add_argument("--approval", default=None, help="default: the one the rollout expects")
     rj.set_defaults(func=cli_entry(reject))
 
-    wa = dm_verb("wait", "block until the rollout ends: 0 promoted, 1 rolled back or failed")
+    wa = dm_verb("wait", "block until the rollout ends: 0 promoted, 1 rolled back, 8/9 held")
     wa.add_argument("--timeout", type=_seconds, default=600.0, help="seconds (default 600)")
     wa.set_defaults(func=cli_entry(wait))
 

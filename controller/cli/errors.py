@@ -35,6 +35,7 @@ class ExitCode(enum.IntEnum):
     TIMED_OUT = 6  # `wait --timeout` ran out before the rollout ended
     DEGRADED = 7  # `wait`: nothing rolls out, and the stable serves Degraded
     HELD = 8  # `wait`: the rollout waits for a person (manual approval)
+    BLOCKED = 9  # `wait`: a guard holds the rollout until its cause is fixed (reason on stderr)
     INTERNAL = 70  # a bug in dmrollout (EX_SOFTWARE): please report it
     INTERRUPTED = 130  # Ctrl-C
 

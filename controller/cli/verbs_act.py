@@ -8,18 +8,21 @@ import asyncio
 import json
 import sys
 import time
-from datetime import UTC, datetime
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
 from typing import Any, Final
 
 from controller.cli.context import CliContext
 from controller.cli.errors import CliError, ExitCode
 from controller.cli.verbs import _dm_or_not_found, _running_rollouts, _status_text, _status_view
+from controller.reconciler.guard_status import held_by_guard
 from controller.temporal.rollouts import RPC_TIMEOUT, Rollouts
 from decisionmodel.api import GROUP, PLURAL, VERSION
+from decisionmodel.api.status import Condition
 from decisionmodel.engine.render.labels import ANNOTATION_RETRY, ANNOTATION_ROLLBACK_TO
-from decisionmodel.vocabulary import ConditionType, Phase, StatusKey
+from decisionmodel.vocabulary import GUARD_REASONS, ConditionType, Phase, Reason, StatusKey
 from kube.client import Kube
-from workflows.rollout import RolloutWorkflow
+from workflows.rollout import RETRY, RolloutWorkflow
 
 POLL_SECONDS: Final = 1.0
 # Phases in which nothing is rolling out: a rollout ended (or none was needed).
@@ -32,6 +35,12 @@ SETTLED: Final = {
 FAILED: Final = {Phase.ROLLED_BACK.value, Phase.FAILED.value}
 # A phase in which the rollout waits for a person: `wait` returns rather than run out its time.
 HELD: Final = {Phase.AWAITING_PROMOTION.value}
+# A guard holds a step until a person fixes its cause (the step's condition names the fix).
+# A registry that is away or erring is retried by itself: `wait` goes on for those.
+PERSON_GUARDS: Final = GUARD_REASONS - {Reason.REGISTRY_UNAVAILABLE, Reason.REGISTRY_ERROR}
+# How long a guard must hold before `wait` says so: longer than the step's retry interval, so a
+# guard fixed just before (still shown until the step's next attempt clears it) is not one.
+GUARD_HOLD_SECONDS: Final = (RETRY.maximum_interval or timedelta(seconds=30)).total_seconds() + 5
 
 
 def _settled(obj: dict[str, Any]) -> bool:
@@ -59,7 +68,8 @@ def _rolling_back(obj: dict[str, Any]) -> bool:
 async def wait(ctx: CliContext) -> int:
     """Block until the DecisionModel's current rollout ends or waits for a person: 0 promoted
     (Ready), 1 rolled back or failed (the reason on stderr), 7 Degraded, 8 held for a manual
-    approval, 6 at ``--timeout``. Settled means: the controller saw the latest spec, no rollout
+    approval, 9 held by a guard until its cause is fixed (the reason and fix on stderr), 6 at
+    ``--timeout``. Settled means: the controller saw the latest spec, no rollout
     runs, no candidate, a final phase; twice in a row, a poll apart (the controller starts a
     rollout and writes status in separate steps)."""
     args = ctx.args
@@ -69,6 +79,7 @@ async def wait(ctx: CliContext) -> int:
     client, temporal = await ctx.temporal()
     rollouts = Rollouts(client, temporal.task_queue, temporal.ui_url)
     settled_once, held_once, shown = False, False, ""
+    guarded = GuardWatch()
     while time.monotonic() < deadline:
         obj = await Kube.run(_dm_or_not_found, kube, namespace, args.name)
         running = await rollouts.running(namespace, args.name)
@@ -79,6 +90,7 @@ async def wait(ctx: CliContext) -> int:
         if held and held_once:
             _held_verdict(obj)
         held_once = held
+        guarded.see(obj, bool(running))
         if running or not _settled(obj):
             settled_once = False
         elif settled_once:
@@ -90,6 +102,47 @@ async def wait(ctx: CliContext) -> int:
         ExitCode.TIMED_OUT,
         f"{namespace}/{args.name} still rolling out after {args.timeout:.0f} s "
         f"(`dmrollout status {args.name} -n {namespace}` shows where)",
+    )
+
+
+@dataclass
+class GuardWatch:
+    """A guard holding the latest generation's rollout, seen by ``wait`` for longer than the
+    step's retry interval: only its cause's fix moves the rollout on (issue 34)."""
+
+    since: float | None = None
+
+    def see(self, obj: dict[str, Any], running: bool) -> None:
+        held = _guard_hold(obj) if running else None
+        if held is None:
+            self.since = None
+            return
+        now = time.monotonic()
+        self.since = now if self.since is None else self.since
+        if now - self.since >= GUARD_HOLD_SECONDS:
+            _guard_verdict(obj, held)
+
+
+def _guard_hold(obj: dict[str, Any]) -> Condition | None:
+    """The step condition a person's guard holds for the DecisionModel's generation."""
+    conditions: list[Condition] = []
+    for raw in (obj.get("status") or {}).get("conditions") or []:
+        try:
+            conditions.append(Condition.model_validate(raw))
+        except ValueError:
+            continue
+    held = held_by_guard(conditions, int(obj["metadata"].get("generation") or 0))
+    return held if held is not None and held.reason in PERSON_GUARDS else None
+
+
+def _guard_verdict(obj: dict[str, Any], held: Condition) -> None:
+    ns, name = obj["metadata"]["namespace"], obj["metadata"]["name"]
+    phase = (obj.get("status") or {}).get("phase") or Phase.PENDING.value
+    raise CliError(
+        ExitCode.BLOCKED,
+        f"{ns}/{name} {phase}, held by a guard: {held.type}=False {held.reason}: {held.message} "
+        f"(the rollout goes on by itself once that is fixed; `dmrollout abort {name} -n {ns}` "
+        "gives it up)",
     )
 
 

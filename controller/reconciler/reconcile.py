@@ -45,6 +45,7 @@ from controller.reconciler.restarts import (
     exhausted_message,
     plan_restart,
 )
+from controller.reconciler.served import served_generations
 from controller.reconciler.settings import ControllerSettings
 from controller.reconciler.steady import SteadyState
 from controller.serve.logs import current_dm
@@ -535,6 +536,7 @@ class Reconciler:
         kstatus = stalled_condition(dm, step, phase) or reconciling_condition(dm, step, phase)
         if kstatus is not None:
             want.conditions.append(kstatus)
+        want.generations = served_generations(status, ref.generation, step.at_stable)
         await self._write_steady(ref, obj, want, new_phase, phase_now)
 
     async def _with_stable(

@@ -6,11 +6,12 @@ import json
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import yaml
 from harness.helpers import eventually
-from harness.rollout_harness import SIM_PREFIX, RolloutHarness, put_model
+from harness.rollout_harness import SIM_PREFIX, RolloutHarness, golden_jsonl, put_model
 
 from controller.cli.errors import ExitCode
 from localenv.paths import python_tool
@@ -152,6 +153,42 @@ async def test_wait_settles_on_a_held_approval_and_on_degraded(ctl: RolloutHarne
     degraded = run(ctl, "wait", "settle", "-n", ctl.namespace, "--timeout", "60")
     assert degraded.returncode == ExitCode.DEGRADED, degraded.stderr
     assert "Degraded: NoModelReadyPods" in degraded.stderr
+
+
+async def test_wait_returns_on_a_guard_hold_with_its_reason(ctl: RolloutHarness) -> None:
+    """Issue 34: a guard holding the rollout (here an unlabelled dataset Secret) waits for a
+    person's fix, as an approval does: `wait` says so with its own code, the reason and the
+    fix, instead of running out its timeout. A guard fixed just before `wait` is not one."""
+    put_model("laya", "guarded", accuracy=0.95, revision="guarded")
+    ctl.cluster.apply(
+        {
+            "apiVersion": "v1",
+            "kind": "Secret",
+            "metadata": {"name": "golden-held", "namespace": ctl.namespace},
+            "stringData": {"cases.jsonl": golden_jsonl(10)},
+        }
+    )
+    evaluation = {
+        "datasetRef": {"secretRef": {"name": "golden-held", "key": "cases.jsonl"}},
+        "minAccuracy": "0.50",
+    }
+    ctl.create_dm("guarded", {"model": "laya:en"})
+    assert run(ctl, "wait", "guarded", "-n", ctl.namespace, "--timeout", "180").returncode == 0
+    ctl.update_spec("guarded", {"model": "laya:guarded", "rollout": {"evaluation": evaluation}})
+    start = time.monotonic()
+    held = run(ctl, "wait", "guarded", "-n", ctl.namespace, "--timeout", "300", timeout=360)
+    took = time.monotonic() - start
+    assert held.returncode == ExitCode.BLOCKED, (held.returncode, held.stderr)
+    assert "Evaluated" in held.stderr and "SecretNotAllowed" in held.stderr, held.stderr
+    assert "decisionmodel.io/eval-dataset" in held.stderr, held.stderr  # the fix
+    assert took < 150, took  # the candidate starts, the guard shows, the step tries again
+    assert ctl.status("guarded")["phase"] == "Evaluating"
+
+    ctl.kubectl("label", "secret", "golden-held", "decisionmodel.io/eval-dataset=true")
+    # The step still shows the guard until its next attempt (within 30 s): not a hold.
+    done = run(ctl, "wait", "guarded", "-n", ctl.namespace, "--timeout", "240", timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert ctl.status("guarded")["stableRevision"]["model"] == "laya:guarded"
 
 
 async def test_status_watch_in_a_terminal_shows_the_step(ctl: RolloutHarness) -> None:

@@ -155,6 +155,22 @@ def test_wanted_conditions_carry_the_generation_passed() -> None:
     assert out["Degraded"]["observedGeneration"] == 2
 
 
+def test_a_wanted_condition_may_describe_an_older_generation() -> None:
+    """Issue 34: Ready describes the stable's generation while the spec is not what serves;
+    the other wanted conditions describe the current one."""
+    want = ControllerStatus(
+        conditions=[
+            Cond(ConditionType.READY, "True", Reason.CANDIDATE_REJECTED),
+            Cond(ConditionType.DEGRADED, "True", Reason.EVALUATION_FAILED),
+        ],
+        generations={ConditionType.READY: 2},
+    )
+    out = by_type(build_controller_status(recorded(), want, 3, NOW))
+    assert out["Ready"]["observedGeneration"] == 2
+    assert out["Ready"]["lastTransitionTime"] == T0  # still True: no transition
+    assert out["Degraded"]["observedGeneration"] == 3
+
+
 def test_message_is_truncated_to_the_api_servers_cap() -> None:
     assert MAX_CONDITION_MESSAGE == 32768
     long = "x" * (MAX_CONDITION_MESSAGE + 100)
