@@ -50,7 +50,8 @@ class WatchActivities:
     @activity.defn(name=WATCH_PROMOTED)
     async def watch_promoted(self, inp: WatchPromotedInput) -> WatchPromotedResult:
         async with typed_errors():
-            ends = window_end(inp, activity.info().heartbeat_details, datetime.now(UTC))
+            began = datetime.now(UTC)
+            ends = window_end(inp, activity.info().heartbeat_details, began)
             api_key = await self.secrets.api_key(inp.dm.namespace, inp.api_key)
             judge = WatchJudge(inp.probe_error_window_seconds, inp.strikes)
             checks = 0
@@ -65,7 +66,7 @@ class WatchActivities:
                         held=False, checks=checks, message=_failed(inp, judged.message)
                     )
                 now = datetime.now(UTC)
-                if watch_over(inp, ends, now, judge.pending(time.monotonic())):
+                if watch_over(inp, ends, now, judge.pending(time.monotonic()), began):
                     return WatchPromotedResult(held=True, checks=checks)
                 step = now + _period(inp)
                 await self._wait(step if now >= ends else min(ends, step), ends)
@@ -122,10 +123,15 @@ def window_end(inp: WatchPromotedInput, details: Any, now: datetime) -> datetime
     return now + timedelta(seconds=inp.window_seconds)
 
 
-def watch_over(inp: WatchPromotedInput, ends: datetime, now: datetime, pending: bool) -> bool:
+def watch_over(
+    inp: WatchPromotedInput, ends: datetime, now: datetime, pending: bool, began: datetime
+) -> bool:
     """The window is over and nothing is still being judged; or the overtime is spent too
-    (every judgement closes within it; the workflow's timeouts for this activity allow it)."""
-    return now >= ends and (not pending or now >= ends + timedelta(seconds=inp.overtime_seconds()))
+    (every judgement closes within it; the workflow's timeouts for this activity allow it).
+    The overtime counts from this attempt's start if that is later: an attempt resumed after a
+    worker crash judges afresh (its judge's clocks start again)."""
+    overtime = timedelta(seconds=inp.overtime_seconds())
+    return now >= ends and (not pending or now >= max(ends, began) + overtime)
 
 
 def _period(inp: WatchPromotedInput) -> timedelta:

@@ -32,10 +32,14 @@ def test_details_that_are_not_a_time_start_the_window_again() -> None:
 
 def test_the_watch_ends_with_its_window_unless_a_judgement_is_still_open() -> None:
     ends = NOW + timedelta(seconds=600)
-    assert not watch_over(INP, ends, ends - timedelta(seconds=1), pending=False)
-    assert watch_over(INP, ends, ends, pending=False)
+    assert not watch_over(INP, ends, ends - timedelta(seconds=1), False, NOW)
+    assert watch_over(INP, ends, ends, False, NOW)
     # Open (a Pod silent, no Pod passing): it goes on, at most the error window and strikes.
-    assert not watch_over(INP, ends, ends, pending=True)
+    assert not watch_over(INP, ends, ends, True, NOW)
     assert INP.overtime_seconds() == 180 + 10 * 3
-    assert not watch_over(INP, ends, ends + timedelta(seconds=209), pending=True)
-    assert watch_over(INP, ends, ends + timedelta(seconds=210), pending=True)
+    assert not watch_over(INP, ends, ends + timedelta(seconds=209), True, NOW)
+    assert watch_over(INP, ends, ends + timedelta(seconds=210), True, NOW)
+    # An attempt resumed in the overtime (a worker crashed) judges afresh: its own overtime.
+    resumed = ends + timedelta(seconds=100)
+    assert not watch_over(INP, ends, ends + timedelta(seconds=300), True, resumed)
+    assert watch_over(INP, ends, ends + timedelta(seconds=310), True, resumed)
