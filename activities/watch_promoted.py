@@ -10,6 +10,11 @@ switches the Service back to the previous revision, which is still running (its 
 for the watch). A gate is set from a verdict only once it is not tolerated, as the steady state
 does, so the two never disagree about a Pod.
 
+A judgement still open when the window ends (a Pod not answering, no Pod passing: the steady
+state's probe-error window has not run out for it) keeps the watch going until it is decided,
+so a window shorter than the error window still judges Pods that crash or go silent in it; the
+previous revision keeps running meanwhile (``WatchPromotedInput.overtime_seconds``).
+
 Resumable: the window's end travels in the heartbeat details, so an attempt on another worker
 (after a crash) watches what is left of the window, not a fresh one.
 """
@@ -45,7 +50,8 @@ class WatchActivities:
     @activity.defn(name=WATCH_PROMOTED)
     async def watch_promoted(self, inp: WatchPromotedInput) -> WatchPromotedResult:
         async with typed_errors():
-            ends = window_end(inp, activity.info().heartbeat_details, datetime.now(UTC))
+            began = datetime.now(UTC)
+            ends = window_end(inp, activity.info().heartbeat_details, began)
             api_key = await self.secrets.api_key(inp.dm.namespace, inp.api_key)
             judge = WatchJudge(inp.probe_error_window_seconds, inp.strikes)
             checks = 0
@@ -59,9 +65,11 @@ class WatchActivities:
                     return WatchPromotedResult(
                         held=False, checks=checks, message=_failed(inp, judged.message)
                     )
-                if datetime.now(UTC) >= ends:
+                now = datetime.now(UTC)
+                if watch_over(inp, ends, now, judge.pending(time.monotonic()), began):
                     return WatchPromotedResult(held=True, checks=checks)
-                await self._wait(min(ends, datetime.now(UTC) + _period(inp)), ends)
+                step = now + _period(inp)
+                await self._wait(step if now >= ends else min(ends, step), ends)
 
     async def _look(
         self, inp: WatchPromotedInput, api_key: str | None
@@ -113,6 +121,17 @@ def window_end(inp: WatchPromotedInput, details: Any, now: datetime) -> datetime
         except ValueError:
             pass  # not ours (an older worker's details): start the window again
     return now + timedelta(seconds=inp.window_seconds)
+
+
+def watch_over(
+    inp: WatchPromotedInput, ends: datetime, now: datetime, pending: bool, began: datetime
+) -> bool:
+    """The window is over and nothing is still being judged; or the overtime is spent too
+    (every judgement closes within it; the workflow's timeouts for this activity allow it).
+    The overtime counts from this attempt's start if that is later: an attempt resumed after a
+    worker crash judges afresh (its judge's clocks start again)."""
+    overtime = timedelta(seconds=inp.overtime_seconds())
+    return now >= ends and (not pending or now >= max(ends, began) + overtime)
 
 
 def _period(inp: WatchPromotedInput) -> timedelta:

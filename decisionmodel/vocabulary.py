@@ -58,6 +58,7 @@ class StatusKey(enum.StrEnum):
     FAILED_REVISION = "failedRevision"
     PREVIOUS_REVISION = "previousRevision"
     LAST_RETRY_TOKEN = "lastRetryToken"
+    RE_RESOLVE = "reResolve"
     ROLLOUT = "rollout"
 
 

@@ -4,8 +4,8 @@ Two owners (DESIGN "Status has clear owners"), two field managers, one way of wr
 
 - the rollout's activities own phase, the revisions, evaluation, lastPromotionTime and the
   conditions Resolved, Cached, Evaluated, Promoted (``kube.rollout_status``);
-- the controller owns observedGeneration, endpoint, replicas, lastRetryToken and the conditions
-  Ready, Degraded, ModelReady (``kube.controller_status``).
+- the controller owns observedGeneration, endpoint, replicas, lastRetryToken, reResolve and the
+  conditions Ready, Degraded, ModelReady (``kube.controller_status``).
 
 With server-side apply a manager *removes* a field it owned by leaving it out of its next
 apply, so every apply carries the owner's whole subset that should persist: read the

@@ -500,22 +500,20 @@ class RolloutWorkflow:
         rolls the new revision back (RolloutFailure). A newer revision superseding this one, or
         a watch that cannot run to its end, leaves the promotion as it is."""
         self._state.step = "post-promotion watch"
-        window = inp.post_promotion_watch_seconds or 0
+        watch = _watch_input(inp, record)
+        window = watch.window_seconds
+        # A judgement still open at the window's end goes on past it (issue 34: a window
+        # shorter than the probe-error window never judged Pods that went silent). Timeouts
+        # are no part of the replayed commands.
+        longest = window + watch.overtime_seconds()
         try:
             watched: WatchPromotedResult = await self._activity(
                 WATCH_PROMOTED,
-                WatchPromotedInput(
-                    dm=inp.dm,
-                    stable=record,
-                    **inp.in_place(),
-                    window_seconds=window,
-                    period_seconds=inp.tuning.watch_period_seconds,
-                    probe_error_window_seconds=inp.tuning.probe_error_window_seconds,
-                ),
+                watch,
                 WatchPromotedResult,
                 summary=f"watch {record.hash} for {window}s; revision {previous.hash} kept",
-                start_to_close=timedelta(seconds=window + 120),
-                schedule_to_close=timedelta(seconds=window + 600),
+                start_to_close=timedelta(seconds=longest + 120),
+                schedule_to_close=timedelta(seconds=longest + 600),
                 heartbeat=True,
             )
         except (asyncio.CancelledError, RolloutFailure):
@@ -1045,6 +1043,17 @@ def _failure_conditions(
             )
         )
     return conditions
+
+
+def _watch_input(inp: RolloutInput, record: RevisionRecord) -> WatchPromotedInput:
+    return WatchPromotedInput(
+        dm=inp.dm,
+        stable=record,
+        **inp.in_place(),
+        window_seconds=inp.post_promotion_watch_seconds or 0,
+        period_seconds=inp.tuning.watch_period_seconds,
+        probe_error_window_seconds=inp.tuning.probe_error_window_seconds,
+    )
 
 
 def _watched_previous(inp: RolloutInput, previous: str) -> RevisionRecord | None:

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+from controller.reconciler import re_resolve as re_resolving
 from controller.reconciler.cache import DECISION_MODEL, DirectReader, ObjectReader
 from controller.reconciler.decide import Decision, decide
 from controller.reconciler.dispatch import (
@@ -37,7 +38,7 @@ from controller.reconciler.placement_guard import (
     refused_decision,
     show_refusal,
 )
-from controller.reconciler.re_resolve import ReResolves
+from controller.reconciler.re_resolve import Backoff, ReResolves
 from controller.reconciler.reaper import Reaper
 from controller.reconciler.restarts import (
     RestartPlan,
@@ -55,7 +56,7 @@ from controller.temporal.probe import TemporalProbe
 from controller.temporal.rollouts import Rollouts, RunningRollout, TemporalUnavailable
 from decisionmodel.api import DecisionModel, DecisionModelInvalid
 from decisionmodel.api.conditions import is_condition_true
-from decisionmodel.api.status import DecisionModelStatus
+from decisionmodel.api.status import DecisionModelStatus, FailedRevisionStatus, ReResolveStatus
 from decisionmodel.engine.render.labels import ANNOTATION_PROMOTE, selector_labels
 from decisionmodel.rollout.contracts import (
     ConditionUpdate,
@@ -97,8 +98,11 @@ class RolloutStep:
     running: list[RunningRollout] | None = None
     just_closed: bool = False
     temporal_down: str | None = None
-    # When a ModelNotFound failure is resolved again (controller.reconciler.re_resolve).
+    # When a ModelNotFound failure is resolved again (controller.reconciler.re_resolve), and
+    # which attempt that is; a record of a failure that is gone, to remove.
     re_resolve_at: datetime | None = None
+    re_resolve_attempt: int = 0
+    clear_re_resolve: bool = False
 
 
 @dataclass
@@ -159,6 +163,12 @@ class Reconciler:
             backoff=timedelta(seconds=self.settings.restart_backoff_seconds),
         )
 
+    def re_resolve_backoff(self) -> Backoff:
+        return Backoff(
+            first=timedelta(seconds=self.settings.re_resolve_backoff_seconds),
+            longest=timedelta(seconds=self.settings.re_resolve_max_backoff_seconds),
+        )
+
     def tuning(self) -> RolloutTuning:
         return RolloutTuning(
             heartbeat_timeout_seconds=self.settings.heartbeat_timeout_seconds,
@@ -192,6 +202,7 @@ class Reconciler:
             self.seen.pop(key, None)
             self.budget.dequeue(key)
             self.started.pop(key, None)
+            self.re_resolves.forget(key)
             return None
         try:
             dm = DecisionModel.from_k8s(obj)
@@ -266,7 +277,8 @@ class Reconciler:
         stable = dm.status.stable_revision if dm.status else None
         self.budget.observe(key, running, stable.hash if stable else None)
         failed = dm.status.failed_revision if dm.status else None
-        re_resolve_at = self.re_resolves.due_at(key, failed)
+        tried = self.re_resolves.latest(key, dm.status.re_resolve if dm.status else None)
+        re_resolve_at = re_resolving.due_at(failed, tried, self.re_resolve_backoff())
         now = datetime.now(UTC)
         re_resolve = re_resolve_at is not None and now >= re_resolve_at and not running
         re_resolve = re_resolve and desired.is_revision(failed)
@@ -298,10 +310,10 @@ class Reconciler:
                             ref,
                             ControllerStatus(last_retry_token=decision.consume_retry),
                         )
+                    if re_resolve and failed is not None:
+                        tried = await self._re_resolving(ref, failed, tried)
                     inp = rollout_input(dm, self.dispatch, self.tuning(), decision.consume_retry)
                     await self.rollouts.start(inp)
-                    if re_resolve and failed is not None:
-                        self.re_resolves.started(key, failed)
                     if plan.restarts:
                         await self._restarted(ref, decision.target_id, plan)
                     self.started[key] = decision.target_id
@@ -321,8 +333,13 @@ class Reconciler:
         if re_resolve_at is not None and re_resolve_at > now:
             wait = (re_resolve_at - now).total_seconds()
             requeue = min(requeue, wait) if requeue is not None else wait
+        stale = re_resolving.stale(dm.status.re_resolve if dm.status else None, failed)
+        if stale:
+            self.re_resolves.forget(key)
         return RolloutStep(
             re_resolve_at=re_resolve_at if re_resolve_at and re_resolve_at > now else None,
+            re_resolve_attempt=re_resolving.attempts_of(tried, failed) + 1 if failed else 0,
+            clear_re_resolve=stale,
             requeue=requeue,
             in_flight=bool(decision.target_id) and not queued and not plan.exhausted,
             queued=queued,
@@ -330,6 +347,17 @@ class Reconciler:
             refusal=refusal,
             running=running,
         )
+
+    async def _re_resolving(
+        self, ref: DMRef, failed: FailedRevisionStatus, tried: ReResolveStatus | None
+    ) -> ReResolveStatus:
+        """Record a re-resolve attempt before its run starts (as lastRetryToken is): a restarted
+        controller, or the next leader, then waits from it instead of starting a burst."""
+        record = re_resolving.after_attempt(failed, tried, datetime.now(UTC))
+        want = ControllerStatus(re_resolve=record.to_wire())
+        await apply_controller_status(self.kube, ref, want)
+        self.re_resolves.wrote(f"{ref.namespace}/{ref.name}", record)
+        return record
 
     async def _policy_replaced(self, ref: DMRef, decision: Decision) -> None:
         """Say where a user looks that a run was replaced for its policy (an Event per run)."""
@@ -574,13 +602,16 @@ class Reconciler:
     def _notices(self, dm: DecisionModel, step: RolloutStep, want: ControllerStatus) -> None:
         """What only the controller can say: a rollback-to it will not follow, Temporal away,
         when a tag not found is resolved again."""
+        want.clear_re_resolve = step.clear_re_resolve
         if step.re_resolve_at is not None:
             when = f"{step.re_resolve_at:%H:%M:%S} UTC"
+            backoff = self.re_resolve_backoff().describe()
             want.conditions = [
                 c.model_copy(
                     update={
                         "message": f"{c.message}; the tag is resolved again at {when} by "
-                        "itself (backoff 30 s doubling to 10 min), or fix spec.model"
+                        f"itself (attempt {step.re_resolve_attempt}; {backoff}), or fix "
+                        "spec.model"
                     }
                 )
                 if c.reason == Reason.MODEL_NOT_FOUND

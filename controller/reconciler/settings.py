@@ -126,6 +126,16 @@ class ControllerSettings(BaseSettings):
     restart_backoff_seconds: float = Field(
         default=30.0, gt=0, description="First wait before such a restart; doubles each time."
     )
+    re_resolve_backoff_seconds: float = Field(
+        default=30.0,
+        gt=0,
+        description="A revision that failed with ModelNotFound is resolved again this long "
+        "after the failure, then after twice as long as the wait before, up to "
+        "re_resolve_max_backoff_seconds (seed 001: requeued and re-resolved).",
+    )
+    re_resolve_max_backoff_seconds: float = Field(
+        default=600.0, gt=0, description="The longest wait between two such re-resolves."
+    )
     reap_grace_seconds: float = Field(
         default=300.0,
         ge=0,

@@ -723,7 +723,9 @@ class RolloutSpec(WireModel):
             "Optional window after a promotion (a Go duration, 1m to 24h) during which the "
             "previous revision keeps running and the new stable's readiness gate is watched; "
             "if it fails there, the Service returns to the previous revision and the new one "
-            "is rolled back with reason PostPromotionGateFailed. Off when unset."
+            "is rolled back with reason PostPromotionGateFailed. A failure still being judged "
+            "when it ends (a Pod not answering, no Pod passing) keeps it going until decided, "
+            "at most the controller's probe-error window (180 s) more. Off when unset."
         ),
     )
 

@@ -99,6 +99,18 @@ class FailedRevisionStatus(RevisionStatus):
     failed_at: datetime | None = Field(default=None, description="When the failure was recorded.")
 
 
+class ReResolveStatus(WireModel):
+    """The re-resolve backoff of a revision that failed with ModelNotFound (the controller's
+    field): kept on the DecisionModel so a restarted controller or a new leader goes on with
+    it instead of starting it again."""
+
+    hash: str = Field(
+        min_length=1, max_length=64, description="The failed revision the attempts are for."
+    )
+    attempts: int = Field(default=0, ge=0, description="Re-resolves started for it so far.")
+    last_attempt_time: datetime = Field(description="When the last of them was started.")
+
+
 class ReplicasStatus(WireModel):
     """Replica counts of the stable revision."""
 
@@ -294,6 +306,12 @@ class DecisionModelStatus(WireModel):
         default=None,
         max_length=1024,
         description="Last consumed value of the decisionmodel.io/retry annotation.",
+    )
+    re_resolve: ReResolveStatus | None = Field(
+        default=None,
+        description="While failedRevision is a ModelNotFound: the re-resolves started for it; "
+        "the next one is due when the last one started plus a wait that doubles per attempt "
+        "(by default 30 s to at most 10 min; the Ready message says when).",
     )
     rollout: RolloutRunStatus | None = Field(
         default=None,

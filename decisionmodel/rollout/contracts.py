@@ -446,6 +446,11 @@ class WatchPromotedInput(InPlace):
     # A Pod that does not answer is tolerated this long, as the steady state tolerates it.
     probe_error_window_seconds: float = 180.0
 
+    def overtime_seconds(self) -> float:
+        """The longest a judgement still open at the window's end (a Pod not answering, no
+        Pod passing) keeps the watch going: the error window, then the strikes."""
+        return self.probe_error_window_seconds + max(self.period_seconds, 1) * (self.strikes + 1)
+
 
 class WatchPromotedResult(Contract):
     held: bool  # False: the gate failed inside the window; ``message`` says how

@@ -14,6 +14,12 @@ fix, never because the fleet changed size under it:
 - a Pod that never passed its gate (a replacement or a scale-up still warming) is neither
   passing nor failing, unless it reports a gate failure;
 - no passing Pod at all for ``error_window`` seconds, while some are desired, fails the watch.
+
+A judgement still open when the window ends (a Pod not answering inside its ``error_window``,
+no Pod passing, a strike) is *pending*: the watch goes on until it is decided, at most one
+``error_window`` and the strikes past the window. Issue 34: with a window shorter than the
+error window (1m < 180 s), a new stable whose Pods all crashed or stopped answering was never
+judged; the watch held, and the previous revision was deleted: an outage.
 """
 
 from __future__ import annotations
@@ -71,6 +77,15 @@ class WatchJudge:
         if gone is not None:
             return Judgement(True, passing, tolerated, gone)
         return Judgement(False, passing, tolerated)
+
+    def pending(self, now: float) -> bool:
+        """Whether a judgement is still open: ending the watch now would hold a promotion that
+        the next checks could fail. Each one closes within ``error_window`` (and the strikes)."""
+        open_errors = any(now - since < self.error_window for since in self.errors_since.values())
+        none_ready = (
+            self.no_ready_since is not None and now - self.no_ready_since < self.error_window
+        )
+        return open_errors or none_ready or self.strikes > 0
 
     def _sort(self, looks: list[PodLook], now: float) -> tuple[frozenset[str], list[str]]:
         """The Pods tolerated for now, and the gate failures (named with their reason)."""

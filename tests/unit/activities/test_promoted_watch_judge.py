@@ -5,6 +5,8 @@ window, end it."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from decisionmodel.engine.runtime_client import GateVerdict
 from decisionmodel.rollout.promoted_watch import PodLook, WatchJudge
 from decisionmodel.vocabulary import Reason
@@ -91,3 +93,50 @@ def test_a_pod_that_served_and_lost_its_model_is_no_longer_warming_once_its_gate
     assert not judge.judge([look("a", LOST, serving=True)], desired=1, now=0).failed
     # Its gate was set False (by the watch or the steady state): it still failed.
     assert judge.judge([look("a", LOST, serving=False)], desired=1, now=10).failed
+
+
+def run_watch(
+    judge: WatchJudge, looks_at: Callable[[int], list[PodLook]], window: int, desired: int
+) -> tuple[int, bool]:
+    """The activity's loop, one check a second: (when it ended, whether it failed). It ends
+    at the window's end only when no judgement is open (activities/watch_promoted.py)."""
+    for now in range(0, window + 600):
+        looks = looks_at(now)
+        if judge.judge(looks, desired=desired, now=now).failed:
+            return now, True
+        if now >= window and not judge.pending(now):
+            return now, False
+    raise AssertionError("the watch never ended")
+
+
+def test_a_watch_shorter_than_the_error_window_still_judges_pods_gone_silent() -> None:
+    # Issue 34: a 60 s watch, a 180 s error window; every new Pod stops answering at 5 s
+    # (crashed, or its runtime refuses every request). The watch goes on past its window
+    # until that is judged: failed 180 s after the last answer, not held at 60 s.
+    def silent_from_5(now: int) -> list[PodLook]:
+        verdict = PASS if now < 5 else SILENT
+        return [look("a", verdict), look("b", verdict)]
+
+    assert run_watch(WatchJudge(error_window=180), silent_from_5, 60, 2) == (185, True)
+
+
+def test_a_watch_shorter_than_the_error_window_judges_pods_that_crashed() -> None:
+    # Crashed Pods are not probed at all (containers not ready): no Pod passes.
+    def crashed_from_5(now: int) -> list[PodLook]:
+        return [look("a", PASS), look("b", PASS)] if now < 5 else []
+
+    assert run_watch(WatchJudge(error_window=180), crashed_from_5, 60, 2) == (185, True)
+
+
+def test_a_pod_silent_for_a_moment_at_the_windows_end_holds_once_it_answers() -> None:
+    def blip(now: int) -> list[PodLook]:
+        return [look("a", PASS), look("b", SILENT if 55 <= now < 90 else PASS)]
+
+    assert run_watch(WatchJudge(error_window=180), blip, 60, 2) == (90, False)
+
+
+def test_nothing_open_at_the_windows_end_ends_it_there() -> None:
+    def warming(now: int) -> list[PodLook]:  # a replacement warming beside a passing Pod
+        return [look("a", PASS), look("c", LOST, serving=False)]
+
+    assert run_watch(WatchJudge(error_window=180), warming, 60, 2) == (60, False)

@@ -105,6 +105,21 @@ def test_wanted_fields_are_laid_over() -> None:
     assert only["replicas"] == {"desired": 2, "modelReady": 2}
 
 
+def test_the_re_resolve_record_is_kept_until_replaced_or_cleared() -> None:
+    record = {"hash": "u1", "attempts": 2, "lastAttemptTime": T0}
+    current = {**recorded(), "reResolve": record}
+    # Kept by every other write (a restarted controller reads it back: issue 34)...
+    assert build_controller_status(current, ControllerStatus(), 3, NOW)["reResolve"] == record
+    # ...replaced by the next attempt's...
+    later = {**record, "attempts": 3}
+    out = build_controller_status(current, ControllerStatus(re_resolve=later), 3, NOW)
+    assert out["reResolve"] == later
+    # ...and left out of the apply (so removed) once its failure is gone.
+    gone = build_controller_status(current, ControllerStatus(clear_re_resolve=True), 3, NOW)
+    assert "reResolve" not in gone
+    assert recorded_controller_status(current)["reResolve"] == record
+
+
 def test_only_the_controllers_conditions_are_merged() -> None:
     want = ControllerStatus(conditions=[Cond(ConditionType.DEGRADED, "True", Reason.PROBE_ERROR)])
     out = build_controller_status(recorded(), want, 3, NOW)
