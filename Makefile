@@ -57,7 +57,7 @@ chaos: venv testenv ## the full chaos matrix (every fault at every step it reach
 	DMROLLOUT_FULL=chaos hack/in-netns.sh $(BIN)/pytest -q tests/chaos $(STEADY_OUTAGE) $(PYTEST_ARGS)
 
 explore: venv testenv host-tools ## the lifecycle explorer: random operation sequences and faults against invariants for EXPLORE_SECONDS (default 1800; EXPLORE_PARALLEL, EXPLORE_OPS, EXPLORE_SEED); prints counts, also in build/explore-summary.txt
-	DMROLLOUT_FULL=explore DMROLLOUT_WORKER_PYTHON=$(abspath $(BIN))/python hack/in-netns.sh $(BIN)/pytest -q tests/explore -k random $(PYTEST_ARGS)
+	DMROLLOUT_FULL=explore DMROLLOUT_WORKER_PYTHON=$(abspath $(BIN))/python hack/in-netns.sh $(BIN)/pytest -q tests/explore $(PYTEST_ARGS)
 
 fuzz: venv testenv ## 10,000 generated DecisionModels (pydantic vs the API server), datasets and runtime answers each; prints the counts, also in build/fuzz-counts.txt
 	DMROLLOUT_FULL=fuzz hack/in-netns.sh $(BIN)/pytest -q tests/fuzz $(PYTEST_ARGS)

@@ -118,6 +118,19 @@ class Checker:
             phase not in PHASES or not ready,
             f"phase {phase!r}, Ready {ready}",
         )
+        # kubectl wait --for=condition=Ready: Ready at the current generation means the spec
+        # applied serves (issue 34), unless an undo or rollback-to serves another on purpose.
+        stable = (status.get("stableRevision") or {}).get("model")
+        asked = (obj.get("spec") or {}).get("model")
+        claims = ready.get("status") == "True" and ready.get("observedGeneration") == (
+            obj["metadata"].get("generation")
+        )
+        self.persisting(
+            "Ready at the current generation means the spec serves",
+            claims and stable != asked and not self.life.undone_after_change,
+            f"Ready True at generation {ready.get('observedGeneration')}, spec {asked}, "
+            f"stable {stable}",
+        )
 
     def _service(self, obj: dict[str, Any]) -> None:
         if self.life.foreign_service:

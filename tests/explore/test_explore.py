@@ -10,6 +10,7 @@ violation prints its seed and trace, is shrunk (``make explore``), and is writte
 from __future__ import annotations
 
 import asyncio
+import os
 import time
 from collections import Counter
 from pathlib import Path
@@ -20,7 +21,11 @@ from explore_ops import GLOBAL_KINDS, Sequence, generate
 from explore_run import Env, Outcome, run, shrink
 
 SEEDS = Path(__file__).resolve().parent / "seeds"
-KEPT = sorted(SEEDS.glob("*.json"))
+# The kept sequences, and any given in EXPLORE_REPLAY (comma-separated paths, e.g. a violation
+# written to build/explore/violations/) to run one again before keeping it.
+KEPT = sorted(SEEDS.glob("*.json")) + [
+    Path(p) for p in os.environ.get("EXPLORE_REPLAY", "").split(",") if p.strip()
+]
 
 
 def _report(outcome: Outcome) -> str:
