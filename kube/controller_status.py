@@ -1,7 +1,7 @@
 """The controller's share of DecisionModel status: the pure builder and its writer.
 
-The controller owns observedGeneration, endpoint, replicas, lastRetryToken and the conditions
-Ready, Degraded and ModelReady (field manager ``dmrollout-controller``), written through
+The controller owns observedGeneration, endpoint, replicas, lastRetryToken, rollbackTo and the
+conditions Ready, Degraded and ModelReady (field manager ``dmrollout-controller``), written through
 ``kube.status`` like the rollout's share (``kube.rollout_status``). ``phase`` has one owner, the
 rollout's field manager: when the controller decides a steady-state phase (Ready / Degraded /
 Pending while queued) it writes it through the rollout's writer, so no apply ever drops a phase
@@ -34,6 +34,7 @@ CONTROLLER_FIELDS: Final = (
     "replicas",
     StatusKey.LAST_RETRY_TOKEN,
     "selector",
+    StatusKey.ROLLBACK_TO,
 )
 
 
@@ -57,6 +58,8 @@ class ControllerStatus:
     replicas: dict[str, int] | None = None
     last_retry_token: str | None = None
     selector: str | None = None
+    # status.rollbackTo as wire dict ({"revision", "generation"}); {} removes it, None leaves it.
+    rollback_to: dict[str, Any] | None = None
     conditions: list[ConditionUpdate] = field(default_factory=list)
     # Conditions held only while wanted this time (beyond CONTROLLER_WHILE_HELD): e.g. the
     # Degraded of a failed first rollout, gone once a retry runs.
@@ -91,6 +94,10 @@ def build_controller_status(
         owned[StatusKey.LAST_RETRY_TOKEN] = want.last_retry_token
     if want.selector is not None:
         owned["selector"] = want.selector
+    if want.rollback_to:
+        owned[StatusKey.ROLLBACK_TO] = dict(want.rollback_to)
+    elif want.rollback_to is not None:
+        owned.pop(StatusKey.ROLLBACK_TO, None)
     # A while-held condition is carried over (its transition time kept) only when wanted again.
     wanted = {c.type for c in want.conditions}
     carried = CONTROLLER_CONDITION_TYPES - ((CONTROLLER_WHILE_HELD | want.while_held) - wanted)

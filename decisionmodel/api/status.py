@@ -260,6 +260,20 @@ class RolloutRunStatus(WireModel):
     run_id: str = Field(default="", max_length=128, description="Run ID within it.")
 
 
+class RollbackToStatus(WireModel):
+    """A ``decisionmodel.io/rollback-to`` in force (issue 34): the revision the DecisionModel
+    serves, or rolls out, in place of its spec, until the spec changes."""
+
+    revision: str = Field(
+        min_length=1, max_length=64, description="Hash of the revision it puts back."
+    )
+    generation: int = Field(
+        ge=0,
+        description="metadata.generation of the spec it stands in for: the next spec change "
+        "(a higher generation) ends it and rolls the spec out.",
+    )
+
+
 class DecisionModelStatus(WireModel):
     """The observed state of a DecisionModel."""
 
@@ -294,6 +308,11 @@ class DecisionModelStatus(WireModel):
         default=None,
         max_length=1024,
         description="Last consumed value of the decisionmodel.io/retry annotation.",
+    )
+    rollback_to: RollbackToStatus | None = Field(
+        default=None,
+        description="The decisionmodel.io/rollback-to in force: its revision is served (or "
+        "rolled out) in place of the spec until the next spec change; absent: the spec is.",
     )
     rollout: RolloutRunStatus | None = Field(
         default=None,

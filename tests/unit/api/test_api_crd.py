@@ -53,7 +53,7 @@ from decisionmodel.api.crd import (
     render_crd,
     render_crd_yaml,
 )
-from decisionmodel.api.status import RolloutRunStatus
+from decisionmodel.api.status import RollbackToStatus, RolloutRunStatus
 
 REPO = Path(__file__).resolve().parents[3]
 REGENERATE = (
@@ -355,6 +355,7 @@ def _full_status() -> DecisionModelStatus:
         ),
         previous_revision=revision.model_copy(update={"hash": "aaaabbbbccccdddd"}),
         last_retry_token="1700000000",
+        rollback_to=RollbackToStatus(revision="0123456789abcdef", generation=4),
         rollout=RolloutRunStatus(
             workflow_id="rollout/default/triage/1111222233334444", run_id="r1"
         ),
