@@ -47,6 +47,20 @@ def event_reasons(ctl: RolloutHarness, name: str) -> set[str]:
     }
 
 
+def condition_is(ctl: RolloutHarness, name: str, reason: str) -> dict[str, Any] | None:
+    said = ctl.condition(name, "RollbackTo")
+    return said if (said.get("status"), said.get("reason")) == ("True", reason) else None
+
+
+def ended(ctl: RolloutHarness, name: str) -> bool:
+    """No rollback-to in force: no annotation, no record, no condition."""
+    return (
+        ANNOTATION not in dm_annotations(ctl, name)
+        and not ctl.status(name).get("rollbackTo")
+        and ctl.condition(name, "RollbackTo") == {}
+    )
+
+
 async def runs_of(ctl: RolloutHarness, name: str) -> list[WorkflowExecution]:
     return [wf async for wf in ctl.client.list_workflows(dm_query(ctl.namespace, name))]
 
@@ -71,8 +85,9 @@ async def test_undo_serves_the_old_revision_until_the_next_spec_change(
         "revision": v1["hash"],
         "generation": generation,
     }
-    said = ctl.condition("undone", "RollbackTo")
-    assert (said.get("status"), said.get("reason")) == ("True", "RollbackServing"), said
+    said = await eventually(
+        lambda: condition_is(ctl, "undone", "RollbackServing"), 30, what="RollbackServing"
+    )
     assert v1["hash"] in said["message"] and "laya:multilingual" in said["message"]
     assert "next spec change" in said["message"]
     assert ctl.dm("undone")["spec"]["model"] == "laya:multilingual"  # the spec untouched
@@ -80,8 +95,7 @@ async def test_undo_serves_the_old_revision_until_the_next_spec_change(
     # GitOps applies the next commit: it rolls out and is promoted (before: nothing started).
     ctl.update_spec("undone", {"model": "laya:undo3"})
     await eventually(lambda: serving(ctl, "undone", "laya:undo3"), 120, what="v3 promoted")
-    await eventually(lambda: not ctl.status("undone").get("rollbackTo"), 30, what="record gone")
-    assert ctl.condition("undone", "RollbackTo") == {}
+    await eventually(lambda: ended(ctl, "undone"), 30, what="the rollback ended")
     assert {"RollbackRequested", "RollbackSuperseded"} <= event_reasons(ctl, "undone")
 
 
@@ -102,8 +116,9 @@ async def test_a_spec_change_supersedes_an_undo_in_progress(ctl: RolloutHarness)
         "revision": v1["hash"],
         "generation": generation,
     }
-    said = ctl.condition("overtaken", "RollbackTo")
-    assert (said.get("status"), said.get("reason")) == ("True", "RollbackInProgress"), said
+    await eventually(
+        lambda: condition_is(ctl, "overtaken", "RollbackInProgress"), 30, what="in progress"
+    )
     rollback_run = ctl.status("overtaken")["rollout"]  # the run of the held candidate
     assert rollback_run["workflowId"].endswith(v1["hash"])
 
@@ -115,9 +130,7 @@ async def test_a_spec_change_supersedes_an_undo_in_progress(ctl: RolloutHarness)
         120,
         what="the spec's candidate",
     )
-    assert ANNOTATION not in dm_annotations(ctl, "overtaken")
-    assert not ctl.status("overtaken").get("rollbackTo")
-    assert ctl.condition("overtaken", "RollbackTo") == {}
+    await eventually(lambda: ended(ctl, "overtaken"), 30, what="the rollback ended")
     await approve(ctl, "overtaken", None)
     assert serving(ctl, "overtaken", "laya:undo3b")
 
