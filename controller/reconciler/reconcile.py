@@ -568,8 +568,8 @@ class Reconciler:
         if now and now != was and plan.in_force is not None:
             target = plan.in_force.target
             message = (
-                f"{ANNOTATION_ROLLBACK_TO}: revision {target.hash} ({target.model}) is served in "
-                f"place of generation {now.get('generation')} of the spec until the spec changes"
+                f"{ANNOTATION_ROLLBACK_TO}: revision {target.hash} ({target.model}) is asked for "
+                f"in place of generation {now.get('generation')} of the spec, until it changes"
             )
             await emit_event(self.kube, ref, EventReason.ROLLBACK_REQUESTED, message)
         elif was and not now and plan.superseded is not None:
