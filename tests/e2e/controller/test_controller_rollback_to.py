@@ -91,6 +91,8 @@ async def test_undo_serves_the_old_revision_until_the_next_spec_change(
     assert v1["hash"] in said["message"] and "laya:multilingual" in said["message"]
     assert "next spec change" in said["message"]
     assert ctl.dm("undone")["spec"]["model"] == "laya:multilingual"  # the spec untouched
+    shown = run(ctl, "status", "undone", "-n", ctl.namespace)
+    assert f"rollbackTo {v1['hash']} in place of spec generation {generation}" in shown.stdout
 
     # GitOps applies the next commit: it rolls out and is promoted (before: nothing started).
     ctl.update_spec("undone", {"model": "laya:undo3"})
