@@ -59,6 +59,7 @@ class StatusKey(enum.StrEnum):
     PREVIOUS_REVISION = "previousRevision"
     LAST_RETRY_TOKEN = "lastRetryToken"
     RE_RESOLVE = "reResolve"
+    ROLLBACK_TO = "rollbackTo"
     ROLLOUT = "rollout"
 
 
@@ -177,6 +178,9 @@ class ConditionType(enum.StrEnum):
     # True while a compensation step (deleting a revision's objects, recording the failure) keeps
     # failing; False once it finished. The rollout's: it knows the objects and the workflow.
     CLEANUP_PENDING = "CleanupPending"
+    # True while a decisionmodel.io/rollback-to is in force (status.rollbackTo): the named
+    # revision is rolled out or served in place of the spec, until the next spec change.
+    ROLLBACK_TO = "RollbackTo"
 
 
 class Reason(enum.StrEnum):
@@ -234,6 +238,10 @@ class Reason(enum.StrEnum):
     PLACEMENT_REFUSED = "PlacementRefused"  # placement or replicas outside the operator's policy
     # decisionmodel.io/rollback-to names neither the stable nor the previous revision (seed 002)
     ROLLBACK_TARGET_UNAVAILABLE = "RollbackTargetUnavailable"
+    # RollbackTo=True: the revision rollback-to names is being rolled out / serves instead of
+    # the spec (issue 34).
+    ROLLBACK_IN_PROGRESS = "RollbackInProgress"
+    ROLLBACK_SERVING = "RollbackServing"
     API_SERVER_UNAVAILABLE = "APIServerUnavailable"  # a Kubernetes call timed out or was refused
     ROLLOUT_RESTARTS_EXHAUSTED = "RolloutRestartsExhausted"  # ended without a verdict N times
     CLEANUP_PENDING = "CleanupPending"  # a compensation step keeps failing; it keeps retrying
@@ -294,6 +302,9 @@ class EventReason(enum.StrEnum):
     ROLLOUT_RESTARTS_EXHAUSTED = "RolloutRestartsExhausted"
     # A running rollout's policy is not the spec's: the controller replaced it.
     POLICY_MISMATCH = "PolicyMismatch"
+    # decisionmodel.io/rollback-to taken (status.rollbackTo) and ended by a spec change.
+    ROLLBACK_REQUESTED = "RollbackRequested"
+    ROLLBACK_SUPERSEDED = "RollbackSuperseded"
 
 
 # Failures no retry can fix (seed 001 marks them permanent; DESIGN.md "Things that must hold").
@@ -363,6 +374,7 @@ CONTROLLER_CONDITION_TYPES: Final = frozenset(
         ConditionType.TEMPORAL_REACHABLE,
         ConditionType.STALLED,
         ConditionType.RECONCILING,
+        ConditionType.ROLLBACK_TO,
     }
 )
 # Of those, the ones written only while they hold: left out of a write, they are removed.
@@ -372,6 +384,7 @@ CONTROLLER_WHILE_HELD: Final = frozenset(
         ConditionType.TEMPORAL_REACHABLE,
         ConditionType.STALLED,
         ConditionType.RECONCILING,
+        ConditionType.ROLLBACK_TO,
     }
 )
 

@@ -1,11 +1,11 @@
 """The controller's share of DecisionModel status: the pure builder and its writer.
 
-The controller owns observedGeneration, endpoint, replicas, lastRetryToken, reResolve and the
-conditions Ready, Degraded and ModelReady (field manager ``dmrollout-controller``), written through
-``kube.status`` like the rollout's share (``kube.rollout_status``). ``phase`` has one owner, the
-rollout's field manager: when the controller decides a steady-state phase (Ready / Degraded /
-Pending while queued) it writes it through the rollout's writer, so no apply ever drops a phase
-the other side wrote.
+The controller owns observedGeneration, endpoint, replicas, lastRetryToken, reResolve, rollbackTo
+and the conditions Ready, Degraded and ModelReady (field manager ``dmrollout-controller``),
+written through ``kube.status`` like the rollout's share (``kube.rollout_status``). ``phase`` has
+one owner, the rollout's field manager: when the controller decides a steady-state phase (Ready /
+Degraded / Pending while queued) it writes it through the rollout's writer, so no apply ever drops
+a phase the other side wrote.
 """
 
 from __future__ import annotations
@@ -35,6 +35,7 @@ CONTROLLER_FIELDS: Final = (
     StatusKey.LAST_RETRY_TOKEN,
     "selector",
     StatusKey.RE_RESOLVE,
+    StatusKey.ROLLBACK_TO,
 )
 
 
@@ -61,6 +62,8 @@ class ControllerStatus:
     # status.reResolve (controller.reconciler.re_resolve), in wire form; or removed.
     re_resolve: dict[str, Any] | None = None
     clear_re_resolve: bool = False
+    # status.rollbackTo as wire dict ({"revision", "generation"}); {} removes it, None leaves it.
+    rollback_to: dict[str, Any] | None = None
     conditions: list[ConditionUpdate] = field(default_factory=list)
     # Conditions held only while wanted this time (beyond CONTROLLER_WHILE_HELD): e.g. the
     # Degraded of a failed first rollout, gone once a retry runs.
@@ -103,6 +106,10 @@ def build_controller_status(
         owned.pop(StatusKey.RE_RESOLVE, None)
     if want.re_resolve is not None:
         owned[StatusKey.RE_RESOLVE] = dict(want.re_resolve)
+    if want.rollback_to:
+        owned[StatusKey.ROLLBACK_TO] = dict(want.rollback_to)
+    elif want.rollback_to is not None:
+        owned.pop(StatusKey.ROLLBACK_TO, None)
     # A while-held condition is carried over (its transition time kept) only when wanted again.
     wanted = {c.type for c in want.conditions}
     carried = CONTROLLER_CONDITION_TYPES - ((CONTROLLER_WHILE_HELD | want.while_held) - wanted)

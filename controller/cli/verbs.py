@@ -67,6 +67,8 @@ def _status_view(namespace: str, obj: dict[str, Any]) -> dict[str, Any]:
         StatusKey.STABLE_REVISION: st.get(StatusKey.STABLE_REVISION),
         StatusKey.CANDIDATE_REVISION: st.get(StatusKey.CANDIDATE_REVISION),
         StatusKey.FAILED_REVISION: st.get(StatusKey.FAILED_REVISION),
+        # A rollback-to served in place of the spec until it changes (issue 34).
+        StatusKey.ROLLBACK_TO: st.get(StatusKey.ROLLBACK_TO),
         "evaluation": st.get("evaluation"),
         # The command that writes the evaluation report (reliability diagram, confusion).
         "report": report_command(namespace, obj["metadata"]["name"])
@@ -111,6 +113,7 @@ def _status_text(v: dict[str, Any]) -> str:
         _rev("stable", v[StatusKey.STABLE_REVISION]),
         _rev("candidate", v[StatusKey.CANDIDATE_REVISION]),
         _rev("failed", v[StatusKey.FAILED_REVISION]),
+        *_rollback_lines(v[StatusKey.ROLLBACK_TO]),
     ]
     ev = v["evaluation"]
     if ev:
@@ -127,6 +130,15 @@ def _status_text(v: dict[str, Any]) -> str:
         )
     lines.extend(_rollout_lines(v))
     return "\n".join(lines)
+
+
+def _rollback_lines(rollback: dict[str, Any] | None) -> list[str]:
+    if not rollback:
+        return []
+    return [
+        f"  rollbackTo {rollback.get('revision')} in place of spec generation "
+        f"{rollback.get('generation')}, until the spec changes"
+    ]
 
 
 def _verdict_lines(decision: dict[str, Any] | None) -> list[str]:

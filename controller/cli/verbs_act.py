@@ -231,7 +231,8 @@ async def undo(ctx: CliContext) -> int:
     """Roll back to the previous revision with ``decisionmodel.io/rollback-to`` (seed 002): a
     new rollout of its whole recorded identity (model, digest, device, resources, image,
     placement), through every gate as any rollout. The spec is not touched: GitOps keeps
-    owning it; set it to the restored revision and remove the annotation afterwards."""
+    owning it. The revision then serves in place of the spec (status.rollbackTo, condition
+    RollbackTo) until the next spec change, which rolls the spec out (issue 34)."""
     args = ctx.args
     namespace = ctx.namespace()
     kube = ctx.kube()
@@ -247,10 +248,9 @@ async def undo(ctx: CliContext) -> int:
     print(
         f"{namespace}/{args.name}: rolling back to revision {previous['hash']} "
         f"({previous['model']}@sha256:{previous['digest'][:12]}…) with {ANNOTATION_ROLLBACK_TO}; "
-        f"`dmrollout wait {args.name} -n {namespace}` follows the rollout. Once it serves, set "
-        f"the spec to it (model, digest and the rest as status.stableRevision records) and "
-        f"remove the annotation: `kubectl annotate dm {args.name} -n {namespace} "
-        f"{ANNOTATION_ROLLBACK_TO}-`"
+        f"`dmrollout wait {args.name} -n {namespace}` follows the rollout. Once it serves, the "
+        f"controller removes the annotation and the revision serves in place of the spec "
+        f"(status.rollbackTo) until the next spec change, which rolls the spec out"
     )
     return ExitCode.OK
 

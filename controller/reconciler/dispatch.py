@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from itertools import product
 from typing import Literal
 
+from controller.reconciler.rollback_to import named, rollback_plan
 from decisionmodel.api import DecisionModel
 from decisionmodel.api.status import RevisionStatus
 from decisionmodel.engine.params import default_image
@@ -103,22 +104,17 @@ def image_for(dm: DecisionModel, settings: DispatchSettings) -> str:
 
 
 def rollback_target(dm: DecisionModel) -> RevisionStatus | None:
-    """The revision ``decisionmodel.io/rollback-to`` names, when it is one of the two successful
-    revisions status records in full (stable or previous; seed 002): only a revision that
-    passed its gates may come back this way, never an unreviewed one."""
-    wanted = (dm.metadata.annotations or {}).get(ANNOTATION_ROLLBACK_TO)
-    if not wanted or dm.status is None:
-        return None
-    for rev in (dm.status.stable_revision, dm.status.previous_revision):
-        if rev is not None and rev.hash == wanted and rev.digest and rev.model:
-            return rev
-    return None
+    """The revision a ``decisionmodel.io/rollback-to`` in force asks for in place of the spec
+    (controller.reconciler.rollback_to: taken into status.rollbackTo, ended by the next spec
+    change), or None: the spec's revision is desired."""
+    rollback = rollback_plan(dm).in_force
+    return rollback.target if rollback is not None else None
 
 
 def rollback_refusal(dm: DecisionModel) -> str | None:
     """Why ``decisionmodel.io/rollback-to`` is not followed (None: unset or followed)."""
     wanted = (dm.metadata.annotations or {}).get(ANNOTATION_ROLLBACK_TO)
-    if not wanted or rollback_target(dm) is not None:
+    if not wanted or named(dm.status, wanted) is not None:
         return None
     status = dm.status
     known = (
@@ -127,7 +123,7 @@ def rollback_refusal(dm: DecisionModel) -> str | None:
     return (
         f"{ANNOTATION_ROLLBACK_TO}={wanted} names no successful revision this DecisionModel "
         f"records (only the stable or the previous one may be named: {', '.join(known) or 'none'}"
-        f"); the spec's revision is followed meanwhile: fix or remove the annotation"
+        f"); it is not followed: fix or remove the annotation"
     )
 
 

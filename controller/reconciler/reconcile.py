@@ -46,6 +46,7 @@ from controller.reconciler.restarts import (
     exhausted_message,
     plan_restart,
 )
+from controller.reconciler.rollback_to import RollbackPlan, rollback_condition, rollback_plan
 from controller.reconciler.served import served_generations
 from controller.reconciler.settings import ControllerSettings
 from controller.reconciler.steady import SteadyState
@@ -57,7 +58,11 @@ from controller.temporal.rollouts import Rollouts, RunningRollout, TemporalUnava
 from decisionmodel.api import DecisionModel, DecisionModelInvalid
 from decisionmodel.api.conditions import is_condition_true
 from decisionmodel.api.status import DecisionModelStatus, FailedRevisionStatus, ReResolveStatus
-from decisionmodel.engine.render.labels import ANNOTATION_PROMOTE, selector_labels
+from decisionmodel.engine.render.labels import (
+    ANNOTATION_PROMOTE,
+    ANNOTATION_ROLLBACK_TO,
+    selector_labels,
+)
 from decisionmodel.rollout.contracts import (
     ConditionUpdate,
     DMRef,
@@ -73,6 +78,7 @@ from decisionmodel.vocabulary import (
     ConditionType,
     EventReason,
     Reason,
+    StatusKey,
 )
 from kube.client import DecisionModelGone, Kube
 from kube.controller_status import Cond, ControllerStatus, apply_controller_status
@@ -540,6 +546,7 @@ class Reconciler:
             want.conditions = show_held(want.conditions, held)
             new_phase = held_phase(held) or new_phase
         await self._runtime_update(ref, dm, want)
+        rollback = await self._rollback_to(ref, dm, want)
         self._notices(dm, step, want)
         if step.refusal is not None:
             await self._placement_refused(ref, dm, want, step.refusal)
@@ -565,7 +572,42 @@ class Reconciler:
         if kstatus is not None:
             want.conditions.append(kstatus)
         want.generations = served_generations(status, ref.generation, step.at_stable)
-        await self._write_steady(ref, obj, want, new_phase, phase_now)
+        await self._write_steady(ref, obj, want, new_phase, phase_now, rollback)
+
+    async def _rollback_to(
+        self, ref: DMRef, dm: DecisionModel, want: ControllerStatus
+    ) -> RollbackPlan:
+        """decisionmodel.io/rollback-to (controller.reconciler.rollback_to): its record and
+        condition into ``want``; the annotation removed once it has done its work or a spec
+        change ended it (before the record is cleared: a crash in between loses nothing)."""
+        plan = rollback_plan(dm)
+        if plan.remove_annotation:
+            await Kube.run(self.kube.remove_dm_annotation, ref, ANNOTATION_ROLLBACK_TO)
+        want.rollback_to = plan.in_force.record() if plan.in_force is not None else {}
+        condition = rollback_condition(dm, plan)
+        if condition is not None:
+            want.conditions.append(condition)
+        return plan
+
+    async def _rollback_events(
+        self, ref: DMRef, plan: RollbackPlan, before: dict[str, Any], after: dict[str, Any]
+    ) -> None:
+        """An Event when status.rollbackTo is taken or a spec change ends it, as the server
+        accepted the write (once per change, whatever the cache showed)."""
+        was, now = before.get(StatusKey.ROLLBACK_TO), after.get(StatusKey.ROLLBACK_TO)
+        if now and now != was and plan.in_force is not None:
+            target = plan.in_force.target
+            message = (
+                f"{ANNOTATION_ROLLBACK_TO}: revision {target.hash} ({target.model}) is asked for "
+                f"in place of generation {now.get('generation')} of the spec, until it changes"
+            )
+            await emit_event(self.kube, ref, EventReason.ROLLBACK_REQUESTED, message)
+        elif was and not now and plan.superseded is not None:
+            message = (
+                f"{ANNOTATION_ROLLBACK_TO}={plan.superseded} ended: generation {ref.generation} "
+                "of the spec changed since it was taken, so the spec rolls out"
+            )
+            await emit_event(self.kube, ref, EventReason.ROLLBACK_SUPERSEDED, message)
 
     async def _with_stable(
         self,
@@ -649,6 +691,7 @@ class Reconciler:
         want: ControllerStatus,
         new_phase: Phase | None,
         phase_now: str | None,
+        rollback: RollbackPlan,
     ) -> None:
         written: dict[str, Any] | None = None
         if new_phase is not None and new_phase.value != phase_now:
@@ -659,6 +702,7 @@ class Reconciler:
         current = seen.get("status") or {}
         if accepted is not None:
             current = accepted[1]
+            await self._rollback_events(ref, rollback, accepted[0], current)
         # Metrics follow the status the API server holds (written by this controller or by a
         # rollout's activities), transition by transition from what this process saw last; a
         # write that was refused never reaches them.

@@ -272,6 +272,20 @@ class RolloutRunStatus(WireModel):
     run_id: str = Field(default="", max_length=128, description="Run ID within it.")
 
 
+class RollbackToStatus(WireModel):
+    """A ``decisionmodel.io/rollback-to`` in force (issue 34): the revision the DecisionModel
+    serves, or rolls out, in place of its spec, until the spec changes."""
+
+    revision: str = Field(
+        min_length=1, max_length=64, description="Hash of the revision it puts back."
+    )
+    generation: int = Field(
+        ge=0,
+        description="metadata.generation of the spec it stands in for: the next spec change "
+        "(a higher generation) ends it and rolls the spec out.",
+    )
+
+
 class DecisionModelStatus(WireModel):
     """The observed state of a DecisionModel."""
 
@@ -312,6 +326,11 @@ class DecisionModelStatus(WireModel):
         description="While failedRevision is a ModelNotFound: the re-resolves started for it; "
         "the next one is due when the last one started plus a wait that doubles per attempt "
         "(by default 30 s to at most 10 min; the Ready message says when).",
+    )
+    rollback_to: RollbackToStatus | None = Field(
+        default=None,
+        description="The decisionmodel.io/rollback-to in force: its revision is served (or "
+        "rolled out) in place of the spec until the next spec change; absent: the spec is.",
     )
     rollout: RolloutRunStatus | None = Field(
         default=None,

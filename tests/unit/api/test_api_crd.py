@@ -53,7 +53,7 @@ from decisionmodel.api.crd import (
     render_crd,
     render_crd_yaml,
 )
-from decisionmodel.api.status import ReResolveStatus, RolloutRunStatus
+from decisionmodel.api.status import ReResolveStatus, RollbackToStatus, RolloutRunStatus
 
 REPO = Path(__file__).resolve().parents[3]
 REGENERATE = (
@@ -356,6 +356,7 @@ def _full_status() -> DecisionModelStatus:
         previous_revision=revision.model_copy(update={"hash": "aaaabbbbccccdddd"}),
         last_retry_token="1700000000",
         re_resolve=ReResolveStatus(hash="1111222233334444", attempts=2, last_attempt_time=t),
+        rollback_to=RollbackToStatus(revision="0123456789abcdef", generation=4),
         rollout=RolloutRunStatus(
             workflow_id="rollout/default/triage/1111222233334444", run_id="r1"
         ),

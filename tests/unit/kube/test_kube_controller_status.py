@@ -120,6 +120,19 @@ def test_the_re_resolve_record_is_kept_until_replaced_or_cleared() -> None:
     assert recorded_controller_status(current)["reResolve"] == record
 
 
+def test_rollback_to_is_set_kept_and_cleared() -> None:
+    """status.rollbackTo (issue 34): a partial write (the retry token's) keeps it; the steady
+    write sets it while in force and clears it with {}."""
+    record = {"revision": "0123456789abcdef", "generation": 4}
+    taken = build_controller_status(recorded(), ControllerStatus(rollback_to=record), 3, NOW)
+    assert taken["rollbackTo"] == record
+    kept = build_controller_status(taken, ControllerStatus(last_retry_token="t-3"), 3, NOW)
+    assert kept["rollbackTo"] == record
+    assert "rollbackTo" not in build_controller_status(
+        taken, ControllerStatus(rollback_to={}), 3, NOW
+    )
+
+
 def test_only_the_controllers_conditions_are_merged() -> None:
     want = ControllerStatus(conditions=[Cond(ConditionType.DEGRADED, "True", Reason.PROBE_ERROR)])
     out = build_controller_status(recorded(), want, 3, NOW)
