@@ -8,6 +8,8 @@ DecisionModel's candidate waits for an approval, another's is mid-evaluation.
 - By default (AutoUpgrade) both rollouts move to v2 at their next workflow task and end with
   their verdicts: the held one promoted by ``dmrollout promote``, the evaluated one promoted
   by its gates; no workflow task fails on the way.
+- ``helm rollback`` after that (v1's Pods back, v2's stopped): v1 becomes current again by
+  itself once v2 has no worker left, and the rollout v2 held moves back to v1 and promotes.
 - Pinned without keeping v1 running strands the held rollout: within one reconcile after
   Temporal stops seeing v1's pollers, the DecisionModel says so (Stalled=True, RolloutStranded,
   naming the build and the fix), ``dmrollout status`` shows the run's build and ``dmrollout
@@ -120,12 +122,15 @@ class Env:
         return described.worker_deployment_info.routing_config.current_deployment_version.build_id
 
     async def wait_current(self, build: str) -> None:
+        await self.wait_current_within(build, 120)
+
+    async def wait_current_within(self, build: str, timeout: float) -> None:
         async def check() -> bool:
             got = await self.current_build()
             assert got == build, got
             return True
 
-        await async_assert_eventually(check, 120, what=f"{build} current")
+        await async_assert_eventually(check, timeout, interval=1, what=f"{build} current")
 
     def phase(self, name: str) -> str | None:
         phase: str | None = self.h.status(name).get("phase")
@@ -295,3 +300,41 @@ async def test_a_rollout_pinned_to_a_build_no_worker_serves_says_so(pinned: Env)
     )
     assert await env.current_build() == "v2"
     assert await _run_build(env.client, held) == "v1"
+
+
+async def test_helm_rollback_hands_new_and_running_rollouts_back_to_the_older_build(
+    auto_upgrade: Env,
+) -> None:
+    """``helm rollback`` after an upgrade: v1's Pods start while v2's still run (v1 does not
+    take over from a served build), then v2's stop. v1 makes itself current again once
+    Temporal has not seen v2 poll for two long polls, and the rollout v2 held moves to it and
+    takes its approval."""
+    env, h = auto_upgrade, auto_upgrade.h
+    env.builds["v1"].start()
+    await env.wait_current("v1")
+    env.builds["v2"].start()
+    await env.wait_current("v2")
+    env.controller.start()
+    tag = f"back{uuid.uuid4().hex[:8]}"
+    put_model("laya", tag, accuracy=0.95, revision=tag)
+    held = await _held_candidate(env, "held", tag)
+    assert await _run_build(env.client, held) == "v2"
+
+    # The rollback: the older build's Pod starts beside the newer one, which then stops.
+    env.builds["v1"].stop()
+    env.builds["v1"].start()
+    v1_log = env.builds["v1"].log_dir / "worker-2.log"
+    await eventually(
+        lambda: "is older than the current build v2" in v1_log.read_text(), 60, what="v1 back"
+    )
+    assert await env.current_build() == "v2"
+    env.builds["v2"].stop()
+    await env.wait_current_within("v1", 240)
+    await eventually(lambda: _approved(env, "held"), 120, interval=5, what="approved")
+    await eventually(
+        lambda: (h.status("held").get("stableRevision") or {}).get("model") == f"laya:{tag}",
+        120,
+        what="promoted",
+    )
+    assert await _run_build(env.client, held) == "v1"
+    assert await _failed_tasks(env.client, held) == 0
