@@ -212,6 +212,9 @@ class Reason(enum.StrEnum):
     API_KEY_INVALID = "APIKeyInvalid"  # no key, an empty key, or one no header can carry
     ROLLOUT_QUEUED = "RolloutQueued"  # --max-concurrent-rollouts budget exhausted
     TEMPORAL_UNAVAILABLE = "TemporalUnavailable"  # the controller cannot reach Temporal
+    # No worker can take the rollout run's next task: it is pinned to a build no worker runs,
+    # or no worker polls its task queue (controller/temporal/worker_presence.py).
+    ROLLOUT_STRANDED = "RolloutStranded"
     CANDIDATE_REJECTED = "CandidateRejected"  # Ready=True while phase RolledBack
     TAG_MOVED = "TagMoved"  # prefetch exit code 5: the tag's manifest changed mid-pull
     NAMESPACE_NOT_WATCHED = "NamespaceNotWatched"  # outside --watch-namespaces

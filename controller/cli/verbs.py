@@ -11,16 +11,22 @@ import sys
 from datetime import UTC, datetime
 from typing import Any
 
+from temporalio.client import Client
+
 from controller.cli.context import CliContext
 from controller.cli.errors import CliError, ExitCode, explain
 from controller.cli.output import emit_data, table
-from controller.temporal.rollouts import Rollouts, dm_query
+from controller.temporal.rollouts import Rollouts, RunningRollout, dm_query
 from decisionmodel.api import GROUP, PLURAL, VERSION
 from decisionmodel.rollout.contracts import Phase
 from decisionmodel.rollout.evaluation_status import decision_lines, report_command
 from decisionmodel.vocabulary import Device, StatusKey
 from kube.client import Kube
 from workflows import search_attributes as sa
+
+# The run just left a query unanswered: a build whose last poll is older than one long poll
+# (~60 s) has no worker left (controller/temporal/worker_presence.py).
+QUERY_FAILED_STALE_SECONDS = 65.0
 
 
 def _dm_or_not_found(kube: Kube, namespace: str, name: str) -> dict[str, Any]:
@@ -84,12 +90,16 @@ async def _running_rollouts(ctx: CliContext, namespace: str, name: str) -> list[
     found = []
     for r in await rollouts.running(namespace, name):
         progress = await rollouts.progress(r.workflow_id)
+        build = await rollouts.build_of(r.workflow_id)
         found.append(
             {
                 "workflowId": r.workflow_id,
                 "phase": progress.phase.value if progress else None,
                 "step": progress.step if progress else None,
                 "expectedApproval": progress.expected_approval if progress else None,
+                # The build whose workers run it (issue 34: a run pinned to a build no worker
+                # serves waits; the DecisionModel's Stalled condition then says so).
+                "build": build.text() if build else None,
                 "ui": rollouts.ui_link(r.workflow_id, temporal.namespace),
             }
         )
@@ -156,8 +166,10 @@ def _rollout_lines(v: dict[str, Any]) -> list[str]:
         return ["  rollout    none running"]
     lines = []
     for r in v["rollouts"]:
-        step = f" — {r['phase']}: {r['step']}" if r["phase"] else ""
+        step = f" — {r['phase']}: {r['step']}" if r["phase"] else " — did not answer"
         lines.append(f"  rollout    {r['workflowId']}{step}")
+        if r.get("build"):
+            lines.append(f"  build      {r['build']}")
         if r["expectedApproval"]:
             lines.append(f"  approval   {r['expectedApproval']}")
             lines.append(f"  decide     dmrollout promote {v['name']} -n {v['namespace']}")
@@ -185,8 +197,10 @@ async def _decide(ctx: CliContext, *, reject: bool) -> int:
         raise CliError(ExitCode.NOT_FOUND, f"no rollout of {namespace}/{args.name} is running")
     for r in running:
         progress = await rollouts.progress(r.workflow_id)
-        if progress is None or progress.phase != Phase.AWAITING_PROMOTION:
-            phase = progress.phase.value if progress else "unknown"
+        if progress is None:
+            raise CliError(ExitCode.FAILED, await _no_answer(client, temporal.task_queue, r))
+        if progress.phase != Phase.AWAITING_PROMOTION:
+            phase = progress.phase.value
             raise CliError(
                 ExitCode.FAILED,
                 f"{r.workflow_id} is not awaiting promotion (phase {phase}); approve once "
@@ -199,6 +213,22 @@ async def _decide(ctx: CliContext, *, reject: bool) -> int:
         done = "rejected" if reject else "approved"
         print(f"{done} {approval} for {namespace}/{args.name} ({r.workflow_id})")
     return ExitCode.OK
+
+
+async def _no_answer(client: Client, task_queue: str, run: RunningRollout) -> str:
+    """Why the run did not answer its progress query: no worker of the build it is pinned to
+    (or none at all) polls, naming the fix; else what is known (issue 34)."""
+    rollouts = Rollouts(client, task_queue, poll_stale_seconds=QUERY_FAILED_STALE_SECONDS)
+    build = await rollouts.build_of(run.workflow_id)
+    stranded = await rollouts.stranded(run.workflow_id, build)
+    if stranded is not None:
+        return f"cannot approve: {stranded}"
+    where = f" (build {build.text()})" if build is not None else ""
+    return (
+        f"{run.workflow_id}{where} did not answer its progress query: no worker took it in "
+        f"time; check the workers of task queue {task_queue}, then approve once `dmrollout "
+        "status` shows AwaitingPromotion"
+    )
 
 
 async def history(ctx: CliContext) -> int:

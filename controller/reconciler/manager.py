@@ -116,7 +116,13 @@ class Manager:
             # DecisionModel says that Temporal is away (TemporalReachable) until it answers.
             log.warning("%s did not answer at start: %s; rollouts wait", where, e)
         kube = Kube.from_settings(self.rollout)
-        rollouts = Rollouts(client, self.temporal.task_queue, self.temporal.ui_url, where)
+        rollouts = Rollouts(
+            client,
+            self.temporal.task_queue,
+            self.temporal.ui_url,
+            where,
+            poll_stale_seconds=self.settings.worker_poll_stale_seconds,
+        )
         # One watch-fed cache, read by every reconcile and the steady state
         # (controller/reconciler/cache.py).
         cache = ObjectCache()

@@ -109,6 +109,8 @@ class RolloutStep:
     re_resolve_at: datetime | None = None
     re_resolve_attempt: int = 0
     clear_re_resolve: bool = False
+    # Why no worker can take a running rollout's next task, naming the fix (None: one can).
+    stranded: str | None = None
 
 
 @dataclass
@@ -138,6 +140,8 @@ class Reconciler:
     # Runs already said to be replaced for their policy: a cancelled run closes a few seconds
     # later, and every reconcile in between sees it again; one Event per run is enough.
     replaced_told: OrderedDict[str, None] = field(default_factory=OrderedDict)
+    # Runs already said (by an Event) to be stranded; the condition says it on every reconcile.
+    stranded_told: OrderedDict[str, None] = field(default_factory=OrderedDict)
     # Where the DecisionModel is read: the controller's watch-fed cache
     # (controller/reconciler/cache.py).
     reader: ObjectReader | None = None
@@ -280,6 +284,7 @@ class Reconciler:
             # that event, or this requeue, reconciles with the outcome.
             self.started.pop(key, None)
             return RolloutStep(just_closed=True)
+        stranded = await self._stranded(ref, running)
         stable = dm.status.stable_revision if dm.status else None
         self.budget.observe(key, running, stable.hash if stable else None)
         failed = dm.status.failed_revision if dm.status else None
@@ -352,6 +357,7 @@ class Reconciler:
             at_stable=decision.at_stable,
             refusal=refusal,
             running=running,
+            stranded=stranded,
         )
 
     async def _re_resolving(
@@ -364,6 +370,23 @@ class Reconciler:
         await apply_controller_status(self.kube, ref, want)
         self.re_resolves.wrote(f"{ref.namespace}/{ref.name}", record)
         return record
+
+    async def _stranded(self, ref: DMRef, running: list[RunningRollout]) -> str | None:
+        """Why no worker can take a running rollout's next task (issue 34: pinned to a build
+        whose workers are gone, or no worker on the queue), from the describe this reconcile
+        made and the queue's pollers; a Warning Event once per run."""
+        for run in running:
+            why = await self.rollouts.stranded(run.workflow_id, run.build)
+            if why is None:
+                continue
+            if run.workflow_id not in self.stranded_told:
+                self.stranded_told[run.workflow_id] = None
+                while len(self.stranded_told) > 1000:
+                    self.stranded_told.popitem(last=False)
+                log.warning("%s/%s: %s", ref.namespace, ref.name, why)
+                await emit_event(self.kube, ref, Reason.ROLLOUT_STRANDED, why, "Warning")
+            return why
+        return None
 
     async def _policy_replaced(self, ref: DMRef, decision: Decision) -> None:
         """Say where a user looks that a run was replaced for its policy (an Event per run)."""
@@ -716,7 +739,12 @@ def stalled_condition(
 ) -> ConditionUpdate | None:
     """kstatus' Stalled (Helm 4 --wait, Flux, Argo CD health): the spec's revision failed and
     nothing will retry it by itself, so only a change by the user moves it (a ModelNotFound is
-    re-resolved by itself, a refused placement shows PlacementRefused). None: not stalled."""
+    re-resolved by itself, a refused placement shows PlacementRefused), or a rollout in flight
+    that no worker can serve (RolloutStranded: the message names the fix). None: not stalled."""
+    if step.stranded is not None:
+        return Cond(
+            ConditionType.STALLED, ConditionStatus.TRUE, Reason.ROLLOUT_STRANDED, step.stranded
+        )
     failed = dm.status.failed_revision if dm.status else None
     if (
         phase not in (Phase.ROLLED_BACK, Phase.FAILED)
@@ -743,8 +771,8 @@ def reconciling_condition(
     flight, queued, waiting for Temporal or for a ModelNotFound to be resolved again). With
     observedGeneration and Stalled it tells "in progress" from "current" and "failed"; Ready
     keeps the reference's meaning (the model serves). None (absent): current, stalled, or
-    refused (the refusal's condition says what to change)."""
-    if step.at_stable or step.refusal is not None:
+    refused (the refusal's condition says what to change), or stranded (Stalled says why)."""
+    if step.at_stable or step.refusal is not None or step.stranded is not None:
         return None
     generation = dm.metadata.generation
     reason: str

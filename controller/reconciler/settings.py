@@ -47,6 +47,13 @@ class ControllerSettings(BaseSettings):
     workers: int = Field(
         default=4, ge=1, description="DecisionModels reconciled at once (reference default 4)."
     )
+    worker_poll_stale_seconds: float = Field(
+        default=120.0,
+        gt=0,
+        description="A rollout whose run no worker has polled for this long (its pinned "
+        "build's, or any on its task queue) is stranded: Stalled=True/RolloutStranded. A live "
+        "worker polls again within Temporal's long poll (~60 s).",
+    )
     reinspect_seconds: float = Field(
         default=60.0,
         description="Re-inspection of the stable revision's Pods (reference: every 60 s).",

@@ -25,6 +25,12 @@ from temporalio.common import SearchAttributePair, TypedSearchAttributes, Workfl
 from temporalio.exceptions import WorkflowAlreadyStartedError
 from temporalio.service import RPCError, RPCStatusCode
 
+from controller.temporal.worker_presence import (
+    DEFAULT_STALE_SECONDS,
+    RunBuild,
+    WorkerPresence,
+    run_build,
+)
 from decisionmodel.rollout.contracts import (
     EVALUATE,
     Phase,
@@ -94,6 +100,8 @@ class RunningRollout:
     revision: str | None
     # The policy digest of what the run enforces, from its own input (None: not known).
     policy: str | None = None
+    # Which workers may take its next task (None: not described).
+    build: RunBuild | None = None
 
 
 def _quote(value: str) -> str:
@@ -110,9 +118,17 @@ def revision_query(dm_namespace: str, dm_name: str, revision: str) -> str:
 
 
 class Rollouts:
-    def __init__(self, client: Client, task_queue: str, ui_url: str = "", where: str = "") -> None:
+    def __init__(
+        self,
+        client: Client,
+        task_queue: str,
+        ui_url: str = "",
+        where: str = "",
+        poll_stale_seconds: float = DEFAULT_STALE_SECONDS,
+    ) -> None:
         self.client = client
         self.task_queue = task_queue
+        self.presence = WorkerPresence(client, task_queue, poll_stale_seconds, RPC_TIMEOUT)
         self.ui_url = ui_url.rstrip("/")
         # How a TemporalUnavailable names Temporal: address and namespace.
         self.where = where or f"Temporal namespace {getattr(client, 'namespace', '?')!r}"
@@ -195,7 +211,30 @@ class Rollouts:
                 return None
             revision = desc.typed_search_attributes.get(sa.DM_REVISION)
             policy = await self.policy_of(wid, desc.run_id)
-        return RunningRollout(wid, desc.run_id, revision, policy)
+        build = run_build(desc.raw_description.workflow_execution_info)
+        return RunningRollout(wid, desc.run_id, revision, policy, build)
+
+    async def build_of(self, wid: str) -> RunBuild | None:
+        """Which workers may take the run's next task (one describe); None when unknown."""
+        try:
+            desc = await self.client.get_workflow_handle(wid).describe(rpc_timeout=RPC_TIMEOUT)
+        except RPCError:
+            return None
+        return run_build(desc.raw_description.workflow_execution_info)
+
+    async def stranded(self, wid: str, build: RunBuild | None = None) -> str | None:
+        """Why no worker can take the run's next task, naming the fix (issue 34); None when
+        one can, or when that cannot be told now."""
+        build = build or await self.build_of(wid)
+        if build is None:
+            return None
+        try:
+            return await self.presence.stranded(wid, build)
+        except RPCError as e:
+            if is_unreachable(e):
+                raise
+            log.info("pollers of %s: %s", self.task_queue, e.message)
+            return None
 
     async def policy_of(self, wid: str, run_id: str) -> str | None:
         """The policy digest of the run's own input (its first history event), not of anything

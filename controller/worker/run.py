@@ -35,7 +35,7 @@ from controller.serve.metrics_settings import MetricsSettings
 from controller.serve.sdk_metrics import with_sdk_series
 from controller.serve.tracing import shutdown_tracing, tracing_interceptors
 from controller.temporal.client import TemporalSettings, check_namespace, connect, make_runtime
-from controller.worker.deployment import deployment_config, make_current, wait_drained
+from controller.worker.deployment import deployment_config, make_current, watch_build
 from controller.worker.progress import ProgressInterceptor
 from decisionmodel.api.pipeline import stage_task_queue
 from decisionmodel.engine.render.proxy import skipped_proxy_variables
@@ -275,7 +275,7 @@ async def run_worker(temporal: TemporalSettings, settings: RolloutSettings) -> i
         async with contextlib.AsyncExitStack() as workers:
             for w in (worker, *extra):
                 await workers.enter_async_context(w)
-            drained = await _join_deployment(client, deployment, settings)
+            drained = await _join_deployment(client, deployment, settings, temporal.task_queue)
             await _first_of(stop.wait(), drained)
             log.info("shutting down: waiting for activities in flight")
         if not stop.is_set():  # drained: nothing more to do here until the Pod is removed
@@ -291,7 +291,10 @@ async def run_worker(temporal: TemporalSettings, settings: RolloutSettings) -> i
 
 
 async def _join_deployment(
-    client: Client, deployment: WorkerDeploymentConfig | None, settings: RolloutSettings
+    client: Client,
+    deployment: WorkerDeploymentConfig | None,
+    settings: RolloutSettings,
+    task_queue: str,
 ) -> Coroutine[Any, Any, None] | None:
     """Join the Worker Deployment: the promoting build becomes current once it has polled.
     Returns what to wait for before this build stops polling (None: never)."""
@@ -305,9 +308,9 @@ async def _join_deployment(
         "takes new rollouts" if promote else "draining: finishes the rollouts pinned to it",
     )
     if promote:
-        await make_current(client, version)
-    # Any build, once another is current and no rollout is pinned to it any more.
-    return wait_drained(client, version, settings.worker_drain_check_seconds)
+        await make_current(client, version, task_queue=task_queue)
+    # A draining build once no rollout is pinned to it; this release's build never.
+    return watch_build(client, version, settings.worker_drain_check_seconds, task_queue, promote)
 
 
 async def _first_of(*waits: Coroutine[Any, Any, Any] | None) -> None:

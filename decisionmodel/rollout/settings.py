@@ -132,14 +132,14 @@ class RolloutSettings(BaseSettings):
         "sent to it until this ends.",
     )
     # Worker Deployment versioning (controller/worker/deployment.py; docs/operations.md
-    # "Upgrades and workflow versioning"): a rollout stays on the build that started it until
-    # it ends, so a changed workflow never replays a history written by the old code.
+    # "Upgrades and workflow versioning"): the current build takes new rollouts; the rollouts in
+    # flight move to it (AutoUpgrade, the default) or stay on their own build (Pinned).
     worker_deployment_name: str = Field(
         default="",
         max_length=200,
         pattern=r"^[^.]*$",
         description="Temporal Worker Deployment the rollouts' worker belongs to (the chart: "
-        "dmrollout). Set: rollouts are pinned to the build that started them. Empty: an "
+        "dmrollout). Set: rollouts follow worker_versioning_behavior. Empty: an "
         "unversioned worker (every build takes every task; upgrade only with no rollout open).",
     )
     worker_build_id: str = Field(
@@ -152,6 +152,14 @@ class RolloutSettings(BaseSettings):
         default=True,
         description="On start, make this build the Worker Deployment's current version, so new "
         "rollouts go to it; the chart's draining builds set false and only finish their own.",
+    )
+    worker_versioning_behavior: Literal["AutoUpgrade", "Pinned"] = Field(
+        default="AutoUpgrade",
+        description="How a versioned worker's rollouts follow builds. AutoUpgrade: a rollout "
+        "moves to the current build at its next workflow task, so an upgrade that stops the old "
+        "build never strands it (workflow changes go behind workflow.patched; the replay test "
+        "guards them). Pinned: a rollout stays on the build that started it, which must keep "
+        "running until it is drained (the chart's worker.versioning.draining).",
     )
     worker_drain_check_seconds: float = Field(
         default=60.0,

@@ -1,5 +1,5 @@
-"""Upgrading the worker with rollouts in flight (issue 23, docs/operations.md "Upgrades and
-workflow versioning").
+"""Upgrading the worker with rollouts in flight under the Pinned behavior, the draining list
+kept (issue 23, docs/operations.md "Upgrades and workflow versioning").
 
 Build v1 runs 20 rollouts: 10 wait for a manual approval, 10 are mid-evaluation (every decision
 slowed). Build v2, whose RolloutWorkflow code differs (harness/next_build.py: a timer before the
@@ -60,6 +60,9 @@ def builds(
     queue = deployment
     env = {
         "DMROLLOUT_WORKER_DEPLOYMENT_NAME": deployment,
+        # Pinned, as with the chart's worker.versioning.behavior: Pinned (the default,
+        # AutoUpgrade, is tests/e2e/test_worker_plain_upgrade.py).
+        "DMROLLOUT_WORKER_VERSIONING_BEHAVIOR": "Pinned",
         "DMROLLOUT_WORKER_DRAIN_CHECK_SECONDS": "2",
         "PYTHONPATH": f"{ROOT / 'tests'}:{ROOT}",
     }

@@ -181,6 +181,7 @@ WORKER_VERSIONING = {
     "worker_build_id": "worker.versioning.buildId, else image.tag, else appVersion; a draining "
     "build's own",
     "worker_promote_on_start": "true on this release's build, false on the draining builds",
+    "worker_versioning_behavior": "worker.versioning.behavior (AutoUpgrade, or Pinned)",
 }
 WORKER_VERSIONING_VARIABLES = {f"DMROLLOUT_{f.upper()}" for f in WORKER_VERSIONING}
 
@@ -198,6 +199,7 @@ UNMAPPED: dict[str, dict[str, str]] = {
         "heartbeat_timeout_seconds": "part of the workflow contract, not an install choice",
         "max_rollout_restarts": "fault tempo; the default suits every install",
         "restart_backoff_seconds": "fault tempo; the default suits every install",
+        "worker_poll_stale_seconds": "Temporal's long-poll tempo; the default suits every install",
         "reap_grace_seconds": "fault tempo; the default suits every install",
         "liveness_stall_seconds": "fault tempo; the default suits every install",
     },
@@ -1104,6 +1106,8 @@ def test_worker_builds_current_promotes_and_draining_ones_finish_their_rollouts(
     assert current["DMROLLOUT_WORKER_PROMOTE_ON_START"] == "true"
     rollout = settings_from(current, monkeypatch)["rollout"]
     assert isinstance(rollout, RolloutSettings) and rollout.worker_promote_on_start
+    # Issue 34: a plain upgrade moves rollouts in flight to the new build.
+    assert rollout.worker_versioning_behavior == "AutoUpgrade"
     assert (rollout.worker_deployment_name, rollout.worker_build_id) == ("dmrollout", app_version)
 
     objs = render_chart(
@@ -1134,6 +1138,7 @@ def test_worker_builds_current_promotes_and_draining_ones_finish_their_rollouts(
             "needs worker.versioning.enabled",
         ),
         (["--set", "worker.versioning.deploymentName=a.b"], "deploymentName"),
+        (["--set", "worker.versioning.behavior=Sticky"], "behavior"),
     ],
 )  # fmt: skip
 def test_worker_builds_refused(args: list[str], error: str, helm_tmp: Path) -> None:

@@ -82,3 +82,15 @@ def test_reconciling_while_the_spec_is_on_its_way_and_absent_once_current() -> N
     assert reconciling_condition(model, AT_STABLE, "Ready") is None
     assert reconciling_condition(model, RolloutStep(refusal="no", in_flight=True), "Ready") is None
     assert reconciling_condition(model, IDLE, "RolledBack") is None
+
+
+def test_a_stranded_rollout_is_stalled_naming_the_fix_not_reconciling() -> None:
+    """Issue 34: a run no worker can serve is not "rolling out"; Stalled carries the fix."""
+    model = dm({"model": "laya:x"}, {})
+    step = RolloutStep(in_flight=True, stranded="pinned to build 1.4.0 …: list it under draining")
+    shown = stalled_condition(model, step, "AwaitingPromotion")
+    assert shown is not None
+    assert (shown.type, shown.status, shown.reason) == ("Stalled", "True", "RolloutStranded")
+    assert shown.message == step.stranded
+    assert reconciling_condition(model, step, "AwaitingPromotion") is None
+    assert stalled_condition(model, RolloutStep(in_flight=True), "AwaitingPromotion") is None

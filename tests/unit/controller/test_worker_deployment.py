@@ -16,12 +16,25 @@ def test_unversioned_unless_a_deployment_is_named() -> None:
     assert deployment_config(RolloutSettings()) is None
 
 
-def test_versioned_worker_pins_every_workflow_to_its_build() -> None:
+def test_versioned_worker_auto_upgrades_its_rollouts_by_default() -> None:
+    """Issue 34: a plain upgrade that stops the old build must not strand a rollout."""
     config = deployment_config(
         RolloutSettings(worker_deployment_name="dmrollout", worker_build_id="1.5.0")
     )
     assert config is not None and config.use_worker_versioning
     assert (config.version.deployment_name, config.version.build_id) == ("dmrollout", "1.5.0")
+    assert config.default_versioning_behavior == VersioningBehavior.AUTO_UPGRADE
+
+
+def test_pinned_behavior_keeps_every_rollout_on_its_build() -> None:
+    config = deployment_config(
+        RolloutSettings(
+            worker_deployment_name="dmrollout",
+            worker_build_id="1.5.0",
+            worker_versioning_behavior="Pinned",
+        )
+    )
+    assert config is not None
     assert config.default_versioning_behavior == VersioningBehavior.PINNED
 
 
