@@ -82,3 +82,26 @@ def test_reconciling_while_the_spec_is_on_its_way_and_absent_once_current() -> N
     assert reconciling_condition(model, AT_STABLE, "Ready") is None
     assert reconciling_condition(model, RolloutStep(refusal="no", in_flight=True), "Ready") is None
     assert reconciling_condition(model, IDLE, "RolledBack") is None
+
+
+def test_reconciling_says_when_the_held_candidate_is_not_fully_model_ready() -> None:
+    """Issue 34: a candidate awaiting approval with a Pod not model-ready (replaced, lost its
+    model) is shown on Reconciling, with the count and each Pod's reason; once whole, the
+    phase is the reason again."""
+    from controller.reconciler.reconcile import held_candidate_condition
+    from controller.reconciler.steady import HeldCandidate
+
+    model = dm({"model": "laya:x"}, {})
+    held = reconciling_condition(model, RolloutStep(in_flight=True), "AwaitingPromotion")
+    assert held is not None
+    short = HeldCandidate("c1", desired=2, model_ready=1, not_ready=["p-2: starting"])
+    shown = held_candidate_condition(held, short)
+    assert (shown.type, shown.status, shown.reason) == (
+        "Reconciling",
+        "True",
+        "ReplicasNotModelReady",
+    )
+    assert "c1" in shown.message and "1/2" in shown.message and "p-2: starting" in shown.message
+    assert "approval is refused" in shown.message
+    whole = HeldCandidate("c1", desired=2, model_ready=2)
+    assert held_candidate_condition(held, whole) == held
