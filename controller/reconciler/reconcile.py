@@ -711,7 +711,11 @@ def held_candidate_condition(
     """Reconciling says when the candidate awaiting approval is not fully model-ready (issue
     34: before, the DecisionModel said AwaitingPromotion and Ready while a replaced Pod never
     got its gate, and the approval rolled the candidate back). Pure."""
-    if reconciling.type != ConditionType.RECONCILING or candidate.model_ready >= candidate.desired:
+    if (
+        reconciling.type != ConditionType.RECONCILING
+        or reconciling.reason != Phase.AWAITING_PROMOTION  # Temporal away says so first
+        or candidate.model_ready >= candidate.desired
+    ):
         return reconciling
     return Cond(
         ConditionType.RECONCILING,

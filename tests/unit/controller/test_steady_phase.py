@@ -105,3 +105,5 @@ def test_reconciling_says_when_the_held_candidate_is_not_fully_model_ready() -> 
     assert "approval is refused" in shown.message
     whole = HeldCandidate("c1", desired=2, model_ready=2)
     assert held_candidate_condition(held, whole) == held
+    away = reconciling_condition(model, RolloutStep(temporal_down="t:7233"), "AwaitingPromotion")
+    assert away is not None and held_candidate_condition(away, short) == away
