@@ -6,7 +6,12 @@ at any point safe, since the activity is simply run again:
 0. Re-check the policy against the live DecisionModel (``decisionmodel.rollout.policy_check``): the
    rollout's evaluation, gates and promotion mode, and the approval Manual requires; a
    mismatch is PolicyMismatch, permanent. Then re-inspect the candidate's Pods.
-1. Refuse a foreign Service ``<dm>`` (ResourceConflict): nothing has changed yet.
+1. Refuse a foreign Service ``<dm>`` (ResourceConflict): nothing has changed yet. Refused
+   non-retryable, so the workflow learns at once that nothing is recorded: it leaves the
+   commitment (an abort or a newer revision may stop it again) and runs this activity with
+   ``await_guards``, which is retried while the Service holds and shows it on Promoted
+   (seed 001: "rename or remove the conflicting object, then the next reconcile proceeds");
+   then it promotes again.
 2. Persist the promotion in status first: stableRevision = candidate, previousRevision = the
    old stable, lastPromotionTime, Promoted=True, candidateRevision cleared, phase Ready. From
    here on the candidate is the stable, so the controller keeps its objects and renders them
@@ -38,7 +43,9 @@ from decisionmodel.engine.render.labels import LABEL_REVISION, selector_labels, 
 from decisionmodel.errors import PolicyMismatch, ProbeError, ResourceConflict
 from decisionmodel.rollout import render_params
 from decisionmodel.rollout.contracts import (
+    CHECK_CANDIDATE,
     PROMOTE,
+    CandidateReadiness,
     ConditionUpdate,
     Phase,
     PromoteInput,
@@ -53,6 +60,7 @@ from kube.client import Kube
 from kube.errors import Conflict
 from kube.pod_gate import (
     gate_event,
+    gate_reason,
     is_model_ready,
     is_terminating,
     set_gate,
@@ -82,6 +90,14 @@ def _unanswered_since() -> float | None:
     return None
 
 
+def _not_ready_why(pod: dict[str, Any]) -> str:
+    """Why a candidate Pod is not model-ready, as its gate says (or that it has none yet)."""
+    reason = gate_reason(pod)
+    if reason is None:
+        return "starting, not warmed up and inspected yet"
+    return f"readiness gate {reason}"
+
+
 def selected_revision(service: dict[str, Any] | None) -> str | None:
     if service is None:
         return None
@@ -103,6 +119,8 @@ class PromoteActivities:
         the revision the Service selected before (else the old stable), for the workflow to
         delete after the grace; None when there is nothing to delete."""
         async with typed_errors(show_guards(self.kube, inp.dm, ConditionType.PROMOTED)):
+            if inp.await_guards:
+                return await self._await_guards(inp)
             live = await read_live_policy(self.kube, inp.dm)
             if live.stable != inp.candidate.hash:
                 # Phase Promoting, unless an earlier attempt already recorded it as Ready.
@@ -121,7 +139,9 @@ class PromoteActivities:
             name = service_name(dm.name)
             service = await Kube.run(self.kube.get, "Service", dm.namespace, name)
             if service is not None:
-                self._refuse_foreign(service, dm.uid)
+                # Final for this attempt only before anything is recorded (see step 1).
+                recorded = live.stable == candidate or inp.switch_back
+                self._refuse_foreign(service, dm.uid, before_record=not recorded)
             before = selected_revision(service)
             old_stable = inp.stable.hash if inp.stable else None
             previous = next((r for r in (before, old_stable) if r and r != candidate), None)
@@ -157,6 +177,42 @@ class PromoteActivities:
 
             await self._switch_service(inp, service)
             return PromoteResult(previous=previous)
+
+    @activity.defn(name=CHECK_CANDIDATE)
+    async def check_candidate(self, inp: PromoteInput) -> CandidateReadiness:
+        """An approval's check of the held candidate (the approve update, issue 34): its
+        model-ready Pods are inspected again as the re-check before promotion does (a lost model
+        flips the gate), and a Pod that is not model-ready or does not answer counts against
+        it, so an approval is refused, not turned into a rollback by that re-check."""
+        async with typed_errors():
+            api_key = await self.secrets.api_key(inp.dm.namespace, inp.api_key)
+            seen = await self._inspect_round(inp, api_key)
+            pods = await Kube.run(
+                self.kube.list_revision_pods, inp.dm.namespace, inp.dm.name, inp.candidate.hash
+            )
+            judged = [*seen.lost, *seen.unanswered]
+            said = {line.split(":", 1)[0] for line in judged}
+            waiting = [
+                f"{p['metadata']['name']}: {_not_ready_why(p)}"
+                for p in pods
+                if not is_terminating(p)
+                and not is_model_ready(p)
+                and p["metadata"]["name"] not in said
+            ]
+            return CandidateReadiness(
+                ready=seen.ready, desired=inp.replicas, not_ready=[*judged, *waiting]
+            )
+
+    async def _await_guards(self, inp: PromoteInput) -> PromoteResult:
+        """``await_guards``: return once no foreign Service of the DecisionModel's name holds
+        the promotion; a transient ResourceConflict (shown on Promoted) while one does. Reads
+        the DecisionModel first: one deleted meanwhile ends the wait (DecisionModelGone)."""
+        await read_live_policy(self.kube, inp.dm)
+        name = service_name(inp.dm.name)
+        service = await Kube.run(self.kube.get, "Service", inp.dm.namespace, name)
+        if service is not None:
+            self._refuse_foreign(service, inp.dm.uid, before_record=False)
+        return PromoteResult(previous=None)
 
     async def _recheck(self, inp: PromoteInput) -> None:
         """Inspect the candidate's model-ready Pods again (``/api/ps``): a Pod that lost its
@@ -230,16 +286,18 @@ class PromoteActivities:
         )
 
     @staticmethod
-    def _refuse_foreign(service: dict[str, Any], uid: str) -> None:
+    def _refuse_foreign(service: dict[str, Any], uid: str, *, before_record: bool) -> None:
+        """Promoting would mean taking over a Service someone else runs: refused. Before the
+        promotion is recorded the refusal is final for this activity (the workflow then waits
+        for the fix with ``await_guards``); after (a Service created between the read and the
+        create), and while awaiting the fix, it is retried until the Service is gone."""
         if Kube.controller_uid(service) != uid:
             meta = service["metadata"]
-            # Permanent for this rollout: promoting would mean taking over a Service someone
-            # else runs; the user renames or removes it and retries the revision.
             raise ResourceConflict(
                 f"Service {meta['namespace']}/{meta['name']} exists and is not owned by this "
                 "DecisionModel; dmrollout never modifies a foreign object: rename or remove "
-                "it, then retry the rollout (annotation decisionmodel.io/retry)",
-                permanent=True,
+                "it, and the promotion goes on by itself (the stable, if any, keeps serving)",
+                permanent=before_record,
             )
 
     async def _switch_service(self, inp: PromoteInput, service: dict[str, Any] | None) -> None:
@@ -250,7 +308,7 @@ class PromoteActivities:
             service = await self.kube.ensure_owned(
                 rendered, dm.uid, self.settings.poll_interval_seconds, activity.heartbeat
             )
-            self._refuse_foreign(service, dm.uid)
+            self._refuse_foreign(service, dm.uid, before_record=False)
         wanted = selector_labels(dm.name, candidate)
         selector = (service.get("spec") or {}).get("selector") or {}
         if selector == wanted:

@@ -28,6 +28,11 @@ def _store_recovery(kube: Kube, settings: RolloutSettings) -> list[Callable[...,
     return [recovery.begin, recovery.end]
 
 
+def _promote(kube: Kube, settings: RolloutSettings) -> list[Callable[..., Any]]:
+    promote = PromoteActivities(kube, settings)
+    return [promote.promote, promote.check_candidate]
+
+
 def build_activities(
     kube: Kube,
     settings: RolloutSettings,
@@ -40,7 +45,7 @@ def build_activities(
         StartActivities(kube, settings).start,
         WarmupActivities(kube, settings, on_probe_transition=on_probe_transition).warmup_inspect,
         EvaluateActivities(kube, settings).evaluate,
-        PromoteActivities(kube, settings).promote,
+        *_promote(kube, settings),
         DeleteRevisionActivities(kube, settings).delete_revision,
         WatchActivities(kube, settings).watch_promoted,
         StatusActivities(kube, settings).record_status,

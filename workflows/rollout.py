@@ -46,6 +46,7 @@ with workflow.unsafe.imports_passed_through():
     from decisionmodel.engine.render.labels import revision_objects, store_pvc_name
     from decisionmodel.rollout import step_status
     from decisionmodel.rollout.contracts import (
+        CHECK_CANDIDATE,
         DELETE_REVISION,
         EVALUATE,
         PREFETCH,
@@ -55,6 +56,7 @@ with workflow.unsafe.imports_passed_through():
         START,
         WARMUP_INSPECT,
         WATCH_PROMOTED,
+        CandidateReadiness,
         CleanupProgress,
         ConditionUpdate,
         DeleteRevisionInput,
@@ -119,17 +121,26 @@ CLEANUP_NEVER_GIVEN_UP = "cleanup-never-given-up"
 # (issue 14: a rollout without evaluation went from 91 history events to 42). Rollouts
 # started before it keep scheduling record_status at every phase change when they replay.
 STATUS_IN_STEPS = "status-in-steps"
+# The change id of "a foreign Service met before the promotion is recorded holds the rollout,
+# stoppable, until it is gone, and the promotion then runs again" (issue 34; before, it failed
+# the rollout for good). Histories from before fail the rollout there, as they did.
+PROMOTION_WAITS_FOR_GUARD = "promotion-waits-for-guard"
+# The change id of "an approval first checks that the held candidate is model-ready, and is
+# refused (not turned into a rollback by promote's re-check) when it is not" (issue 34).
+APPROVAL_CHECKS_CANDIDATE = "approval-checks-candidate"
 # One round of a status write's retries outside compensation: the old fixed window.
 _ROUND = timedelta(minutes=10)
 
 
 class RolloutFailure(Exception):
-    """A rollout step failed for good: record it, then roll back."""
+    """A rollout step failed for good: record it, then roll back. ``refused``: the step refused
+    at once (a non-retryable error), rather than running out of retries or time."""
 
-    def __init__(self, reason: str, message: str) -> None:
+    def __init__(self, reason: str, message: str, refused: bool = False) -> None:
         super().__init__(message)
         self.reason = reason
         self.message = message
+        self.refused = refused
 
 
 @workflow.defn(name="RolloutWorkflow")
@@ -445,25 +456,70 @@ class RolloutWorkflow:
         )
 
     async def _promote_committed(self, inp: RolloutInput, record: RevisionRecord) -> PromoteResult:
-        """6. promote: persist stableRevision, PDB, switch the Service; then phase Ready."""
-        # From the moment the phase says Promoting the rollout is committed (abort is refused
-        # from then on, see `abort`): a promotion half done (stable recorded, Service not yet
-        # switched) is worse than a finished one. A cancel lets it finish; a newer revision rolls
-        # from this stable. Entering the phase is inside the shield too, so status never shows
-        # Promoting for a rollout that then backs out (seen: a cancel landing during that
-        # status write).
-        self._state.stoppable = False
-        promotion = asyncio.create_task(self._promote(inp, record))
-        try:
-            promoted: PromoteResult = await asyncio.shield(promotion)
-        except asyncio.CancelledError:
-            promoted = await promotion
+        """6. promote: persist stableRevision, PDB, switch the Service; then phase Ready. A
+        guard the step meets before it records anything (a foreign Service of the
+        DecisionModel's name) is waited for outside the commitment, then it runs again."""
+        while True:
+            try:
+                promoted = await self._promote_shielded(inp, record)
+                break
+            except RolloutFailure as failure:
+                held = failure.refused and failure.reason == Reason.RESOURCE_CONFLICT
+                if not held or not workflow.patched(PROMOTION_WAITS_FOR_GUARD):
+                    raise
+            await self._await_promotion_guard(inp, record)
         self._state.phase = Phase.READY
         self._state.step = "promoted"
         self._upsert(sa.DM_PHASE.value_set(Phase.READY.value))
         if not self._lean:  # else promote emitted the Event itself
             await self._write_status(step_status.promoted(inp.dm, record))
         return promoted
+
+    async def _promote_shielded(self, inp: RolloutInput, record: RevisionRecord) -> PromoteResult:
+        # From the moment the phase says Promoting the rollout is committed (abort is refused
+        # from then on, see `abort`): a promotion half done (stable recorded, Service not yet
+        # switched) is worse than a finished one. A cancel lets it finish; a newer revision rolls
+        # from this stable. Entering the phase is inside the shield too, so status never shows
+        # Promoting for a rollout that then backs out (seen: a cancel landing during that
+        # status write). The one way back out is a refusal before anything is recorded
+        # (``_await_promotion_guard``).
+        self._state.stoppable = False
+        promotion = asyncio.create_task(self._promote(inp, record))
+        try:
+            promoted: PromoteResult = await asyncio.shield(promotion)
+        except asyncio.CancelledError:
+            promoted = await promotion
+        return promoted
+
+    async def _await_promotion_guard(self, inp: RolloutInput, record: RevisionRecord) -> None:
+        """The promote step refused a foreign Service before recording anything: the rollout is
+        stoppable again (an abort, a newer revision) while promote's ``await_guards`` waits for
+        the user to remove it, shown on Promoted (seed 001: "then the next reconcile
+        proceeds"), up to timeouts.decision like any guard; the stable, if any, serves."""
+        self._state.stoppable = True
+        self._stop_if_requested()  # a cancel that came while the promotion was shielded
+        self._state.step = "promotion held by a foreign Service"
+        self._details(f"**{Phase.PROMOTING.value}**: held by a foreign Service {inp.dm.name}")
+        try:
+            await self._activity(
+                PROMOTE,
+                PromoteInput(
+                    dm=inp.dm,
+                    candidate=record,
+                    **inp.in_place(),
+                    stable=inp.stable,
+                    await_guards=True,
+                ),
+                PromoteResult,
+                summary=f"wait until Service {inp.dm.name} is not a foreign object",
+                start_to_close=timedelta(seconds=60),
+                schedule_to_close=timedelta(minutes=10),
+            )
+        except RolloutFailure:
+            # A step cancelled while its attempt ran may end as that attempt's failure.
+            if self._state.abort_reason is not None or _cancel_requested():
+                raise asyncio.CancelledError() from None
+            raise
 
     async def _promote(self, inp: RolloutInput, record: RevisionRecord) -> PromoteResult:
         """The shielded part of 6: phase Promoting, then the promote activity."""
@@ -663,7 +719,9 @@ class RolloutWorkflow:
         if state.is_repeated_approval(approval):
             return  # idempotent: the same approval twice
         why = state.approval_problem(approval)
-        if why is None:
+        if why is None and workflow.patched(APPROVAL_CHECKS_CANDIDATE):
+            why = await self._candidate_not_ready() or state.approval_problem(approval)
+        if why is None or state.is_repeated_approval(approval):
             state.approved = True
             return
         # Never applied; recorded where a user looks: the query, status and an Event.
@@ -687,8 +745,54 @@ class RolloutWorkflow:
     async def approve(self, approval: str) -> str:
         """The same operation for callers that want an answer (CLI, controller)."""
         state = self._state
+        if not state.approved and workflow.patched(APPROVAL_CHECKS_CANDIDATE):
+            # The wait for the check may have let the phase or the approval change: again.
+            why = await self._candidate_not_ready() or state.approval_problem(approval)
+            if why is not None and not state.is_repeated_approval(approval):
+                raise ApplicationError(why, type=Reason.APPROVAL_REJECTED)
         state.approved = True
         return f"revision {state.record.hash if state.record else '?'} approved for promotion"
+
+    async def _candidate_not_ready(self) -> str | None:
+        """Why the held candidate cannot be approved now (fewer than its replicas model-ready
+        and passing an inspection: check_candidate), or None. A Pod replaced while it waits is
+        warmed up and gated by the controller; until then an approval is refused, saying why,
+        rather than promote's re-check rolling the candidate back."""
+        state = self._state
+        inp, record = state.require_input(), state.record
+        if record is None:
+            return None
+        self._flush_attributes()
+        try:
+            found: CandidateReadiness = await workflow.execute_activity(
+                CHECK_CANDIDATE,
+                PromoteInput(
+                    dm=inp.dm,
+                    candidate=record,
+                    **inp.in_place(),
+                    stable=inp.stable,
+                    model=inp.revision.model,
+                ),
+                result_type=CandidateReadiness,
+                start_to_close_timeout=timedelta(seconds=30),
+                schedule_to_close_timeout=timedelta(seconds=60),
+                retry_policy=RETRY,
+                summary=f"check that candidate {record.hash} is model-ready for its approval",
+            )
+        except ActivityError as e:
+            return (
+                f"approval refused: candidate {record.hash} could not be checked "
+                f"({_cause_message(e)[:300]}); approve again"
+            )
+        if found.ready >= found.desired:
+            return None
+        pods = "; ".join(found.not_ready) or "no Pod model-ready"
+        return (
+            f"approval refused: candidate {record.hash} is not model-ready "
+            f"({found.ready}/{found.desired}): {pods[:600]}; its Pods are warmed up and "
+            "inspected again while it waits (the Reconciling condition says how many are "
+            "model-ready): approve again once all are"
+        )
 
     @approve.validator
     def _validate_approve(self, approval: str) -> None:
@@ -958,6 +1062,12 @@ class RolloutWorkflow:
             raise asyncio.CancelledError()
 
 
+def _cancel_requested() -> bool:
+    """The current task was asked to stop (abort or cancel) and has not yet raised it."""
+    task = asyncio.current_task()
+    return task is not None and task.cancelling() > 0
+
+
 def _still_held(error: ActivityError, held_until: datetime) -> bool:
     """Seed 001: a guard holds the step until it is fixed; its deadline does not run meanwhile.
     The step gets a new window (the activity shows the guard again), up to timeouts.decision
@@ -1081,7 +1191,8 @@ def _failure_of(error: ActivityError, step: str, timeout_reason: Reason | None) 
         # Evaluating until its timeout"): the deadline is the reason, the last error the why.
         return RolloutFailure(timeout_reason, f"{step} did not succeed in time: {cause.message}")
     if isinstance(cause, ApplicationError):
-        return RolloutFailure(cause.type or Reason.ACTIVITY_FAILED, cause.message)
+        reason = cause.type or Reason.ACTIVITY_FAILED
+        return RolloutFailure(reason, cause.message, refused=cause.non_retryable)
     if isinstance(cause, TimeoutError):
         details = ""
         if cause.last_heartbeat_details:

@@ -49,7 +49,7 @@ from controller.reconciler.restarts import (
 from controller.reconciler.rollback_to import RollbackPlan, rollback_condition, rollback_plan
 from controller.reconciler.served import served_generations
 from controller.reconciler.settings import ControllerSettings
-from controller.reconciler.steady import SteadyState
+from controller.reconciler.steady import HeldCandidate, SteadyState
 from controller.serve.logs import current_dm
 from controller.serve.metrics import transition_memory
 from controller.serve.tracing import span
@@ -592,6 +592,9 @@ class Reconciler:
             )
         phase = new_phase.value if new_phase else phase_now
         kstatus = stalled_condition(dm, step, phase) or reconciling_condition(dm, step, phase)
+        candidate = await self._held_candidate(dm, step, phase)
+        if kstatus is not None and candidate is not None:
+            kstatus = held_candidate_condition(kstatus, candidate)
         if kstatus is not None:
             want.conditions.append(kstatus)
         want.generations = served_generations(status, ref.generation, step.at_stable)
@@ -631,6 +634,19 @@ class Reconciler:
                 "of the spec changed since it was taken, so the spec rolls out"
             )
             await emit_event(self.kube, ref, EventReason.ROLLBACK_SUPERSEDED, message)
+
+    async def _held_candidate(
+        self, dm: DecisionModel, step: RolloutStep, phase: str | None
+    ) -> HeldCandidate | None:
+        """The candidate awaiting approval, its Pods warmed up and inspected (steady.
+        held_candidate); None when no candidate waits for a person."""
+        status = dm.status
+        if phase != Phase.AWAITING_PROMOTION or not step.in_flight or status is None:
+            return None
+        candidate = record_of(status.candidate_revision)
+        if candidate is None or status.stable_revision is None:
+            return None
+        return await self.steady.held_candidate(dm, candidate)
 
     async def _with_stable(
         self,
@@ -791,6 +807,26 @@ def reconciling_condition(
         ConditionStatus.TRUE,
         reason,
         f"generation {generation} {doing}; the stable revision serves meanwhile",
+    )
+
+
+def held_candidate_condition(
+    reconciling: ConditionUpdate, candidate: HeldCandidate
+) -> ConditionUpdate:
+    """Reconciling says when the candidate awaiting approval is not fully model-ready (issue
+    34: before, the DecisionModel said AwaitingPromotion and Ready while a replaced Pod never
+    got its gate, and the approval rolled the candidate back). Pure."""
+    if (
+        reconciling.type != ConditionType.RECONCILING
+        or reconciling.reason != Phase.AWAITING_PROMOTION  # Temporal away says so first
+        or candidate.model_ready >= candidate.desired
+    ):
+        return reconciling
+    return Cond(
+        ConditionType.RECONCILING,
+        ConditionStatus.TRUE,
+        Reason.REPLICAS_NOT_MODEL_READY,
+        candidate.message(),
     )
 
 

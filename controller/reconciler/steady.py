@@ -64,6 +64,7 @@ from kube.controller_status import Cond
 from kube.errors import Forbidden, Invalid
 from kube.pod_gate import (
     gate_event,
+    gate_reason,
     gate_true,
     is_model_ready,
     is_terminating,
@@ -91,6 +92,25 @@ class StableHealth:
     conditions: list[ConditionUpdate] = field(default_factory=list)
     degraded_reason: str | None = None  # Degraded phase forced (SecretNotAllowed, …)
     probe_transitions: list[str] = field(default_factory=list)
+
+
+@dataclass
+class HeldCandidate:
+    """A candidate awaiting approval, as the controller's re-inspection left it."""
+
+    revision: str
+    desired: int
+    model_ready: int
+    not_ready: list[str] = field(default_factory=list)  # "<pod>: <why>"
+
+    def message(self) -> str:
+        pods = "; ".join(self.not_ready) or "no Pod yet"
+        return (
+            f"candidate {self.revision} awaits approval with {self.model_ready}/{self.desired} "
+            f"replicas model-ready ({pods[:500]}); its Pods are warmed up and inspected again "
+            "as they change, and an approval is refused until all are model-ready; the stable "
+            "revision serves meanwhile"
+        )
 
 
 def _quantity_bytes(q: str) -> float:
@@ -236,6 +256,35 @@ class SteadyState:
             degraded or Cond(DEGRADED, ConditionStatus.FALSE, Reason.AS_EXPECTED, "")
         )
         return health
+
+    async def held_candidate(
+        self, model: DecisionModel, candidate: RevisionRecord
+    ) -> HeldCandidate | None:
+        """A candidate awaiting approval is looked after like the stable while it waits (issue
+        34): each Pod warmed up when its gate is not True, inspected, gated. A Pod replaced
+        meanwhile (deleted, evicted) is model-ready again before anyone approves, and one that
+        lost its model loses its gate now, not at promotion. None: the API key cannot be read
+        (the stable's conditions say why)."""
+        inp = stable_objects_input(model, candidate, self.rollout.runtime_version)
+        dm = inp.dm
+        try:
+            api_key = await self.secrets.api_key(dm.namespace, inp.api_key)
+        except DmrolloutError:
+            return None
+        pods = await Kube.run(self.reader.list_revision_pods, dm.namespace, dm.name, candidate.hash)
+        for pod in pods:
+            await self._probe(dm, pod, candidate, api_key)
+        # The cache's snapshot: a gate just written comes back as a Pod event (a reconcile).
+        pods = await Kube.run(self.reader.list_revision_pods, dm.namespace, dm.name, candidate.hash)
+        live = [p for p in pods if not is_terminating(p)]
+        held = HeldCandidate(candidate.hash, inp.replicas, 0)
+        for pod in live:
+            if is_model_ready(pod):
+                held.model_ready += 1
+            else:
+                why = gate_reason(pod) or "starting, not warmed up yet"
+                held.not_ready.append(f"{pod['metadata']['name']}: {why}")
+        return held
 
     async def _store(self, model: DecisionModel, inp: RevisionObjectsInput) -> StoreHealth:
         """The stable's store: lost, being recovered, failed to recover, or being deleted."""
@@ -480,7 +529,7 @@ class SteadyState:
             self.probe_errors.pop(uid, None)
         state = state_from_verdict(found)
         if found.reason == Reason.DIGEST_MISMATCH:
-            log.warning("stable Pod %s reports another digest", pod["metadata"]["name"])
+            log.warning("Pod %s reports another digest", pod["metadata"]["name"])
         written = await set_gate(self.kube, pod, state)
         if written:
             await gate_event(self.kube, dm, pod, found)
@@ -526,4 +575,4 @@ def _api_key_env(deployment: dict[str, Any]) -> dict[str, Any] | None:
     return None
 
 
-__all__ = ["StableHealth", "SteadyState", "deployment_name"]
+__all__ = ["HeldCandidate", "StableHealth", "SteadyState", "deployment_name"]

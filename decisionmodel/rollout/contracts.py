@@ -34,6 +34,8 @@ PROMOTE = "promote"
 DELETE_REVISION = "delete_revision"
 WATCH_PROMOTED = "watch_promoted"
 RECORD_STATUS = "record_status"
+# An approval of a held candidate checks that it is model-ready (the approve update's handler).
+CHECK_CANDIDATE = "check_candidate"
 RECOVER_STORE_BEGIN = "recover_store_begin"
 RECOVER_STORE_END = "recover_store_end"
 
@@ -427,6 +429,19 @@ class PromoteInput(InPlace):
     # How long the re-check waits for candidate Pods that do not answer (the steady state's
     # probe-error window; a rollout scheduled before the field existed gets the default).
     probe_error_window_seconds: float = 180.0
+    # Only wait for what holds the promotion before anything is recorded (a foreign Service
+    # of the DecisionModel's name): retried while it holds, shown on Promoted, records nothing.
+    # The workflow runs this after the promotion refused such a guard, outside the commitment.
+    await_guards: bool = False
+
+
+class CandidateReadiness(Contract):
+    """check_candidate: how many of the held candidate's Pods are model-ready and pass an
+    inspection now, and why the others do not ("<pod>: <why>")."""
+
+    ready: int
+    desired: int
+    not_ready: list[str] = Field(default_factory=list)
 
 
 class PromoteResult(Contract):

@@ -41,6 +41,10 @@ class FakeCluster:
     cleanup_down: asyncio.Event | None = None
     watch_held: bool = True  # the post-promotion watch's verdict
     promoted: list[str] = field(default_factory=list)  # the candidate of each promote call
+    # Like ``fail``, for the next call of that step only.
+    fail_once: dict[str, ApplicationError] = field(default_factory=dict)
+    # check_candidate's answer: this many model-ready (None: all of the candidate's replicas).
+    candidate_ready: int | None = None
 
     def activities(self) -> list[Any]:
         cluster = self
@@ -92,6 +96,9 @@ class FakeCluster:
 
         @activity.defn(name=c.PROMOTE)
         async def promote(inp: c.PromoteInput) -> c.PromoteResult:
+            if inp.await_guards:  # the wait for a foreign Service to go (issue 34)
+                cluster._step("promote:await_guards")
+                return c.PromoteResult(previous=None)
             await cluster._enter(c.PROMOTE, inp.status)
             cluster.promoted.append(inp.candidate.hash)
             if cluster.block_promote is not None:
@@ -101,6 +108,15 @@ class FakeCluster:
             promoted = step_status.promoted(inp.dm, inp.candidate)
             await cluster._report(c.PROMOTE, inp.status, promoted)
             return c.PromoteResult(previous=inp.stable.hash if inp.stable else None)
+
+        @activity.defn(name=c.CHECK_CANDIDATE)
+        async def check_candidate(inp: c.PromoteInput) -> c.CandidateReadiness:
+            # Not among ``calls``: the sequences the tests assert are the steps'.
+            if c.CHECK_CANDIDATE in cluster.fail:
+                raise cluster.fail[c.CHECK_CANDIDATE]
+            ready = inp.replicas if cluster.candidate_ready is None else cluster.candidate_ready
+            missing = [f"pod-{i}: starting" for i in range(ready, inp.replicas)]
+            return c.CandidateReadiness(ready=ready, desired=inp.replicas, not_ready=missing)
 
         @activity.defn(name=c.WATCH_PROMOTED)
         async def watch_promoted(inp: c.WatchPromotedInput) -> c.WatchPromotedResult:
@@ -128,6 +144,7 @@ class FakeCluster:
             warmup,
             evaluate,
             promote,
+            check_candidate,
             watch_promoted,
             delete_revision,
             record_status,
@@ -185,6 +202,8 @@ class FakeCluster:
         self.calls.append(name)
         if name in self.fail:
             raise self.fail[name]
+        if name in self.fail_once:
+            raise self.fail_once.pop(name)
 
     def phases(self) -> list[str]:
         return [s.phase.value for s in self.statuses if s.phase is not None]

@@ -211,6 +211,60 @@ async def test_manual_promotion_refuses_stale_and_early_approvals(
     assert (await handle.result()).result == c.RolloutResult.PROMOTED
 
 
+async def test_an_approval_of_a_candidate_not_model_ready_is_refused_not_rolled_back(
+    client: Client, queue: str, cluster: FakeCluster
+) -> None:
+    """Issue 34: the approve update checks the held candidate first (check_candidate); one
+    not model-ready refuses the approval, saying why, and the candidate keeps waiting."""
+    cluster.candidate_ready = 0
+    handle = await start(client, queue, make_input(stable=True, promotion="Manual"))
+    token = (await wait_phase(handle, c.Phase.AWAITING_PROMOTION)).expected_approval
+    assert token is not None
+    with pytest.raises(WorkflowUpdateFailedError) as err:
+        await handle.execute_update(RolloutWorkflow.approve, token)
+    assert "not model-ready (0/1)" in str(err.value.cause) and "pod-0" in str(err.value.cause)
+    p = await handle.query(RolloutWorkflow.progress, result_type=c.RolloutProgress)
+    assert p.phase == c.Phase.AWAITING_PROMOTION and c.PROMOTE not in cluster.calls
+    cluster.candidate_ready = None  # warmed up and gated meanwhile
+    assert "approved" in await handle.execute_update(RolloutWorkflow.approve, token)
+    assert (await handle.result()).result == c.RolloutResult.PROMOTED
+
+
+def foreign_service() -> ApplicationError:
+    return ApplicationError("Service ns/dm is foreign", type="ResourceConflict", non_retryable=True)
+
+
+async def test_a_foreign_service_at_promotion_is_waited_for_then_promoted(
+    client: Client, queue: str, cluster: FakeCluster
+) -> None:
+    """Issue 34: promote refusing a foreign Service before it records anything (non-retryable)
+    is not the end: the workflow waits with await_guards, then promotes."""
+    cluster.fail_once[c.PROMOTE] = foreign_service()
+    outcome = await (await start(client, queue, make_input())).result()
+    assert outcome.result == c.RolloutResult.PROMOTED, outcome
+    assert cluster.calls[-3:] == [c.PROMOTE, "promote:await_guards", c.PROMOTE]
+
+
+async def test_an_abort_while_a_foreign_service_holds_the_promotion_stops_it(
+    client: Client, queue: str, cluster: FakeCluster
+) -> None:
+    """The wait for a foreign Service is outside the promotion's commitment: abort works."""
+    cluster.fail_once[c.PROMOTE] = foreign_service()
+    cluster.fail["promote:await_guards"] = ApplicationError(
+        "Service ns/dm is foreign", type="ResourceConflict"
+    )
+    handle = await start(client, queue, make_input(stable=True))
+
+    async def held() -> bool:
+        return "promote:await_guards" in cluster.calls
+
+    await async_assert_eventually(held, 30, what="waiting for the foreign Service")
+    await handle.signal(RolloutWorkflow.abort, "wrong place")
+    outcome = await handle.result()
+    assert outcome.result == c.RolloutResult.ROLLED_BACK and outcome.reason == "Aborted", outcome
+    assert "delete:r:en" in cluster.calls and cluster.promoted == []
+
+
 async def test_an_inconclusive_hold_ends_by_reject_or_by_its_deadline(
     client: Client, queue: str, cluster: FakeCluster
 ) -> None:

@@ -162,3 +162,53 @@ async def test_a_foreign_object_is_a_resource_conflict_until_it_is_removed(
         lambda: ctl.status("foreign").get("phase") == "Ready", AFTER_FIX + 60, what="Ready"
     )
     TIMINGS.append(("foreign store PVC", shown_after, time.monotonic() - fixed))
+
+
+async def test_a_foreign_service_holds_the_first_promotion_until_it_is_removed(
+    ctl: RolloutHarness,
+) -> None:
+    """Issue 34: a first rollout that meets a Service of its name it does not own waits at
+    promotion (Promoted=False, Ready=False and Degraded=True ResourceConflict, naming the
+    Service and the fix) instead of failing, and promotes by itself once the Service is gone:
+    no decisionmodel.io/retry needed, nothing recorded as failed."""
+    ctl.cluster.apply(
+        {
+            "apiVersion": "v1",
+            "kind": "Service",
+            "metadata": {"name": "taken", "namespace": ctl.namespace},
+            "spec": {"selector": {"app": "someone-else"}, "ports": [{"port": 80}]},
+        }
+    )
+    start = time.monotonic()
+    ctl.create_dm("taken", {"model": "laya:en"})
+    shown = await eventually(
+        lambda: ctl.held("taken", "Promoted", "ResourceConflict"), 90, what="conflict shown"
+    )
+    shown_after = time.monotonic() - start
+    assert "Service" in shown["message"] and "taken" in shown["message"]
+    assert "remove" in shown["message"]
+    await eventually(
+        lambda: ctl.held("taken", "Ready", "ResourceConflict") is not None,
+        30,
+        what="Ready=False ResourceConflict",
+    )
+    degraded = ctl.condition("taken", "Degraded")
+    assert (degraded.get("status"), degraded.get("reason")) == ("True", "ResourceConflict")
+    # Held, not failed (before issue 34 the rollout was Failed here, for good).
+    status = ctl.status("taken")
+    assert status.get("phase") not in ("Failed", "RolledBack"), status
+    assert not status.get("failedRevision"), status
+    ctl.kubectl("delete", "service", "taken", "--wait=false")
+    fixed = time.monotonic()
+    await eventually(
+        lambda: ctl.status("taken").get("phase") == "Ready", AFTER_FIX + 30, what="Ready"
+    )
+    TIMINGS.append(("foreign Service at promotion", shown_after, time.monotonic() - fixed))
+    status = ctl.status("taken")
+    assert not status.get("failedRevision"), status
+    stable = status["stableRevision"]["hash"]
+    service = ctl.get("service", "taken")
+    assert service is not None
+    owners = service["metadata"].get("ownerReferences") or []
+    assert [o["uid"] for o in owners] == [ctl.dm("taken")["metadata"]["uid"]]
+    assert service["spec"]["selector"]["decisionmodel.io/revision"] == stable

@@ -94,3 +94,28 @@ def test_a_stranded_rollout_is_stalled_naming_the_fix_not_reconciling() -> None:
     assert shown.message == step.stranded
     assert reconciling_condition(model, step, "AwaitingPromotion") is None
     assert stalled_condition(model, RolloutStep(in_flight=True), "AwaitingPromotion") is None
+
+
+def test_reconciling_says_when_the_held_candidate_is_not_fully_model_ready() -> None:
+    """Issue 34: a candidate awaiting approval with a Pod not model-ready (replaced, lost its
+    model) is shown on Reconciling, with the count and each Pod's reason; once whole, the
+    phase is the reason again."""
+    from controller.reconciler.reconcile import held_candidate_condition
+    from controller.reconciler.steady import HeldCandidate
+
+    model = dm({"model": "laya:x"}, {})
+    held = reconciling_condition(model, RolloutStep(in_flight=True), "AwaitingPromotion")
+    assert held is not None
+    short = HeldCandidate("c1", desired=2, model_ready=1, not_ready=["p-2: starting"])
+    shown = held_candidate_condition(held, short)
+    assert (shown.type, shown.status, shown.reason) == (
+        "Reconciling",
+        "True",
+        "ReplicasNotModelReady",
+    )
+    assert "c1" in shown.message and "1/2" in shown.message and "p-2: starting" in shown.message
+    assert "approval is refused" in shown.message
+    whole = HeldCandidate("c1", desired=2, model_ready=2)
+    assert held_candidate_condition(held, whole) == held
+    away = reconciling_condition(model, RolloutStep(temporal_down="t:7233"), "AwaitingPromotion")
+    assert away is not None and held_candidate_condition(away, short) == away
