@@ -31,7 +31,9 @@ GRACE = 25.0
 ROLLOUT_PHASES = frozenset(
     {Phase.PENDING, Phase.RESOLVING, Phase.CACHING, Phase.STARTING, Phase.EVALUATING}
 ) | {Phase.PROMOTING}
-REASONS = frozenset(r.value for r in Reason)
+# Reconciling (kstatus) carries the phase it is in as its reason: the phases are words of the
+# vocabulary too.
+REASONS = frozenset(r.value for r in Reason) | frozenset(p.value for p in Phase)
 PHASES = frozenset(p.value for p in Phase)
 
 
@@ -119,15 +121,16 @@ class Checker:
             f"phase {phase!r}, Ready {ready}",
         )
         # kubectl wait --for=condition=Ready: Ready at the current generation means the spec
-        # applied serves (issue 34), unless an undo or rollback-to serves another on purpose.
+        # applied serves (issue 34), unless RollbackTo says an undo serves another on purpose.
         stable = (status.get("stableRevision") or {}).get("model")
         asked = (obj.get("spec") or {}).get("model")
         claims = ready.get("status") == "True" and ready.get("observedGeneration") == (
             obj["metadata"].get("generation")
         )
+        rollback = (conditions.get("RollbackTo") or {}).get("status") == "True"
         self.persisting(
             "Ready at the current generation means the spec serves",
-            claims and stable != asked and not self.life.undone_after_change,
+            claims and stable != asked and not rollback,
             f"Ready True at generation {ready.get('observedGeneration')}, spec {asked}, "
             f"stable {stable}",
         )

@@ -189,10 +189,10 @@ class Lifecycle:
             label = "decisionmodel.io/api-key" + ("-" if k == "secret_unlabel" else "=true")
             return self._kubectl("label", "secret", "runtime-key", "--overwrite", label)
         if k in ("approve", "reject", "abort", "retry", "undo"):
-            self.undone_after_change |= k == "undo"
-            return self._cli("promote" if k == "approve" else k)
+            rc, said = self._cli("promote" if k == "approve" else k)
+            self.undone_after_change |= k == "undo" and rc == 0
+            return said
         if k == "rollback_to":
-            self.undone_after_change = True
             return self._rollback_to(op.arg)
         self.touched_at = time.monotonic()
         if k == "scale":
@@ -298,9 +298,12 @@ class Lifecycle:
         target = (status.get(key) or {}).get("hash")
         if not target:
             return f"no {key}"
-        return self._kubectl(
-            "annotate", "dm", DM, "--overwrite", f"{L.ANNOTATION_ROLLBACK_TO}={target}"
+        annotation = f"{L.ANNOTATION_ROLLBACK_TO}={target}"
+        r = self.cluster.kubectl(
+            "-n", self.namespace, "annotate", "dm", DM, "--overwrite", annotation, check=False
         )
+        self.undone_after_change |= r.returncode == 0
+        return str(r.stdout or r.stderr).strip()[:200]
 
     def cli(self, verb: str, *extra: str) -> subprocess.CompletedProcess[str]:
         argv = [sys.executable, "-m", "controller.cli", verb, DM, "-n", self.namespace]
@@ -314,7 +317,7 @@ class Lifecycle:
         except subprocess.TimeoutExpired as e:
             return subprocess.CompletedProcess(argv, 124, "", f"timed out: {e}")
 
-    def _cli(self, verb: str) -> str:
+    def _cli(self, verb: str) -> tuple[int, str]:
         r = self.cli(verb)
         said = (r.stdout.strip() or r.stderr.strip()).splitlines()
-        return f"rc {r.returncode}: {said[-1] if said else ''}"[:200]
+        return r.returncode, f"rc {r.returncode}: {said[-1] if said else ''}"[:200]

@@ -246,8 +246,14 @@ def _judge_last_spec(life: Lifecycle, checker: Checker, status: dict[str, Any]) 
         if serving == BAD_TAG:
             checker.flag("a failing candidate never serves", _brief(status))
         return
-    # An undo or a rollback-to after the last spec change serves another revision on purpose.
-    if serving != life.desired.tag and not life.undone_after_change:
+    if serving == life.desired.tag:
+        return
+    # An undo or a rollback-to after the last spec change serves another revision on purpose,
+    # and the DecisionModel says so (RollbackTo=True, issue 34).
+    said = any(
+        c["type"] == "RollbackTo" and c["status"] == "True" for c in status.get("conditions") or []
+    )
+    if not (life.undone_after_change and said):
         checker.flag("settles on its last spec", f"{life.desired.tag} asked: {_brief(status)}")
 
 

@@ -1,7 +1,7 @@
 """The lifecycle explorer (issue 34 item 2): random sequences of user operations and faults
 against the live local environment, judged by the invariants of ``explore_checks``.
 
-``test_kept_sequence``: every sequence in ``seeds/`` (each one a violation found once, shrunk,
+``test_kept_sequences``: every sequence in ``seeds/`` (each one a violation found once, shrunk,
 and fixed since) passes. ``test_random_lifecycles``: the budget of ``conftest.budget``; a
 violation prints its seed and trace, is shrunk (``make explore``), and is written to
 ``build/explore/violations/`` to be kept in ``seeds/`` with its fix.
@@ -36,11 +36,18 @@ def _report(outcome: Outcome) -> str:
 
 
 @pytest.mark.timeout(1800)
-@pytest.mark.parametrize("path", KEPT, ids=[p.stem for p in KEPT])
-async def test_kept_sequence(explore_env: Env, path: Path) -> None:
-    seq = Sequence.loads(path.read_text())
-    outcome = await run(explore_env, seq, f"kept-{path.stem}")
-    assert outcome.ok, _report(outcome)
+async def test_kept_sequences(explore_env: Env) -> None:
+    """Every kept sequence, side by side (a few at a time, as the random lanes run)."""
+    assert KEPT, f"no kept sequence in {SEEDS}"
+    limit = asyncio.Semaphore(3)
+
+    async def one(path: Path) -> Outcome:
+        async with limit:
+            return await run(explore_env, Sequence.loads(path.read_text()), f"kept-{path.stem}")
+
+    outcomes = await asyncio.gather(*(one(p) for p in KEPT))
+    failed = [f"{p.name}:\n{_report(o)}" for p, o in zip(KEPT, outcomes, strict=True) if not o.ok]
+    assert not failed, "\n\n".join(failed)
 
 
 # A lifecycle starts while the budget's time lasts and may take up to about 25 minutes (20
