@@ -3,7 +3,9 @@
 ``warmup_inspect`` keeps probing a candidate whose Pods are not model-ready until the start
 deadline (10 minutes by default), because most reasons pass: a model still loading, a pin not
 yet set. Two do not: every Pod reporting another digest (the tag moved under the pinned one)
-or another device class (a runtime that fell back to CPU on a node without the GPU). When every
+or another device class (a runtime that fell back to CPU on a node without the GPU); nor a runtime
+that answers 500 MODEL_LOAD_FAILED to every load (a device or memory limit it cannot load with:
+holding the Pods, GPUs among them, for the whole deadline helps nobody; issue 34). When every
 live candidate Pod has said the same such thing on ``checks`` rounds in a row, the step fails
 at once with that reason (the workflow rolls the candidate back, the stable serves), instead of
 waiting out the deadline. A Pod that is still pending, or one that passes, keeps the deadline.
@@ -15,12 +17,13 @@ from dataclasses import dataclass, field
 from typing import Final
 
 from decisionmodel.engine.runtime_client import GateVerdict
-from decisionmodel.errors import DeviceMismatch, DigestMismatch, DmrolloutError
+from decisionmodel.errors import DeviceMismatch, DigestMismatch, DmrolloutError, ModelLoadFailed
 from decisionmodel.vocabulary import Reason
 
 UNFIXABLE: Final[dict[Reason, type[DmrolloutError]]] = {
     Reason.DIGEST_MISMATCH: DigestMismatch,
     Reason.DEVICE_MISMATCH: DeviceMismatch,
+    Reason.MODEL_LOAD_FAILED: ModelLoadFailed,
 }
 # Rounds in a row with the same verdict before it counts (a round follows each Pod change and
 # each poll interval, so a few seconds; enough for a runtime that answered mid-load).
@@ -37,9 +40,10 @@ class UnfixableWatch:
         """After one round: the error to fail the step with, or None to go on waiting."""
         for name, found in judged.items():
             before = self.streak.get(name)
-            if found.reason in UNFIXABLE:
-                count = before[1] + 1 if before and before[0] == found.reason else 1
-                self.streak[name] = (found.reason, count)
+            kind = _kind(found)
+            if kind in UNFIXABLE:
+                count = before[1] + 1 if before and before[0] == kind else 1
+                self.streak[name] = (kind, count)
             else:
                 self.streak.pop(name, None)
         for name in [n for n in self.streak if n not in live]:
@@ -47,9 +51,13 @@ class UnfixableWatch:
         if not live or any(self.streak.get(n, (None, 0))[1] < self.checks for n in live):
             return None
         reason = self.streak[live[0]][0]
-        example = next(v.message for n, v in judged.items() if n in live and v.reason == reason)
+        example = next(v.message for n, v in judged.items() if n in live and _kind(v) == reason)
         return UNFIXABLE[reason](
             f"every candidate Pod ({len(live)}) reported {reason} on {self.checks} checks in a "
             f"row ({example}); waiting cannot fix it, so the candidate is rolled back now "
             "instead of at the start deadline"
         )
+
+
+def _kind(found: GateVerdict) -> Reason:
+    return Reason.MODEL_LOAD_FAILED if found.load_failed else found.reason

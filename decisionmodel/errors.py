@@ -98,6 +98,13 @@ class DigestMismatch(DmrolloutError):
     permanent = True
 
 
+class ModelLoadFailed(DmrolloutError):
+    """The runtime refused to load the model on every candidate Pod, check after check."""
+
+    reason = Reason.MODEL_LOAD_FAILED
+    permanent = True
+
+
 class PrefetchFailed(DmrolloutError):
     """The prefetch Job failed for good (backoff limit or deadline exhausted)."""
 
@@ -297,6 +304,7 @@ ALL_ERRORS: tuple[type[DmrolloutError], ...] = (
     DigestMismatch,
     PrefetchFailed,
     DeviceMismatch,
+    ModelLoadFailed,
     NotPinned,
     ProbeError,
     QueueFull,

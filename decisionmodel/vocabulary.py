@@ -192,6 +192,9 @@ class Reason(enum.StrEnum):
     DIGEST_MISMATCH = "DigestMismatch"
     DEVICE_MISMATCH = "DeviceMismatch"
     NOT_PINNED = "NotPinned"
+    # Not the seed's: the runtime refused to load the model on every candidate Pod, round after
+    # round (500 MODEL_LOAD_FAILED), so waiting out the start deadline cannot fix it (issue 34).
+    MODEL_LOAD_FAILED = "ModelLoadFailed"
     CACHE_NOT_SHAREABLE = "CacheNotShareable"
     CACHE_SPEC_IMMUTABLE = "CacheSpecImmutable"
     REGISTRY_NOT_ALLOWED = "RegistryNotAllowed"
@@ -342,6 +345,7 @@ PERMANENT_REASONS: Final = frozenset(
         Reason.IMAGE_OVERRIDE_NOT_ALLOWED,
         Reason.DIGEST_MISMATCH,
         Reason.DEVICE_MISMATCH,
+        Reason.MODEL_LOAD_FAILED,
         Reason.PREFETCH_FAILED,
         Reason.DATASET_INVALID,
         Reason.RUNTIME_REQUEST_REJECTED,

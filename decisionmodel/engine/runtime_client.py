@@ -46,6 +46,8 @@ RUNTIME_PORT = 11435
 # RUNTIME_API.md: request bodies are capped at 8 MiB; answers are far smaller, the same cap
 # bounds what a misbehaving Pod can make the prober hold.
 DEFAULT_MAX_BODY_BYTES = 8 * 1024 * 1024
+# RUNTIME_API.md: the runtime's answer when a model does not load (500).
+LOAD_FAILED_CODE = "MODEL_LOAD_FAILED"
 # The runtime's QUEUE_FULL answer carries `Retry-After: 1` (RUNTIME_API.md "Concurrency").
 DEFAULT_QUEUE_FULL_WAIT = 1.0
 # Runtime error text quoted in a message is cut here: enough for "CUDA not available"-style
@@ -116,6 +118,8 @@ class GateVerdict(BaseModel):
     # The runtime did not answer (transport error, 401): a wait may fix it, unlike an answer
     # that shows the model lost or wrong.
     unanswered: bool = False
+    # The runtime answered that it failed to load the model (500 MODEL_LOAD_FAILED).
+    load_failed: bool = False
 
 
 @dataclass(frozen=True)
@@ -154,11 +158,13 @@ def verdict(
     """Pure gate decision. Without an entry (the probe failed, or the model is not loaded) the
     verdict is ProbeError; with one, the first of digest, device class, pin that fails."""
     if error is not None:
+        load_failed = getattr(error, "code", None) == LOAD_FAILED_CODE
         return GateVerdict(
             ready=False,
             reason=Reason.PROBE_ERROR,
             message=f"probe failed: {error}",
             unanswered=True,
+            load_failed=load_failed,
         )
     if ps_entry is None:
         return GateVerdict(
@@ -334,13 +340,13 @@ class RuntimeClient:
                 status=404,
                 code=answer.error_code(),
             )
-        if answer.status == 500 and answer.error_code() == "MODEL_LOAD_FAILED":
+        if answer.status == 500 and answer.error_code() == LOAD_FAILED_CODE:
             raise ProbeError(
                 f"warmup of {model}: the runtime failed to load it (500 MODEL_LOAD_FAILED: "
                 f"{answer.error_text()!r}); check spec.device against the node and the "
                 "Pod's memory limit",
                 status=500,
-                code="MODEL_LOAD_FAILED",
+                code=LOAD_FAILED_CODE,
             )
         if 400 <= answer.status < 500 and answer.status not in _RETRYABLE_4XX:
             raise RuntimeRequestRejected(

@@ -135,6 +135,27 @@ async def test_silent_cpu_fallback_is_device_mismatch(
     assert harness.status("gpu")["stableRevision"]["hash"] == first.revision
 
 
+async def test_a_runtime_that_refuses_every_load_rolls_back_without_the_deadline(
+    harness: RolloutHarness, annotate_pods: dict[str, str]
+) -> None:
+    """Issue 34: every Pod answering 500 MODEL_LOAD_FAILED held the candidate's Pods (GPUs on a
+    GPU model) for the whole starting deadline; it is known within a few rounds, as a wrong
+    device is, and the rollback names the runtime's answer and the fix."""
+    harness.create_dm("noload", {"model": "laya:en"})
+    first = await harness.rollout("noload")
+    assert first.result == RolloutResult.PROMOTED
+    put_model("laya", "heavy", accuracy=0.9, revision="heavy")
+    annotate_pods[SIM_PREFIX + "load-fails"] = "true"  # the stable's model is loaded already
+    harness.update_spec("noload", {"model": "laya:heavy"})
+    outcome = await harness.rollout(
+        "noload", timeouts=PhaseTimeouts(caching=60, starting=600, evaluating=60), timeout=120
+    )
+    assert outcome.result == RolloutResult.ROLLED_BACK and outcome.reason == "ModelLoadFailed"
+    assert "every candidate Pod (1) reported ModelLoadFailed" in (outcome.message or "")
+    assert "MODEL_LOAD_FAILED" in (outcome.message or "")
+    assert harness.status("noload")["stableRevision"]["hash"] == first.revision
+
+
 async def test_unpinned_model_never_ready(
     harness: RolloutHarness, annotate_pods: dict[str, str]
 ) -> None:

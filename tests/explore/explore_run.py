@@ -101,6 +101,7 @@ class Trace(list[str]):
         super().__init__()
         self.path = path
         self.t0 = time.monotonic()
+        path.unlink(missing_ok=True)  # a run of the same name before
 
 
 def _note(trace: list[str], t0: float, line: str) -> None:

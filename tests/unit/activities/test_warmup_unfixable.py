@@ -1,12 +1,12 @@
-"""Every candidate Pod reporting the same wrong digest or device, round after round, fails the
-start step at once (issue 22); a pending Pod, a passing one or a transient reason keeps the
-deadline."""
+"""Every candidate Pod reporting the same wrong digest or device (issue 22), or refusing every
+load (issue 34), round after round, fails the start step at once; a pending Pod, a passing one
+or a transient reason keeps the deadline."""
 
 from __future__ import annotations
 
 from activities.warmup_unfixable import UnfixableWatch
-from decisionmodel.engine.runtime_client import GateVerdict
-from decisionmodel.errors import DeviceMismatch
+from decisionmodel.engine.runtime_client import LOAD_FAILED_CODE, GateVerdict, verdict
+from decisionmodel.errors import DeviceMismatch, ModelLoadFailed, ProbeError
 from decisionmodel.vocabulary import Reason
 
 CPU = GateVerdict(
@@ -42,3 +42,34 @@ def test_a_replaced_pod_starts_its_count_afresh() -> None:
     assert watch.see(["a2"], {"a2": CPU}) is None  # a went, a2 is new
     assert watch.see(["a2"], {"a2": CPU}) is None
     assert watch.see(["a2"], {"a2": CPU}) is not None
+
+
+def test_a_runtime_that_refuses_every_load_fails_the_step_and_names_the_fix() -> None:
+    """Issue 34: 500 MODEL_LOAD_FAILED on every Pod, round after round, held the Pods (GPUs
+    among them) for the whole start deadline; it is as unfixable by waiting as a wrong device."""
+    refused = verdict(
+        "sha256:" + "a" * 64,
+        "cpu",
+        None,
+        ProbeError(
+            "warmup of m: the runtime failed to load it (500 MODEL_LOAD_FAILED: 'oom'); check "
+            "spec.device against the node and the Pod's memory limit",
+            status=500,
+            code=LOAD_FAILED_CODE,
+        ),
+    )
+    assert refused.load_failed and refused.reason == Reason.PROBE_ERROR
+    watch = UnfixableWatch(checks=2)
+    assert watch.see(["a", "b"], {"a": refused, "b": refused}) is None
+    failed = watch.see(["a", "b"], {"a": refused, "b": refused})
+    assert isinstance(failed, ModelLoadFailed) and failed.permanent
+    assert "reported ModelLoadFailed on 2 checks" in str(failed)
+    assert "memory limit" in str(failed)
+
+
+def test_a_pod_that_did_not_answer_is_not_a_refused_load() -> None:
+    silent = verdict("sha256:" + "a" * 64, "cpu", None, ProbeError("connect timeout"))
+    assert not silent.load_failed
+    watch = UnfixableWatch(checks=2)
+    for _ in range(4):
+        assert watch.see(["a"], {"a": silent}) is None
