@@ -185,7 +185,8 @@ class EvaluateActivities:
     @activity.defn(name=EVALUATE)
     @writes_step_status(step_status.evaluated)
     async def evaluate(self, inp: EvaluateInput) -> EvaluationOutcome:
-        async with typed_errors(show_guards(self.kube, inp.dm, ConditionType.EVALUATED)):
+        guard = show_guards(self.kube, inp.dm, ConditionType.EVALUATED)
+        async with typed_errors(guard):
             # Every attempt, before a case is read: the gates must be the live spec's.
             check_evaluation(inp, (await read_live_policy(self.kube, inp.dm)).policy)
             gates = gates_of(inp.policy)
@@ -204,6 +205,7 @@ class EvaluateActivities:
                     cases = parse_dataset(raw, inp.policy.max_cases)
                     del raw
                     api_key = await self.secrets.api_key(inp.dm.namespace, inp.api_key)
+                    await guard.passed()
                     state = self._resumed(state, inp.candidate, baseline, digest, len(cases))
                     ran = await self._run_phase(inp, "candidate", cases, state, api_key, ticker)
                     base_ran = None

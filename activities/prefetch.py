@@ -147,7 +147,8 @@ class PrefetchActivities:
     async def prefetch(self, inp: RevisionObjectsInput) -> PrefetchResult:
         """Create or adopt PVC ``<dm>-store-<rev>`` and Job ``<dm>-pf-<rev>``, then wait for
         the Job: Complete → the result; Failed → the classified, non-retryable error."""
-        async with typed_errors(show_guards(self.kube, inp.dm, ConditionType.CACHED)):
+        guard = show_guards(self.kube, inp.dm, ConditionType.CACHED)
+        async with typed_errors(guard):
             ns, uid = inp.dm.namespace, inp.dm.uid
             if inp.cache.download_token is not None:
                 # The capability guard: a Job must not reference an arbitrary Secret. The value
@@ -160,6 +161,7 @@ class PrefetchActivities:
             poll = self.settings.poll_interval_seconds
             await self.kube.ensure_owned(pvc, uid, poll, activity.heartbeat)
             created = await self.kube.ensure_owned(job, uid, poll, activity.heartbeat)
+            await guard.passed()
             return await self._wait(created, pvc["metadata"]["name"])
 
     async def _wait(self, job: dict[str, Any], pvc: str) -> PrefetchResult:

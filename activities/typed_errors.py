@@ -35,13 +35,24 @@ class GuardDisplay:
 
     def __init__(self, kube: Kube, dm: DMRef, condition: ConditionType) -> None:
         self.kube, self.dm, self.condition = kube, dm, condition
+        self._passed = False
 
     async def __call__(self, error: DmrolloutError) -> None:
         first = activity.in_activity() and activity.info().attempt == 1
         await show_guard(self.kube, self.dm, self.condition, error.reason, str(error), first)
 
+    async def passed(self) -> None:
+        """The step is past its guards (Secrets read, objects owned) and goes on to its long
+        part (a download, an evaluation): the guard a person has just fixed stops showing now,
+        not when the step ends (issue 34: the reason stayed on Ready and Degraded for the
+        whole download or evaluation). Whatever the attempt: a guard's new window starts at
+        attempt 1 again. Once per attempt."""
+        if not self._passed:
+            self._passed = True
+            await clear_guard(self.kube, self.dm, self.condition)
+
     async def cleared(self) -> None:
-        if activity.in_activity() and activity.info().attempt > 1:
+        if not self._passed and activity.in_activity() and activity.info().attempt > 1:
             await clear_guard(self.kube, self.dm, self.condition)
 
 

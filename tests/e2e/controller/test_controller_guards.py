@@ -13,7 +13,7 @@ from collections.abc import Iterator
 import pytest
 from harness import run_summaries
 from harness.helpers import eventually
-from harness.rollout_harness import RolloutHarness, golden_jsonl, put_model
+from harness.rollout_harness import SIM_PREFIX, RolloutHarness, golden_jsonl, put_model
 
 TIMINGS: list[tuple[str, float, float]] = []  # (guard, seconds to show, seconds after the fix)
 
@@ -109,6 +109,47 @@ async def test_an_unlabelled_dataset_secret_holds_evaluation_then_goes_on(
         what="promoted after the label",
     )
     TIMINGS.append(("dataset Secret unlabelled*", shown_after, time.monotonic() - fixed))
+
+
+async def test_a_fixed_guard_leaves_ready_and_degraded_while_the_step_goes_on(
+    ctl: RolloutHarness,
+) -> None:
+    """Issue 34: once the dataset Secret is labelled, the evaluation runs, and Ready, Degraded and
+    Evaluated stop naming SecretNotAllowed then, not when the evaluation ends (a slow runtime
+    makes it last ~30 s here)."""
+    put_model("laya", "ds3", accuracy=0.95, revision="ds3")
+    secret(ctl, "golden3", {"cases.jsonl": golden_jsonl(50)}, {})
+    evaluation = {
+        "datasetRef": {"secretRef": {"name": "golden3", "key": "cases.jsonl"}},
+        "minAccuracy": "0.50",
+    }
+    ctl.create_dm("slowfix", {"model": "laya:en"})
+    await eventually(lambda: ctl.status("slowfix").get("phase") == "Ready", 90, what="Ready")
+    ctl.kubectl(
+        "annotate", "namespace", ctl.namespace, "--overwrite", f"{SIM_PREFIX}latency-ms=300"
+    )
+    try:
+        ctl.update_spec("slowfix", {"model": "laya:ds3", "rollout": {"evaluation": evaluation}})
+        await eventually(
+            lambda: ctl.held("slowfix", "Ready", "SecretNotAllowed"), 120, what="Ready held"
+        )
+        ctl.kubectl("label", "secret", "golden3", "decisionmodel.io/eval-dataset=true")
+
+        def guard_gone() -> bool:
+            reasons = {c["type"]: c.get("reason") for c in ctl.status("slowfix")["conditions"]}
+            return "SecretNotAllowed" not in {
+                reasons.get(t) for t in ("Ready", "Degraded", "Evaluated")
+            }
+
+        await eventually(guard_gone, AFTER_FIX, what="the guard's reason gone")
+        assert ctl.status("slowfix")["phase"] == "Evaluating"  # the step still runs
+    finally:
+        ctl.kubectl("annotate", "namespace", ctl.namespace, f"{SIM_PREFIX}latency-ms-")
+    await eventually(
+        lambda: (ctl.status("slowfix").get("stableRevision") or {}).get("model") == "laya:ds3",
+        AFTER_FIX + 90,
+        what="promoted",
+    )
 
 
 async def test_a_foreign_object_is_a_resource_conflict_until_it_is_removed(
