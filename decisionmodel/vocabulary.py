@@ -207,6 +207,10 @@ class Reason(enum.StrEnum):
     API_KEY_INVALID = "APIKeyInvalid"  # no key, an empty key, or one no header can carry
     ROLLOUT_QUEUED = "RolloutQueued"  # --max-concurrent-rollouts budget exhausted
     TEMPORAL_UNAVAILABLE = "TemporalUnavailable"  # the controller cannot reach Temporal
+    # Temporal refused the controller's API key or client certificate (UNAUTHENTICATED), or
+    # its identity lacks the namespace (PERMISSION_DENIED): rollouts wait, as for an outage.
+    TEMPORAL_UNAUTHORIZED = "TemporalUnauthorized"
+    TEMPORAL_PERMISSION_DENIED = "TemporalPermissionDenied"
     CANDIDATE_REJECTED = "CandidateRejected"  # Ready=True while phase RolledBack
     TAG_MOVED = "TagMoved"  # prefetch exit code 5: the tag's manifest changed mid-pull
     NAMESPACE_NOT_WATCHED = "NamespaceNotWatched"  # outside --watch-namespaces

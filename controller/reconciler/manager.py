@@ -32,9 +32,15 @@ from controller.serve.metrics_settings import MetricsSettings
 from controller.serve.reconcile_metrics import ReconcileMetrics
 from controller.serve.sdk_metrics import with_sdk_series
 from controller.serve.tracing import shutdown_tracing, tracing_interceptors
-from controller.temporal.client import TemporalSettings, check_namespace, connect, make_runtime
+from controller.temporal.client import (
+    ApiKeyReload,
+    TemporalSettings,
+    check_namespace,
+    connect,
+    make_runtime,
+)
 from controller.temporal.probe import TemporalProbe
-from controller.temporal.rollouts import Rollouts, is_unreachable
+from controller.temporal.rollouts import Rollouts, is_away
 from decisionmodel.rollout.settings import RolloutSettings
 from kube.client import Kube
 from kube.lease import LeaseStore
@@ -48,6 +54,24 @@ CACHE_WAIT_SECONDS = 1.0
 
 class LeadershipLost(RuntimeError):
     pass
+
+
+# How soon a probe loop that ended anyway is started again.
+PROBE_RESTART_SECONDS = 5.0
+
+
+async def keep_probing(probe: TemporalProbe) -> None:
+    """The probe's loop, started again should it ever end (its own loop already survives what
+    one probe raises): nothing else would update the condition of idle DecisionModels."""
+    while True:
+        try:
+            await probe.run()
+            log.error("the Temporal probe ended; starting it again")
+        except asyncio.CancelledError:
+            raise
+        except Exception:
+            log.exception("the Temporal probe failed; starting it again")
+        await asyncio.sleep(PROBE_RESTART_SECONDS)
 
 
 class Manager:
@@ -68,6 +92,7 @@ class Manager:
         self.queue: WorkQueue[str] = WorkQueue()
         self.reconciles = ReconcileMetrics(self.metrics.registry, lambda: len(self.queue))
         self.watcher: Watcher | None = None
+        self.probe: TemporalProbe | None = None
         self.leading = False
         self.lost = False
         # Reconciles in flight and when one last finished: /healthz fails when they are wedged.
@@ -85,6 +110,12 @@ class Manager:
 
     def _healthy(self) -> bool:
         if self.lost:
+            return False
+        if self.probe is not None and not self.probe.alive():
+            # Without its probe, idle DecisionModels would keep a stale TemporalReachable: a
+            # restart is better than a condition nobody updates.
+            stuck = time.monotonic() - self.probe.last_round
+            log.error("the Temporal probe has not finished a round for %.0f s", stuck)
             return False
         if not self.progress.healthy(waiting=len(self.queue) if self.leading else 0):
             log.error(
@@ -110,11 +141,12 @@ class Manager:
         try:
             await check_namespace(client, self.temporal.namespace)
         except (RPCError, RuntimeError) as e:
-            if not is_unreachable(e):
+            if not is_away(e):
                 raise
-            # Not a reason to stop: the steady state needs Kubernetes alone, and each
-            # DecisionModel says that Temporal is away (TemporalReachable) until it answers.
-            log.warning("%s did not answer at start: %s; rollouts wait", where, e)
+            # Not a reason to stop, nor is a refused credential: the steady state needs
+            # Kubernetes alone, and each DecisionModel says why Temporal cannot be used
+            # (TemporalReachable) until it answers.
+            log.warning("%s cannot be used at start: %s; rollouts wait", where, e)
         kube = Kube.from_settings(self.rollout)
         rollouts = Rollouts(client, self.temporal.task_queue, self.temporal.ui_url, where)
         # One watch-fed cache, read by every reconcile and the steady state
@@ -125,7 +157,9 @@ class Manager:
             for namespace, name in cache.keys(DECISION_MODEL):
                 self.queue.add(f"{namespace}/{name}")
 
+        rollouts.on_refused = ApiKeyReload(self.temporal, client)
         probe = TemporalProbe(rollouts, on_change=wake_all)
+        self.probe = probe
         reconciler = Reconciler(
             kube=kube,
             rollouts=rollouts,
@@ -153,7 +187,7 @@ class Manager:
         self.secure_metrics = build_secure_metrics_server(self.metrics_settings, kube, self.render)
         if self.secure_metrics is not None:
             self.secure_metrics.start()
-        probing = asyncio.create_task(probe.run(), name="temporal-probe")
+        probing = asyncio.create_task(keep_probing(probe), name="temporal-probe")
         stop = asyncio.Event()
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGTERM, signal.SIGINT):
