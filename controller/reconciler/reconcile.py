@@ -635,10 +635,10 @@ class Reconciler:
 TEMPORAL_FIXES: dict[str, str] = {
     Reason.TEMPORAL_UNAVAILABLE: "check that the Temporal frontend runs and is reachable from "
     "the controller",
-    Reason.TEMPORAL_UNAUTHORIZED: "rotate the controller's Temporal credential: the API key "
-    "Secret (temporal.apiKey.existingSecret; read again by itself when mounted as "
-    "DMROLLOUT_TEMPORAL_API_KEY_FILE, else restart the controller) or the client certificate "
-    "Secret (temporal.tls.clientCertSecret; restart the controller after renewing it)",
+    Reason.TEMPORAL_UNAUTHORIZED: "rotate the controller's API key Secret "
+    "(temporal.apiKey.existingSecret: taken by itself from DMROLLOUT_TEMPORAL_API_KEY_FILE, "
+    "else restart the controller) or renew its client certificate Secret "
+    "(temporal.tls.clientCertSecret, then restart the controller)",
     Reason.TEMPORAL_PERMISSION_DENIED: "grant the controller's identity (its API key's or "
     "certificate's user or service account) read and write on that Temporal namespace",
 }
@@ -659,7 +659,7 @@ def temporal_condition(step: RolloutStep, probe: TemporalProbe | None) -> Condit
         ConditionType.TEMPORAL_REACHABLE,
         ConditionStatus.FALSE,
         reason,
-        f"{down}: rollouts wait until it {until} ({fix}); the stable revision is looked after "
+        f"{down}: rollouts wait until it {until}; {fix}; the stable revision is looked after "
         "meanwhile",
     )
 
