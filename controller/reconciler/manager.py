@@ -42,6 +42,7 @@ from controller.temporal.client import (
 from controller.temporal.probe import TemporalProbe
 from controller.temporal.rollouts import Rollouts, is_away
 from decisionmodel.rollout.settings import RolloutSettings
+from decisionmodel.vocabulary import Reason
 from kube.client import Kube
 from kube.lease import LeaseStore
 
@@ -93,6 +94,8 @@ class Manager:
         self.reconciles = ReconcileMetrics(self.metrics.registry, lambda: len(self.queue))
         self.watcher: Watcher | None = None
         self.probe: TemporalProbe | None = None
+        # The client certificate the Temporal client connected with (client.client_cert_digest).
+        self.cert_at_start = temporal.client_cert_digest()
         self.leading = False
         self.lost = False
         # Reconciles in flight and when one last finished: /healthz fails when they are wedged.
@@ -117,6 +120,12 @@ class Manager:
             stuck = time.monotonic() - self.probe.last_round
             log.error("the Temporal probe has not finished a round for %.0f s", stuck)
             return False
+        if self._renewed_while_refused():
+            log.error(
+                "Temporal refuses the controller's credential and the client certificate on "
+                "disk has changed since start: restarting to connect with the renewed one"
+            )
+            return False
         if not self.progress.healthy(waiting=len(self.queue) if self.leading else 0):
             log.error(
                 "reconciles wedged: %d in flight, none finished for %.0f s",
@@ -125,6 +134,17 @@ class Manager:
             )
             return False
         return True
+
+    def _renewed_while_refused(self) -> bool:
+        """Temporal refuses the credential, and a renewed client certificate is mounted: only a
+        new connection takes it (the SDK keeps the TLS material it started with), so the
+        kubelet's restart is the way to recover by itself."""
+        probe = self.probe
+        if probe is None or probe.down is None or probe.reason != Reason.TEMPORAL_UNAUTHORIZED:
+            return False
+        if self.temporal.client_cert_file is None:
+            return False
+        return self.temporal.client_cert_digest() != self.cert_at_start
 
     def _ready(self) -> bool:
         synced = self.watcher is not None and self.watcher.synced

@@ -638,7 +638,8 @@ TEMPORAL_FIXES: dict[str, str] = {
     Reason.TEMPORAL_UNAUTHORIZED: "rotate the controller's API key Secret "
     "(temporal.apiKey.existingSecret: taken by itself from DMROLLOUT_TEMPORAL_API_KEY_FILE, "
     "else restart the controller) or renew its client certificate Secret "
-    "(temporal.tls.clientCertSecret, then restart the controller)",
+    "(temporal.tls.clientCertSecret: the controller restarts by itself once the renewed one is "
+    "mounted)",
     Reason.TEMPORAL_PERMISSION_DENIED: "grant the controller's identity (its API key's or "
     "certificate's user or service account) read and write on that Temporal namespace",
 }

@@ -6,6 +6,7 @@ API key); the local environment uses the dev server on loopback without TLS.
 
 from __future__ import annotations
 
+import hashlib
 import logging
 import time
 from collections.abc import Callable, Sequence
@@ -158,6 +159,21 @@ class TemporalSettings(BaseSettings):
             return self.api_key_file.read_text().strip() or None
         except OSError:
             return None
+
+    def client_cert_digest(self) -> bytes:
+        """The mTLS client certificate and key as they are on disk now (b"" without mTLS). The
+        SDK keeps the TLS material it connected with, so a renewed certificate is taken only by
+        a new process: the controller compares this with the one it started with."""
+        files = [f for f in (self.client_cert_file, self.client_key_file) if f is not None]
+        if not files:
+            return b""
+        digest = hashlib.sha256()
+        for f in files:
+            try:
+                digest.update(f.read_bytes())
+            except OSError:
+                digest.update(b"\0")  # not mounted (yet): a change when it appears
+        return digest.digest()
 
     def payload_codec(self) -> AesGcmCodec | None:
         """The codec when payload_keys_dir is set; PayloadKeysInvalid names what is wrong."""

@@ -265,3 +265,33 @@ def test_a_key_from_the_environment_is_never_read_again() -> None:
     reload = ApiKeyReload(TemporalSettings(api_key="env-key"), client)  # type: ignore[arg-type]
     reload(Reason.TEMPORAL_UNAUTHORIZED)
     assert client.api_key == "old-key"
+
+
+def test_a_renewed_certificate_while_refused_makes_the_controller_unhealthy(
+    tmp_path: Path,
+) -> None:
+    """The SDK keeps the TLS material it connected with: a renewed client certificate is taken
+    by a new process, so /healthz fails (the kubelet restarts it) only while Temporal refuses
+    the credential and the mounted certificate differs from the one the process started with."""
+    from controller.reconciler.manager import Manager
+    from decisionmodel.rollout.settings import RolloutSettings
+
+    cert, key = tmp_path / "tls.crt", tmp_path / "tls.key"
+    cert.write_text("expired cert")
+    key.write_text("key")
+    manager = Manager(
+        ControllerSettings(leader_election=False),
+        RolloutSettings(),
+        TemporalSettings(client_cert_file=cert, client_key_file=key),
+    )
+    probe = TemporalProbe(FlakyRollouts([]))  # type: ignore[arg-type]
+    manager.probe = probe
+    assert manager._healthy()
+    probe.down, probe.reason = "refused", Reason.TEMPORAL_UNAUTHORIZED
+    assert manager._healthy()  # refused, but nothing new to connect with
+    cert.write_text("renewed cert")
+    assert not manager._healthy()
+    probe.reason = Reason.TEMPORAL_PERMISSION_DENIED  # a certificate would not grant it
+    assert manager._healthy()
+    probe.down = None
+    assert manager._healthy()
