@@ -86,6 +86,13 @@ def refused_condition(h: RolloutHarness, name: str, address: str) -> dict[str, A
     return None
 
 
+def probe_said(c: ControllerProcess, what: str) -> bool:
+    """The probe's own log line (controller/temporal/probe.py logs each change it sees): only a
+    probe loop that outlived the refusals says that Temporal answers again."""
+    log = c.log_dir / f"controller-{c.identity}-{c.starts}.log"
+    return what in log.read_text(errors="replace")
+
+
 def ready_pods(h: RolloutHarness, dm: str, revision: str) -> list[str]:
     return [
         p["metadata"]["name"]
@@ -149,10 +156,18 @@ async def test_a_refused_credential_is_said_and_the_stable_is_looked_after(
     assert h.status("cred")["stableRevision"]["hash"] == stable
     assert proxy.refused > 0
     assert controller.proc is not None and controller.proc.poll() is None, "controller exited"
+    await eventually(
+        lambda: probe_said(controller, "refused the controller's credential"),
+        BOUND,
+        what="the probe saw the refusal",
+    )
 
     # The credential accepted again: the condition goes by itself, on the idle DecisionModel
     # too (so the probe outlived the refusals), and the waiting rollout runs to its promotion.
     proxy.accept()
+    await eventually(
+        lambda: probe_said(controller, "Temporal answers again"), BOUND, what="the probe lives"
+    )
     await eventually(
         lambda: condition(h, "idle", "TemporalReachable") is None, BOUND, what="idle: cleared"
     )
