@@ -218,6 +218,10 @@ class Reason(enum.StrEnum):
     # No worker can take the rollout run's next task: it is pinned to a build no worker runs,
     # or no worker polls its task queue (controller/temporal/worker_presence.py).
     ROLLOUT_STRANDED = "RolloutStranded"
+    # Temporal refused the controller's API key or client certificate (UNAUTHENTICATED), or
+    # its identity lacks the namespace (PERMISSION_DENIED): rollouts wait, as for an outage.
+    TEMPORAL_UNAUTHORIZED = "TemporalUnauthorized"
+    TEMPORAL_PERMISSION_DENIED = "TemporalPermissionDenied"
     CANDIDATE_REJECTED = "CandidateRejected"  # Ready=True while phase RolledBack
     TAG_MOVED = "TagMoved"  # prefetch exit code 5: the tag's manifest changed mid-pull
     NAMESPACE_NOT_WATCHED = "NamespaceNotWatched"  # outside --watch-namespaces

@@ -32,10 +32,17 @@ from controller.serve.metrics_settings import MetricsSettings
 from controller.serve.reconcile_metrics import ReconcileMetrics
 from controller.serve.sdk_metrics import with_sdk_series
 from controller.serve.tracing import shutdown_tracing, tracing_interceptors
-from controller.temporal.client import TemporalSettings, check_namespace, connect, make_runtime
+from controller.temporal.client import (
+    ApiKeyReload,
+    TemporalSettings,
+    check_namespace,
+    connect,
+    make_runtime,
+)
 from controller.temporal.probe import TemporalProbe
-from controller.temporal.rollouts import Rollouts, is_unreachable
+from controller.temporal.rollouts import Rollouts, is_away
 from decisionmodel.rollout.settings import RolloutSettings
+from decisionmodel.vocabulary import Reason
 from kube.client import Kube
 from kube.lease import LeaseStore
 
@@ -48,6 +55,24 @@ CACHE_WAIT_SECONDS = 1.0
 
 class LeadershipLost(RuntimeError):
     pass
+
+
+# How soon a probe loop that ended anyway is started again.
+PROBE_RESTART_SECONDS = 5.0
+
+
+async def keep_probing(probe: TemporalProbe) -> None:
+    """The probe's loop, started again should it ever end (its own loop already survives what
+    one probe raises): nothing else would update the condition of idle DecisionModels."""
+    while True:
+        try:
+            await probe.run()
+            log.error("the Temporal probe ended; starting it again")
+        except asyncio.CancelledError:
+            raise
+        except Exception:
+            log.exception("the Temporal probe failed; starting it again")
+        await asyncio.sleep(PROBE_RESTART_SECONDS)
 
 
 class Manager:
@@ -68,6 +93,9 @@ class Manager:
         self.queue: WorkQueue[str] = WorkQueue()
         self.reconciles = ReconcileMetrics(self.metrics.registry, lambda: len(self.queue))
         self.watcher: Watcher | None = None
+        self.probe: TemporalProbe | None = None
+        # The client certificate the Temporal client connected with (client.client_cert_digest).
+        self.cert_at_start = temporal.client_cert_digest()
         self.leading = False
         self.lost = False
         # Reconciles in flight and when one last finished: /healthz fails when they are wedged.
@@ -86,6 +114,18 @@ class Manager:
     def _healthy(self) -> bool:
         if self.lost:
             return False
+        if self.probe is not None and not self.probe.alive():
+            # Without its probe, idle DecisionModels would keep a stale TemporalReachable: a
+            # restart is better than a condition nobody updates.
+            stuck = time.monotonic() - self.probe.last_round
+            log.error("the Temporal probe has not finished a round for %.0f s", stuck)
+            return False
+        if self._renewed_while_refused():
+            log.error(
+                "Temporal refuses the controller's credential and the client certificate on "
+                "disk has changed since start: restarting to connect with the renewed one"
+            )
+            return False
         if not self.progress.healthy(waiting=len(self.queue) if self.leading else 0):
             log.error(
                 "reconciles wedged: %d in flight, none finished for %.0f s",
@@ -94,6 +134,17 @@ class Manager:
             )
             return False
         return True
+
+    def _renewed_while_refused(self) -> bool:
+        """Temporal refuses the credential, and a renewed client certificate is mounted: only a
+        new connection takes it (the SDK keeps the TLS material it started with), so the
+        kubelet's restart is the way to recover by itself."""
+        probe = self.probe
+        if probe is None or probe.down is None or probe.reason != Reason.TEMPORAL_UNAUTHORIZED:
+            return False
+        if self.temporal.client_cert_file is None:
+            return False
+        return self.temporal.client_cert_digest() != self.cert_at_start
 
     def _ready(self) -> bool:
         synced = self.watcher is not None and self.watcher.synced
@@ -110,11 +161,12 @@ class Manager:
         try:
             await check_namespace(client, self.temporal.namespace)
         except (RPCError, RuntimeError) as e:
-            if not is_unreachable(e):
+            if not is_away(e):
                 raise
-            # Not a reason to stop: the steady state needs Kubernetes alone, and each
-            # DecisionModel says that Temporal is away (TemporalReachable) until it answers.
-            log.warning("%s did not answer at start: %s; rollouts wait", where, e)
+            # Not a reason to stop, nor is a refused credential: the steady state needs
+            # Kubernetes alone, and each DecisionModel says why Temporal cannot be used
+            # (TemporalReachable) until it answers.
+            log.warning("%s cannot be used at start: %s; rollouts wait", where, e)
         kube = Kube.from_settings(self.rollout)
         rollouts = Rollouts(
             client,
@@ -131,7 +183,9 @@ class Manager:
             for namespace, name in cache.keys(DECISION_MODEL):
                 self.queue.add(f"{namespace}/{name}")
 
+        rollouts.on_refused = ApiKeyReload(self.temporal, client)
         probe = TemporalProbe(rollouts, on_change=wake_all)
+        self.probe = probe
         reconciler = Reconciler(
             kube=kube,
             rollouts=rollouts,
@@ -159,7 +213,7 @@ class Manager:
         self.secure_metrics = build_secure_metrics_server(self.metrics_settings, kube, self.render)
         if self.secure_metrics is not None:
             self.secure_metrics.start()
-        probing = asyncio.create_task(probe.run(), name="temporal-probe")
+        probing = asyncio.create_task(keep_probing(probe), name="temporal-probe")
         stop = asyncio.Event()
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGTERM, signal.SIGINT):

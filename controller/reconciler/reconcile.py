@@ -104,6 +104,8 @@ class RolloutStep:
     running: list[RunningRollout] | None = None
     just_closed: bool = False
     temporal_down: str | None = None
+    # Why, while ``temporal_down``: unreachable, or the controller's credential refused.
+    temporal_reason: Reason = Reason.TEMPORAL_UNAVAILABLE
     # When a ModelNotFound failure is resolved again (controller.reconciler.re_resolve), and
     # which attempt that is; a record of a failure that is gone, to remove.
     re_resolve_at: datetime | None = None
@@ -240,6 +242,7 @@ class Reconciler:
                 in_flight=phase in ROLLOUT_PHASES,
                 at_stable=self._at_stable(dm),
                 temporal_down=str(e),
+                temporal_reason=e.reason,
             )
         if step.just_closed:
             return JUST_CLOSED_RECHECK_SECONDS
@@ -710,18 +713,9 @@ class Reconciler:
                     refused_rollback,
                 )
             )
-        temporal_down = step.temporal_down or (self.temporal.down if self.temporal else None)
-        if temporal_down is not None:
-            want.conditions.append(
-                Cond(
-                    ConditionType.TEMPORAL_REACHABLE,
-                    ConditionStatus.FALSE,
-                    Reason.TEMPORAL_UNAVAILABLE,
-                    f"{temporal_down}: rollouts wait until it answers (check that the "
-                    "Temporal frontend runs and is reachable from the controller); the stable "
-                    "revision is looked after meanwhile",
-                )
-            )
+        down = temporal_condition(step, self.temporal)
+        if down is not None:
+            want.conditions.append(down)
 
     async def _write_steady(
         self,
@@ -748,6 +742,41 @@ class Reconciler:
         key = f"{ref.namespace}/{ref.name}"
         self.metrics.record_accepted_status(ref.namespace, ref.name, self.seen.get(key), current)
         self.seen[key] = transition_memory(current)
+
+
+# What the user does about each way Temporal cannot be used (docs/operations.md "When Temporal is
+# away").
+TEMPORAL_FIXES: dict[str, str] = {
+    Reason.TEMPORAL_UNAVAILABLE: "check that the Temporal frontend runs and is reachable from "
+    "the controller",
+    Reason.TEMPORAL_UNAUTHORIZED: "rotate the controller's API key Secret "
+    "(temporal.apiKey.existingSecret: taken by itself from DMROLLOUT_TEMPORAL_API_KEY_FILE, "
+    "else restart the controller) or renew its client certificate Secret "
+    "(temporal.tls.clientCertSecret: the controller restarts by itself once the renewed one is "
+    "mounted)",
+    Reason.TEMPORAL_PERMISSION_DENIED: "grant the controller's identity (its API key's or "
+    "certificate's user or service account) read and write on that Temporal namespace",
+}
+
+
+def temporal_condition(step: RolloutStep, probe: TemporalProbe | None) -> ConditionUpdate | None:
+    """TemporalReachable=False while this reconcile or the probe found Temporal unusable: its
+    reason tells an outage from a refused credential, its message names where and the fix."""
+    if step.temporal_down is not None:
+        down, reason = step.temporal_down, step.temporal_reason
+    elif probe is not None and probe.down is not None:
+        down, reason = probe.down, probe.reason
+    else:
+        return None
+    fix = TEMPORAL_FIXES.get(reason) or TEMPORAL_FIXES[Reason.TEMPORAL_UNAVAILABLE]
+    until = "answers" if reason == Reason.TEMPORAL_UNAVAILABLE else "accepts the controller"
+    return Cond(
+        ConditionType.TEMPORAL_REACHABLE,
+        ConditionStatus.FALSE,
+        reason,
+        f"{down}: rollouts wait until it {until}; {fix}; the stable revision is looked after "
+        "meanwhile",
+    )
 
 
 def stalled_condition(
@@ -795,7 +824,7 @@ def reconciling_condition(
     if step.queued:
         reason, doing = Reason.ROLLOUT_QUEUED, "waits for a rollout slot"
     elif step.temporal_down is not None:
-        reason, doing = Reason.TEMPORAL_UNAVAILABLE, "waits for Temporal"
+        reason, doing = step.temporal_reason, "waits for Temporal"
     elif step.in_flight:
         reason, doing = str(phase or Phase.PENDING), f"is rolling out (phase {phase})"
     elif step.re_resolve_at is not None:

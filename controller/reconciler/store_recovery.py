@@ -25,7 +25,7 @@ from temporalio.common import WorkflowIDReusePolicy
 from temporalio.exceptions import WorkflowAlreadyStartedError
 from temporalio.service import RPCError
 
-from controller.temporal.rollouts import RPC_TIMEOUT, is_unreachable
+from controller.temporal.rollouts import RPC_TIMEOUT, is_away
 from decisionmodel.engine.render.labels import ANNOTATION_STORE_RECOVERING, store_pvc_name
 from decisionmodel.rollout.contracts import (
     ConditionUpdate,
@@ -76,7 +76,7 @@ class StoreRecoveries:
         try:
             desc = await handle.describe(rpc_timeout=RPC_TIMEOUT)
         except RPCError as e:
-            if is_unreachable(e):
+            if is_away(e):
                 raise
             return None
         if desc.status == WorkflowExecutionStatus.RUNNING:
@@ -108,7 +108,7 @@ async def store_health(
         if state != "running":
             await recoveries.start(StoreRecoveryInput(objects=inp, retry_token=retry), wid)
     except (RPCError, RuntimeError) as e:
-        if not is_unreachable(e):
+        if not is_away(e):
             raise
         # The recovery is a transaction in Temporal: it waits for Temporal, and says so; the
         # rest of the steady state goes on.

@@ -6,10 +6,13 @@ API key); the local environment uses the dev server on loopback without TLS.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import hashlib
+import logging
+import time
+from collections.abc import Callable, Sequence
 from datetime import timedelta
 from pathlib import Path
-from typing import Any
+from typing import Any, Final
 
 from pydantic import Field, PrivateAttr
 from pydantic_settings import BaseSettings, SettingsConfigDict
@@ -25,7 +28,10 @@ from temporalio.envconfig import ClientConfigProfile
 from temporalio.runtime import PrometheusConfig, Runtime, TelemetryConfig
 
 from controller.temporal.payload_codec import AesGcmCodec, codec_from_settings, data_converter
+from decisionmodel.vocabulary import Reason
 from workflows import search_attributes as sa
+
+log = logging.getLogger("dmrollout.controller.temporal")
 
 SETUP_COMMAND = "dmrollout temporal setup"
 TLS_FIELDS = frozenset(
@@ -59,6 +65,12 @@ class TemporalSettings(BaseSettings):
         description="API key (Temporal Cloud); from a Secret through the environment, never "
         "logged.",
         repr=False,
+    )
+    api_key_file: Path | None = Field(
+        default=None,
+        description="A file holding the API key (a mounted Secret), instead of api_key: read at "
+        "start, and again when Temporal refuses the key, so a rotated key is taken without a "
+        "restart (the kubelet updates a mounted Secret within about a minute).",
     )
     ui_url: str = Field(
         default="http://127.0.0.1:8233",
@@ -122,7 +134,13 @@ class TemporalSettings(BaseSettings):
     def tls_config(self) -> TLSConfig | bool:
         if self._profile_tls is not None:
             return self._profile_tls
-        wants = self.tls or self.server_ca_file or self.client_cert_file or self.api_key
+        wants = (
+            self.tls
+            or self.server_ca_file
+            or self.client_cert_file
+            or self.api_key
+            or self.api_key_file
+        )
         if not wants:
             return False
         return TLSConfig(
@@ -131,6 +149,31 @@ class TemporalSettings(BaseSettings):
             client_private_key=self.client_key_file.read_bytes() if self.client_key_file else None,
             domain=self.server_name,
         )
+
+    def current_api_key(self) -> str | None:
+        """The API key: the file's content as it is now when ``api_key_file`` is set (None while
+        the file is absent or empty), else ``api_key``."""
+        if self.api_key_file is None:
+            return self.api_key
+        try:
+            return self.api_key_file.read_text().strip() or None
+        except OSError:
+            return None
+
+    def client_cert_digest(self) -> bytes:
+        """The mTLS client certificate and key as they are on disk now (b"" without mTLS). The
+        SDK keeps the TLS material it connected with, so a renewed certificate is taken only by
+        a new process: the controller compares this with the one it started with."""
+        files = [f for f in (self.client_cert_file, self.client_key_file) if f is not None]
+        if not files:
+            return b""
+        digest = hashlib.sha256()
+        for f in files:
+            try:
+                digest.update(f.read_bytes())
+            except OSError:
+                digest.update(b"\0")  # not mounted (yet): a change when it appears
+        return digest.digest()
 
     def payload_codec(self) -> AesGcmCodec | None:
         """The codec when payload_keys_dir is set; PayloadKeysInvalid names what is wrong."""
@@ -159,12 +202,51 @@ async def connect(
         settings.address,
         namespace=settings.namespace,
         tls=settings.tls_config(),
-        api_key=settings.api_key,
+        api_key=settings.current_api_key(),
         data_converter=data_converter(settings.payload_codec()),
         runtime=runtime or Runtime.default(),
         interceptors=interceptors,
         lazy=lazy,
     )
+
+
+# Temporal refuses every call while the key is wrong: the file is read again at most this often.
+API_KEY_RELOAD_SECONDS: Final = 30.0
+
+
+class ApiKeyReload:
+    """Called when Temporal refuses the controller's credential: reads ``api_key_file`` again
+    (at most once per ``every`` seconds) and hands a changed key to the live client, so rotating
+    the Secret is all it takes. Without a file the key came from the environment, which a
+    running process cannot see change: the condition then says to restart."""
+
+    def __init__(
+        self,
+        settings: TemporalSettings,
+        client: Client,
+        every: float = API_KEY_RELOAD_SECONDS,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.settings = settings
+        self.client = client
+        self.every = every
+        self.clock = clock
+        self._last = -every
+
+    def __call__(self, reason: str) -> None:
+        if reason != Reason.TEMPORAL_UNAUTHORIZED or self.settings.api_key_file is None:
+            return
+        now = self.clock()
+        if now - self._last < self.every:
+            return
+        self._last = now
+        key = self.settings.current_api_key()
+        if key and key != self.client.api_key:
+            self.client.api_key = key  # the SDK sends it on every call from now on
+            log.warning(
+                "Temporal refused the API key; read %s again: a new key is in use",
+                self.settings.api_key_file,
+            )
 
 
 class NamespaceNotReady(RuntimeError):

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -38,6 +38,7 @@ from decisionmodel.rollout.contracts import (
     RolloutProgress,
     workflow_id,
 )
+from decisionmodel.vocabulary import Reason
 from workflows import search_attributes as sa
 from workflows.pipeline_details import ui_path
 from workflows.rollout import RolloutWorkflow
@@ -72,9 +73,44 @@ _UNREACHABLE_CODES: Final = frozenset(
 )
 
 
+# Answers that refuse this controller's credential, not an absence: the API key or the client
+# certificate is expired or revoked (UNAUTHENTICATED), or the identity lacks the namespace
+# (PERMISSION_DENIED). The steady state goes on as for an absence; the condition says which.
+_REFUSED_CODES: Final = {
+    RPCStatusCode.UNAUTHENTICATED: Reason.TEMPORAL_UNAUTHORIZED,
+    RPCStatusCode.PERMISSION_DENIED: Reason.TEMPORAL_PERMISSION_DENIED,
+}
+# The same refusals as the SDK's connection words them (lazy connect, or a TLS handshake the
+# server ended because it refused the client certificate: "received fatal alert: ...").
+_REFUSED_WORDS: Final = (
+    ("permission denied", Reason.TEMPORAL_PERMISSION_DENIED),
+    ("permissiondenied", Reason.TEMPORAL_PERMISSION_DENIED),
+    ("unauthenticated", Reason.TEMPORAL_UNAUTHORIZED),
+    ("fatal alert", Reason.TEMPORAL_UNAUTHORIZED),
+)
+
+
 class TemporalUnavailable(Exception):
-    """Temporal did not answer (refused, reset, timed out); the message names where it was
-    asked. Rollouts wait; nothing that needs only Kubernetes does."""
+    """Temporal cannot be used now: it did not answer (refused, reset, timed out), or it refused
+    this controller's credential (``reason`` says which); the message names where it was asked.
+    Rollouts wait; nothing that needs only Kubernetes does."""
+
+    def __init__(self, message: str, reason: Reason = Reason.TEMPORAL_UNAVAILABLE) -> None:
+        super().__init__(message)
+        self.reason = reason
+
+
+def refusal_reason(error: BaseException) -> Reason | None:
+    """TemporalUnauthorized / TemporalPermissionDenied when Temporal refused the controller's
+    credential; None for anything else."""
+    if isinstance(error, RPCError) and error.status in _REFUSED_CODES:
+        return _REFUSED_CODES[error.status]
+    if isinstance(error, RPCError | RuntimeError):
+        text = (error.message if isinstance(error, RPCError) else str(error)).lower()
+        for words, reason in _REFUSED_WORDS:
+            if words in text:
+                return reason
+    return None
 
 
 def is_unreachable(error: BaseException) -> bool:
@@ -83,6 +119,21 @@ def is_unreachable(error: BaseException) -> bool:
         return error.status in _UNREACHABLE_CODES
     # The SDK's lazy connection raises this while the frontend cannot be reached.
     return isinstance(error, RuntimeError) and "client connect" in str(error).lower()
+
+
+def away_reason(error: BaseException) -> Reason | None:
+    """Why Temporal cannot be used now (a refused credential first: an UNAVAILABLE that is a
+    refused certificate is one), or None for an answer to act on (not found, invalid)."""
+    refused = refusal_reason(error)
+    if refused is not None:
+        return refused
+    return Reason.TEMPORAL_UNAVAILABLE if is_unreachable(error) else None
+
+
+def is_away(error: BaseException) -> bool:
+    """Temporal cannot be used now: not there, or refusing the controller's credential. What
+    needs only Kubernetes goes on."""
+    return away_reason(error) is not None
 
 
 @dataclass(frozen=True)
@@ -136,22 +187,40 @@ class Rollouts:
         self.policies: dict[str, str] = {}
         self._down_until = 0.0
         self._down_why = ""
+        self._down_reason = Reason.TEMPORAL_UNAVAILABLE
+        # Called when Temporal refuses the credential (controller.temporal.client.ApiKeyReload:
+        # a rotated API key is read again, bounded).
+        self.on_refused: Callable[[Reason], None] | None = None
 
     @asynccontextmanager
     async def reachable(self) -> AsyncIterator[None]:
-        """Run Temporal calls; their failure to reach Temporal raises TemporalUnavailable, and
-        for UNREACHABLE_HOLD_SECONDS after it every call does so at once."""
+        """Run Temporal calls; their failure to reach Temporal, or Temporal's refusal of the
+        controller's credential, raises TemporalUnavailable (its ``reason`` says which), and for
+        UNREACHABLE_HOLD_SECONDS after it every call does so at once."""
         if time.monotonic() < self._down_until:
-            raise TemporalUnavailable(self._down_why)
+            raise TemporalUnavailable(self._down_why, self._down_reason)
         try:
             yield
         except (RPCError, RuntimeError) as e:
-            if not is_unreachable(e):
+            reason = away_reason(e)
+            if reason is None:
                 raise
-            detail = e.message if isinstance(e, RPCError) else str(e)
-            self._down_why = f"{self.where} did not answer ({detail.splitlines()[0][:200]})"
-            self._down_until = time.monotonic() + UNREACHABLE_HOLD_SECONDS
-            raise TemporalUnavailable(self._down_why) from None
+            raise self._went_away(e, reason) from None
+
+    def _went_away(self, error: RPCError | RuntimeError, reason: Reason) -> TemporalUnavailable:
+        detail = error.message if isinstance(error, RPCError) else str(error)
+        detail = (detail.splitlines() or [""])[0][:200]
+        if reason == Reason.TEMPORAL_UNAVAILABLE:
+            self._down_why = f"{self.where} did not answer ({detail})"
+        elif reason == Reason.TEMPORAL_PERMISSION_DENIED:
+            self._down_why = f"{self.where} denied the controller's identity ({detail})"
+        else:
+            self._down_why = f"{self.where} refused the controller's credential ({detail})"
+        self._down_reason = reason
+        self._down_until = time.monotonic() + UNREACHABLE_HOLD_SECONDS
+        if reason != Reason.TEMPORAL_UNAVAILABLE and self.on_refused is not None:
+            self.on_refused(reason)
+        return TemporalUnavailable(self._down_why, reason)
 
     async def start(self, inp: RolloutInput) -> bool:
         """Start the rollout of ``inp``; False when that workflow was already running."""
@@ -253,7 +322,7 @@ class Rollouts:
             else:
                 return None
         except (RPCError, ValueError, TypeError) as e:
-            if is_unreachable(e):
+            if is_away(e):
                 raise
             log.info("policy of %s: %s", wid, e)
             return None
@@ -298,7 +367,7 @@ class Rollouts:
                 await self.client.get_workflow_handle(wid).cancel(rpc_timeout=RPC_TIMEOUT)
                 log.info("cancelled %s", wid)
             except RPCError as e:
-                if is_unreachable(e):
+                if is_away(e):
                     raise
                 log.info("cancel %s: %s", wid, e.message)
 

@@ -88,11 +88,10 @@ app.kubernetes.io/component: {{ .component }}
   value: /etc/dmrollout/temporal-client/tls.key
 {{- end }}
 {{- if $t.apiKey.existingSecret }}
-- name: DMROLLOUT_TEMPORAL_API_KEY
-  valueFrom:
-    secretKeyRef:
-      name: {{ $t.apiKey.existingSecret }}
-      key: {{ $t.apiKey.key }}
+{{- /* A mounted file, not an environment variable: the kubelet updates it when the Secret
+rotates, and the controller reads it again when Temporal refuses the old key. */}}
+- name: DMROLLOUT_TEMPORAL_API_KEY_FILE
+  value: /etc/dmrollout/temporal-api-key/api-key
 {{- end }}
 {{- with $t.payloadCodec }}
 {{- if .enabled }}
@@ -257,6 +256,17 @@ TLS material. */}}
         path: tls.key
 {{- end }}
 {{- end }}
+{{- with .Values.temporal.apiKey }}
+{{- if .existingSecret }}
+- name: temporal-api-key
+  secret:
+    secretName: {{ .existingSecret }}
+    defaultMode: 0440
+    items:
+      - key: {{ .key }}
+        path: api-key
+{{- end }}
+{{- end }}
 {{- with .Values.temporal.payloadCodec }}
 {{- if .enabled }}
 - name: payload-keys
@@ -301,6 +311,11 @@ TLS material. */}}
 {{- if .Values.temporal.tls.clientCertSecret.name }}
 - name: temporal-client
   mountPath: /etc/dmrollout/temporal-client
+  readOnly: true
+{{- end }}
+{{- if .Values.temporal.apiKey.existingSecret }}
+- name: temporal-api-key
+  mountPath: /etc/dmrollout/temporal-api-key
   readOnly: true
 {{- end }}
 {{- if .Values.temporal.payloadCodec.enabled }}

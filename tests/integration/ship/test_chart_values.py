@@ -221,7 +221,9 @@ UNMAPPED: dict[str, dict[str, str]] = {
         "client_cert_file": "temporal.tls.clientCertSecret, mounted",
         "client_key_file": "temporal.tls.clientCertSecret, mounted",
         "server_name": "temporal.tls.serverName (empty = unset)",
-        "api_key": "temporal.apiKey.existingSecret",
+        "api_key": "the chart mounts the key as a file instead (api_key_file): a rotation "
+        "updates a file, never a running process's environment",
+        "api_key_file": "temporal.apiKey.existingSecret, mounted (test below)",
         "metrics_bind_address": "worker.metricsPort; the controller's on loopback, fixed",
         "profile": "a temporal.toml profile: the CLI's; the chart sets each field itself",
         "payload_keys_dir": "temporal.payloadCodec.enabled: secretName mounted (test below)",
@@ -495,7 +497,7 @@ def test_all_on_temporal_connection(
     t = ALL_ON["temporal"]
     assert temporal.address == t["address"]
     assert temporal.server_name == t["tls"]["serverName"]
-    assert temporal.api_key == f"<secret {t['apiKey']['existingSecret']}/{t['apiKey']['key']}>"
+    assert temporal.api_key is None  # from the file, which a rotation updates
     pod = find(all_on_objs, "Deployment", "-controller")["spec"]["template"]["spec"]
     volumes = {v["name"]: v for v in pod["volumes"]}
     mounts = {m["mountPath"]: m["name"] for m in c["volumeMounts"]}
@@ -510,6 +512,7 @@ def test_all_on_temporal_connection(
             t["tls"]["clientCertSecret"]["name"],
             t["tls"]["clientCertSecret"]["keyKey"],
         ),
+        temporal.api_key_file: (t["apiKey"]["existingSecret"], t["apiKey"]["key"]),
     }
     for path, (secret, key) in expected.items():
         assert path is not None
@@ -651,7 +654,8 @@ def test_controller_worker_and_setup_job_share_one_temporal_and_rollout_config(
         pipeline = container(objs, "Deployment", PIPELINE_CONTROLLER)
         assert shared(pipeline, temporal) == shared(controller, temporal)
         mounts = [m for m in controller["volumeMounts"] if m["name"] != "metrics-tls"]
-        assert len(mounts) == 4 and len(mounts) < len(controller["volumeMounts"])
+        # tmp, the CA, the client certificate, the API key, the payload keys.
+        assert len(mounts) == 5 and len(mounts) < len(controller["volumeMounts"])
         assert pipeline["volumeMounts"] == mounts
 
         def volumes(suffix: str) -> list[dict[str, Any]]:
