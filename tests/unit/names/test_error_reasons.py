@@ -17,6 +17,7 @@ EXPECTED = {
     "DigestMismatch": True,
     "PrefetchFailed": True,
     "DeviceMismatch": True,
+    "ModelLoadFailed": True,
     "NotPinned": False,
     "ProbeError": False,
     "QueueFull": False,
