@@ -104,6 +104,7 @@ class Lifecycle:
         self.touched_at = time.monotonic()
         self.runtime_fault: str | None = None
         self.foreign_service = False
+        self.secret_unlabelled = False
         # An undo or a rollback-to since the last spec change: the model may then serve
         # another revision than its spec, on purpose.
         self.undone_after_change = False
@@ -186,6 +187,7 @@ class Lifecycle:
             return f"{op.arg} now {digest[:19]}"
         if k in ("secret_unlabel", "secret_fix"):
             self.touched_at = time.monotonic()
+            self.secret_unlabelled = k == "secret_unlabel"
             label = "decisionmodel.io/api-key" + ("-" if k == "secret_unlabel" else "=true")
             return self._kubectl("label", "secret", "runtime-key", "--overwrite", label)
         if k in ("approve", "reject", "abort", "retry", "undo"):

@@ -131,6 +131,8 @@ async def _heal(life: Lifecycle, trace: list[str], t0: float) -> None:
     said = await asyncio.to_thread(life.heal_runtime)
     if life.foreign_service:
         said += " " + await life.apply(Op("foreign_service_gone"))
+    if life.secret_unlabelled:
+        said += " " + await life.apply(Op("secret_fix"))
     for p in life.processes:
         if not p.alive():
             await asyncio.to_thread(p.start)
