@@ -10,8 +10,9 @@ pipelines, the simulators, and per cluster a ``dmrollout worker`` and ``dmrollou
 2. staging promotes; prod soaks, then waits for its approval;
 3. an approval for other bytes is refused; ``dmrollout pipeline promote`` approves the freight;
 4. prod promotes the digest staging verified;
-5. with ``--scenarios``: a new revision whose tag is re-published while prod soaks (prod is
-   given the staging digest, never the new bytes), and one whose model fails its evaluation
+5. with ``--scenarios``: a new revision whose tag is re-published while prod soaks (prod waits
+   for the bytes staging verified, never taking the new ones, and rolls them out once they
+   are re-published), and one whose model fails its evaluation
    in staging (it rolls back there; prod never gets it: Blocked).
 
 ``--json FILE`` writes what was observed (the e2e test reads it); each wait is bounded.
@@ -290,24 +291,40 @@ def promote_through(demo: Demo) -> dict[str, Any]:
 
 def tag_moved(demo: Demo) -> dict[str, Any]:
     """A new revision (laya:v2): staging promotes it, then the tag is re-published with other
-    bytes; prod is given the staging digest, never the new one."""
+    bytes; prod waits for the bytes staging verified (FreightNotServed), applying nothing,
+    and rolls out exactly them once they are re-published under the tag."""
     verified = demo.put_model("v2", revision="v2-1", accuracy=0.93)
     before = demo.pipeline().get("revision")
     demo.apply_pipeline("laya:v2", evaluation=False)
     demo.await_run(before, "laya:v2")
     staged = demo.stage_in("staging", "Promoted", "Failed", timeout=400)
+    prod_before = get_json(demo.prod, "dm", PIPELINE, "-n", NAMESPACE)
     moved = demo.put_model("v2", revision="v2-2-moved", accuracy=0.93)
     say("the tag laya:v2 was re-published with other bytes while prod soaked")
     demo.stage_in("prod", "AwaitingApproval", "Failed", "Blocked")
     demo.cli("promote", PIPELINE, "--stage", "prod")
+    held = wait_for(
+        lambda: (s := demo.stage("prod")).get("reason") == "FreightNotServed" and s,
+        120,
+        "prod waiting for the verified bytes",
+    )
+    say(f"prod: {held['state']} ({held['reason']}: {held.get('message', '')[:160]})")
+    prod_held = get_json(demo.prod, "dm", PIPELINE, "-n", NAMESPACE)
+    republished = demo.put_model("v2", revision="v2-1", accuracy=0.93)
+    say("the verified bytes were re-published under laya:v2")
     prod = demo.stage_in("prod", "Promoted", "Failed", timeout=400)
     say(f"prod: {prod['state']} ({prod.get('reason')}: {prod.get('message', '')[:160]})")
     prod_dm = get_json(demo.prod, "dm", PIPELINE, "-n", NAMESPACE)
     return {
         "verified_digest": verified,
         "moved_digest": moved,
+        "republished_digest": republished,
         "freight": (demo.pipeline().get("freight") or {}).get("digest"),
         "staging": staged,
+        "held": held,
+        # The prod DecisionModel while held: untouched (the spec it had before the run).
+        "prod_generation_before": (prod_before.get("metadata") or {}).get("generation"),
+        "prod_generation_held": (prod_held.get("metadata") or {}).get("generation"),
         "prod": prod,
         "prod_spec_digest": prod_dm["spec"].get("digest"),
         "prod_stable": ((prod_dm.get("status") or {}).get("stableRevision") or {}).get("digest"),
