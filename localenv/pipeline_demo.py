@@ -431,25 +431,35 @@ def bad_input(demo: Demo) -> dict[str, Any]:
         "loop",
         [{"name": "a", "dependsOn": ["b"], **where}, {"name": "b", "dependsOn": ["a"], **where}],
     )
-    applied("lost", [{"name": "far", "cluster": "nowhere", "namespace": NAMESPACE}])
+    # A served stage first: it must not roll out while the next one has no worker.
+    near = {"name": "near", "cluster": STAGE_CLUSTER["hub"], "namespace": NAMESPACE}
+    far = {"name": "far", "cluster": "nowhere", "namespace": NAMESPACE, "dependsOn": ["near"]}
+    applied("lost", [near, far])
     loop = wait_for(lambda: condition("loop", "Accepted"), 60, "loop's Accepted condition")
     lost = wait_for(
         lambda: condition("lost", "StageWorkersPolling"), 60, "lost's StageWorkersPolling"
     )
     loop_status = get_json(demo.hub, "dmp", "loop", "-n", NAMESPACE).get("status") or {}
-    applied_anywhere = [
-        c.kubectl("get", "dm", "loop", "-n", NAMESPACE, check=False).returncode == 0
-        for c in (demo.hub, demo.prod)
-    ]
-    for name in ("loop", "lost"):
-        demo.hub.kubectl("delete", "dmp", name, "-n", NAMESPACE, "--wait=false")
-    return {
+    lost_status = get_json(demo.hub, "dmp", "lost", "-n", NAMESPACE).get("status") or {}
+
+    def applied_anywhere(name: str) -> list[bool]:
+        return [
+            c.kubectl("get", "dm", name, "-n", NAMESPACE, check=False).returncode == 0
+            for c in (demo.hub, demo.prod)
+        ]
+
+    observed: dict[str, Any] = {
         "loop": loop,
         "loop_phase": loop_status.get("phase"),
         "loop_run": loop_status.get("workflowId"),
-        "loop_applied": applied_anywhere,
+        "loop_applied": applied_anywhere("loop"),
         "lost": lost,
+        "lost_run": lost_status.get("workflowId"),
+        "lost_applied": applied_anywhere("lost"),
     }
+    for name in ("loop", "lost"):
+        demo.hub.kubectl("delete", "dmp", name, "-n", NAMESPACE, "--wait=false")
+    return observed
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -5,8 +5,9 @@ Level-triggered from a list-then-watch of DecisionModelPipelines (and a resync e
 ``Accepted=False/PipelineInvalid`` naming the field, nothing started, nothing applied to any
 cluster); its revision's run is started (idempotent by workflow ID); a run of an older
 revision is aborted (superseded: its stages in flight roll back, promoted ones keep serving);
-every stage's cluster is checked for a worker polling its task queue
-(``StageWorkersPolling=False/NoStageWorker`` naming the queue: the stage will wait there); a
+every stage's cluster is checked for a worker polling its task queue first: while one is not
+(``StageWorkersPolling=False/NoStageWorker`` naming the stage, its cluster and the fix) the
+revision's run is not started, so no earlier stage rolls out, and each reconcile looks again; a
 deleted pipeline's run is aborted. The controller writes only its own status fields
 (observedGeneration, revision, workflowId, conditions); the run writes the rest.
 """
@@ -192,6 +193,15 @@ class PipelineController:
             return
         revision = pipeline_revision(spec)
         wid = pipeline_workflow_id(meta["namespace"], meta["name"], revision)
+        accepted = condition(PipelineCondition.ACCEPTED, True, PipelineReason.ACCEPTED, "")
+        polling = await self._stage_workers(spec, revision)
+        started = wid in (status.get("workflowId"), self.known.get(_key(obj)))
+        if polling["status"] != ConditionStatus.TRUE.value and not started:
+            # A stage no worker serves would wait forever once reached, after the stages
+            # before it rolled out: the run waits to start (nothing applied anywhere), and the
+            # next reconcile (a change, or the resync) looks again.
+            await self._write(obj, {"conditions": [accepted, polling]})
+            return
         # A run that ended is the record of its revision: never started again, even once
         # Temporal's retention has deleted it (status is the durable record).
         ended = status.get("workflowId") == wid and status.get("phase") in ENDED_PHASES
@@ -201,8 +211,6 @@ class PipelineController:
         if previous and previous != wid:
             await self._abort(previous, f"superseded by revision {revision}")
         self.known[_key(obj)] = wid
-        accepted = condition(PipelineCondition.ACCEPTED, True, PipelineReason.ACCEPTED, "")
-        polling = await self._stage_workers(spec)
         await self._write(
             obj, {"revision": revision, "workflowId": wid, "conditions": [accepted, polling]}
         )
@@ -264,30 +272,37 @@ class PipelineController:
         except RPCError as e:
             log.warning("could not abort %s: %s", wid, e)
 
-    async def _stage_workers(self, spec: DecisionModelPipelineSpec) -> dict[str, Any]:
+    async def _stage_workers(
+        self, spec: DecisionModelPipelineSpec, revision: str
+    ) -> dict[str, Any]:
         """Whether a worker polls each stage's task queue (Temporal keeps pollers of the last
-        few minutes): a queue nobody polls is a cluster not installed, or away."""
-        missing = []
+        few minutes): a queue nobody polls is a cluster not installed, misspelt, or away."""
+        polled: dict[str, bool] = {}
         for cluster in sorted({s.cluster for s in spec.stages}):
-            queue = stage_task_queue(cluster)
             answer = await self.client.workflow_service.describe_task_queue(
                 DescribeTaskQueueRequest(
                     namespace=self.client.namespace,
-                    task_queue=TaskQueue(name=queue),
+                    task_queue=TaskQueue(name=stage_task_queue(cluster)),
                     task_queue_type=TaskQueueType.TASK_QUEUE_TYPE_WORKFLOW,
                 ),
                 timeout=RPC_TIMEOUT,
             )
-            if not answer.pollers:
-                missing.append(queue)
+            polled[cluster] = bool(answer.pollers)
+        missing = [
+            f"stage {s.name} (spec.stages[{i}].cluster {s.cluster!r}: no worker polls "
+            f"{stage_task_queue(s.cluster)})"
+            for i, s in enumerate(spec.stages)
+            if not polled[s.cluster]
+        ]
         if not missing:
             return condition(
                 PipelineCondition.STAGE_WORKERS_POLLING, True, PipelineReason.POLLING, ""
             )
         message = (
-            f"no worker polls {', '.join(missing)}: its stages wait there; install dmrollout in "
-            "that cluster with worker.stageCluster set to the stage's cluster "
-            "(DMROLLOUT_STAGE_CLUSTER), or fix the stage's cluster name"
+            f"{'; '.join(missing)}: the run of revision {revision} waits to start, so no stage "
+            "rolls out, until a worker polls every stage's queue; install dmrollout in that "
+            "cluster with pipelines.stageCluster set to its name (DMROLLOUT_STAGE_CLUSTER), or "
+            "fix the stage's cluster"
         )
         return condition(
             PipelineCondition.STAGE_WORKERS_POLLING, False, PipelineReason.NO_STAGE_WORKER, message

@@ -16,7 +16,8 @@ real process. It writes what it observed; this test holds it to issue 25's "Done
 - production's API server stopped for 60 s during its stage, then its worker killed: the stage
   waits (RollingOut), then completes, with one rollout in production;
 - a dependency cycle refused by the pipeline controller naming the field, nothing started or
-  applied; a stage naming a cluster no worker polls shown at once, naming its task queue.
+  applied; a stage naming a cluster no worker polls shown at once, naming the stage, its
+  cluster and its task queue, and no run started (the served stage before it not applied).
 """
 
 from __future__ import annotations
@@ -115,7 +116,10 @@ def test_a_cycle_and_an_unknown_cluster_show_on_the_pipeline(observed: dict[str,
     assert bad["loop_phase"] == "Invalid" and not bad["loop_run"]
     assert bad["loop_applied"] == [False, False]  # nothing applied to any cluster
     assert bad["lost"]["status"] == "False" and bad["lost"]["reason"] == "NoStageWorker"
+    assert "stage far (spec.stages[1].cluster 'nowhere'" in bad["lost"]["message"]
     assert "dmrollout-stage-nowhere" in bad["lost"]["message"]
+    # Held before it starts: the served stage before it did not roll out either.
+    assert not bad["lost_run"] and bad["lost_applied"] == [False, False]
 
 
 def test_abort_rolls_back_the_rollout_in_flight_in_its_cluster(observed: dict[str, Any]) -> None:

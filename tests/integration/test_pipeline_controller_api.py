@@ -4,6 +4,10 @@
   ``Unavailable`` of kube.errors) is retried with a bounded backoff, not ready meanwhile
   (``/readyz`` 503, ``/healthz`` 200); once it answers, the pipelines are listed and
   reconciled. It used to exit on the first refused list.
+- A stage naming a cluster no worker serves holds the revision's run before it starts
+  (``StageWorkersPolling=False/NoStageWorker`` naming the stage, its cluster and the fix;
+  no run, nothing applied, not even the earlier stages), and the run starts once a worker
+  polls that cluster's queue. It used to start, and the earlier stages rolled out.
 """
 
 from __future__ import annotations
@@ -22,12 +26,15 @@ from typing import Any
 import pytest
 import yaml
 from harness.helpers import eventually, scratch_namespace
+from temporalio import workflow
 from temporalio.client import Client
 from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.service import RPCError
+from temporalio.worker import Worker
 
 from controller.hub.pipelines import PipelineController, PipelineHealth
 from controller.serve.health import HealthServer
+from decisionmodel.api.pipeline import stage_task_queue
 from decisionmodel.api.pipeline_crd import PIPELINE_CRD_NAME, render_pipeline_crd_yaml
 from kube.client import Kube
 from localenv.chaos import SilentProxy, kubeconfig_via
@@ -137,3 +144,57 @@ async def test_an_api_server_away_at_start_up_is_retried_not_ready_meanwhile(
         if proxy is not None:
             proxy.stop()
         await terminate_runs(client, namespace)
+
+
+@workflow.defn(name="PipelineStageWorkflow", sandboxed=False)
+class StandInStage:
+    """A stage cluster's worker, as far as the controller sees it: it polls the stage's queue."""
+
+    @workflow.run
+    async def run(self) -> None:
+        return None
+
+
+async def test_a_stage_no_worker_serves_holds_the_run_until_one_does(
+    cluster: LocalCluster, namespace: str, client: Client
+) -> None:
+    served, missing = (f"{n}-{uuid.uuid4().hex[:6]}" for n in ("staging", "nowhere"))
+    apply_pipeline(cluster, namespace, [served, missing])
+    controller = PipelineController(Kube.from_config(str(cluster.kubeconfig)), client)
+    task = asyncio.create_task(controller.run())
+
+    def polling() -> dict[str, Any] | None:
+        conditions = pipeline_status(cluster, namespace).get("conditions") or []
+        return next((c for c in conditions if c["type"] == "StageWorkersPolling"), None)
+
+    async with contextlib.AsyncExitStack() as stack:
+        try:
+            await stack.enter_async_context(
+                Worker(client, task_queue=stage_task_queue(served), workflows=[StandInStage])
+            )
+            held = await eventually(polling, timeout=60, what="StageWorkersPolling")
+            # Nothing started, so nothing applied anywhere: not even the served first stage.
+            assert not pipeline_status(cluster, namespace).get("workflowId")
+            runs = f"WorkflowId STARTS_WITH 'pipeline/{namespace}/'"
+            assert [r.id async for r in client.list_workflows(runs)] == []
+            assert held["status"] == "False" and held["reason"] == "NoStageWorker"
+            # The stage, its cluster, the field and the fix; the stage before it not named.
+            assert f"stage s1 (spec.stages[1].cluster '{missing}'" in held["message"]
+            assert stage_task_queue(missing) in held["message"] and "s0" not in held["message"]
+            assert "no stage rolls out" in held["message"]
+            assert "DMROLLOUT_STAGE_CLUSTER" in held["message"]
+            await stack.enter_async_context(
+                Worker(client, task_queue=stage_task_queue(missing), workflows=[StandInStage])
+            )
+            # The next resync sees the worker: the run starts, the condition turns True.
+            status = await eventually(
+                lambda: (s := pipeline_status(cluster, namespace)).get("workflowId") and s,
+                timeout=90,
+                what="the run started once a worker polls the missing cluster's queue",
+            )
+            assert (await client.get_workflow_handle(status["workflowId"]).describe()).status
+            assert (polling() or {}).get("status") == "True"
+        finally:
+            task.cancel()
+            await asyncio.gather(task, return_exceptions=True)
+            await terminate_runs(client, namespace)
