@@ -115,11 +115,12 @@ def test_a_cycle_and_an_unknown_cluster_show_on_the_pipeline(observed: dict[str,
     assert "a dependency cycle (a -> b -> a)" in bad["loop"]["message"]
     assert bad["loop_phase"] == "Invalid" and not bad["loop_run"]
     assert bad["loop_applied"] == [False, False]  # nothing applied to any cluster
+    # Held before it starts: the served stage before it did not roll out either (before
+    # issue 34: the run started and `near` was applied in the hub).
+    assert not bad["lost_run"] and bad["lost_applied"] == [False, False]
     assert bad["lost"]["status"] == "False" and bad["lost"]["reason"] == "NoStageWorker"
     assert "stage far (spec.stages[1].cluster 'nowhere'" in bad["lost"]["message"]
     assert "dmrollout-stage-nowhere" in bad["lost"]["message"]
-    # Held before it starts: the served stage before it did not roll out either.
-    assert not bad["lost_run"] and bad["lost_applied"] == [False, False]
 
 
 def test_abort_rolls_back_the_rollout_in_flight_in_its_cluster(observed: dict[str, Any]) -> None:
