@@ -119,7 +119,9 @@ def classify_failure(
     if code == EXIT_DIGEST_MISMATCH:
         return DigestMismatch(
             f"prefetch Job {name}: {detail or 'the stored manifest has another digest'}; "
-            "pin the digest the registry serves, or fix spec.digest"
+            "the tag serves other bytes than spec.digest pins: re-publish the pinned bytes "
+            "under the tag, or set spec.digest to bytes you verified (applied by a pipeline: "
+            "change the pipeline, whose new revision goes through its first stages again)"
         )
     if code == EXIT_TAG_MOVED:
         return DigestMismatch(

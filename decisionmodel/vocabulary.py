@@ -126,6 +126,9 @@ class StageReason(enum.StrEnum):
     NOTHING_TO_ROLL_OUT = "NothingToRollOut"
     STAGE_FAILED = "StageFailed"
     FREIGHT_FAILED = "FreightFailed"
+    # The tag serves other bytes than the freight (re-published after the run pinned it): the
+    # stage cannot fetch what its dependencies verified (the runtime pulls by tag), so it waits.
+    FREIGHT_NOT_SERVED = "FreightNotServed"
     ABORTED = "Aborted"
 
 

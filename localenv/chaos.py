@@ -213,10 +213,12 @@ class SilentProxy:
     ``subprocess.run``) never stalls the traffic.
     """
 
-    def __init__(self, upstream_host: str, upstream_port: int, host: str = "127.0.0.1") -> None:
+    def __init__(
+        self, upstream_host: str, upstream_port: int, host: str = "127.0.0.1", port: int = 0
+    ) -> None:
         self.upstream = (upstream_host, upstream_port)
         self.host = host
-        self.port = 0
+        self.port = port  # 0: an ephemeral one
         self._silent = False
         self.lag = 0.0
         self._links: set[_Link] = set()
@@ -227,7 +229,7 @@ class SilentProxy:
 
     def start(self) -> SilentProxy:
         self._thread.start()
-        self._server = self._call(asyncio.start_server(self._serve, self.host, 0))
+        self._server = self._call(asyncio.start_server(self._serve, self.host, self.port))
         self.port = int(self._server.sockets[0].getsockname()[1])
         return self
 

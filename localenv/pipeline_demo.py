@@ -10,8 +10,9 @@ pipelines, the simulators, and per cluster a ``dmrollout worker`` and ``dmrollou
 2. staging promotes; prod soaks, then waits for its approval;
 3. an approval for other bytes is refused; ``dmrollout pipeline promote`` approves the freight;
 4. prod promotes the digest staging verified;
-5. with ``--scenarios``: a new revision whose tag is re-published while prod soaks (prod is
-   given the staging digest, never the new bytes), and one whose model fails its evaluation
+5. with ``--scenarios``: a new revision whose tag is re-published while prod soaks (prod waits
+   for the bytes staging verified, never taking the new ones, and rolls them out once they
+   are re-published), and one whose model fails its evaluation
    in staging (it rolls back there; prod never gets it: Blocked).
 
 ``--json FILE`` writes what was observed (the e2e test reads it); each wait is bounded.
@@ -290,24 +291,40 @@ def promote_through(demo: Demo) -> dict[str, Any]:
 
 def tag_moved(demo: Demo) -> dict[str, Any]:
     """A new revision (laya:v2): staging promotes it, then the tag is re-published with other
-    bytes; prod is given the staging digest, never the new one."""
+    bytes; prod waits for the bytes staging verified (FreightNotServed), applying nothing,
+    and rolls out exactly them once they are re-published under the tag."""
     verified = demo.put_model("v2", revision="v2-1", accuracy=0.93)
     before = demo.pipeline().get("revision")
     demo.apply_pipeline("laya:v2", evaluation=False)
     demo.await_run(before, "laya:v2")
     staged = demo.stage_in("staging", "Promoted", "Failed", timeout=400)
+    prod_before = get_json(demo.prod, "dm", PIPELINE, "-n", NAMESPACE)
     moved = demo.put_model("v2", revision="v2-2-moved", accuracy=0.93)
     say("the tag laya:v2 was re-published with other bytes while prod soaked")
     demo.stage_in("prod", "AwaitingApproval", "Failed", "Blocked")
     demo.cli("promote", PIPELINE, "--stage", "prod")
+    held = wait_for(
+        lambda: (s := demo.stage("prod")).get("reason") == "FreightNotServed" and s,
+        120,
+        "prod waiting for the verified bytes",
+    )
+    say(f"prod: {held['state']} ({held['reason']}: {held.get('message', '')[:160]})")
+    prod_held = get_json(demo.prod, "dm", PIPELINE, "-n", NAMESPACE)
+    republished = demo.put_model("v2", revision="v2-1", accuracy=0.93)
+    say("the verified bytes were re-published under laya:v2")
     prod = demo.stage_in("prod", "Promoted", "Failed", timeout=400)
     say(f"prod: {prod['state']} ({prod.get('reason')}: {prod.get('message', '')[:160]})")
     prod_dm = get_json(demo.prod, "dm", PIPELINE, "-n", NAMESPACE)
     return {
         "verified_digest": verified,
         "moved_digest": moved,
+        "republished_digest": republished,
         "freight": (demo.pipeline().get("freight") or {}).get("digest"),
         "staging": staged,
+        "held": held,
+        # The prod DecisionModel while held: untouched (the spec it had before the run).
+        "prod_generation_before": (prod_before.get("metadata") or {}).get("generation"),
+        "prod_generation_held": (prod_held.get("metadata") or {}).get("generation"),
         "prod": prod,
         "prod_spec_digest": prod_dm["spec"].get("digest"),
         "prod_stable": ((prod_dm.get("status") or {}).get("stableRevision") or {}).get("digest"),
@@ -414,25 +431,35 @@ def bad_input(demo: Demo) -> dict[str, Any]:
         "loop",
         [{"name": "a", "dependsOn": ["b"], **where}, {"name": "b", "dependsOn": ["a"], **where}],
     )
-    applied("lost", [{"name": "far", "cluster": "nowhere", "namespace": NAMESPACE}])
+    # A served stage first: it must not roll out while the next one has no worker.
+    near = {"name": "near", "cluster": STAGE_CLUSTER["hub"], "namespace": NAMESPACE}
+    far = {"name": "far", "cluster": "nowhere", "namespace": NAMESPACE, "dependsOn": ["near"]}
+    applied("lost", [near, far])
     loop = wait_for(lambda: condition("loop", "Accepted"), 60, "loop's Accepted condition")
     lost = wait_for(
         lambda: condition("lost", "StageWorkersPolling"), 60, "lost's StageWorkersPolling"
     )
     loop_status = get_json(demo.hub, "dmp", "loop", "-n", NAMESPACE).get("status") or {}
-    applied_anywhere = [
-        c.kubectl("get", "dm", "loop", "-n", NAMESPACE, check=False).returncode == 0
-        for c in (demo.hub, demo.prod)
-    ]
-    for name in ("loop", "lost"):
-        demo.hub.kubectl("delete", "dmp", name, "-n", NAMESPACE, "--wait=false")
-    return {
+    lost_status = get_json(demo.hub, "dmp", "lost", "-n", NAMESPACE).get("status") or {}
+
+    def applied_anywhere(name: str) -> list[bool]:
+        return [
+            c.kubectl("get", "dm", name, "-n", NAMESPACE, check=False).returncode == 0
+            for c in (demo.hub, demo.prod)
+        ]
+
+    observed: dict[str, Any] = {
         "loop": loop,
         "loop_phase": loop_status.get("phase"),
         "loop_run": loop_status.get("workflowId"),
-        "loop_applied": applied_anywhere,
+        "loop_applied": applied_anywhere("loop"),
         "lost": lost,
+        "lost_run": lost_status.get("workflowId"),
+        "lost_applied": applied_anywhere("lost"),
     }
+    for name in ("loop", "lost"):
+        demo.hub.kubectl("delete", "dmp", name, "-n", NAMESPACE, "--wait=false")
+    return observed
 
 
 def main(argv: list[str] | None = None) -> int:

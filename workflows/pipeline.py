@@ -69,6 +69,11 @@ APPROVAL_BOUND_PATCH = "pipeline-approval-bound"
 WINDOW_AFTER_APPROVAL_PATCH = "pipeline-window-after-approval"
 # Every wait bounded: as a rollout's manual promotion (RolloutPolicy's default), a week.
 APPROVAL_BOUND = timedelta(days=7)
+# Runs started before a stage checked that the tag still serves the freight replay as they ran.
+FREIGHT_SERVED_PATCH = "pipeline-freight-served"
+# A tag re-published after the freight was pinned: how often the stage looks again, how long.
+FREIGHT_RECHECK = timedelta(seconds=30)
+FREIGHT_BOUND = APPROVAL_BOUND
 
 
 @workflow.defn(name="PipelineWorkflow")
@@ -147,6 +152,8 @@ class PipelineWorkflow:
             # Approved after the window closed: the stage still starts only inside one.
             if workflow.patched(WINDOW_AFTER_APPROVAL_PATCH) and not await self._window(stage):
                 return
+        if workflow.patched(FREIGHT_SERVED_PATCH) and not await self._freight_served(stage):
+            return
         await self._roll_out(stage)
 
     async def _dependencies(self, stage: Stage) -> bool:
@@ -207,6 +214,47 @@ class PipelineWorkflow:
             self._set(stage, StageState.FAILED, StageReason.APPROVAL_EXPIRED, why)
             return False
         return self._not_aborted(stage)
+
+    async def _freight_served(self, stage: Stage) -> bool:
+        """The runtime pulls by tag (RUNTIME_API.md), so a stage can only fetch the freight
+        while the tag serves it: re-published meanwhile, the stage waits (its cluster keeps
+        its stable) until the verified bytes are back under the tag, never taking others."""
+        freight = self._freight
+        if freight is None or not freight.resolved_from_registry:
+            return True  # pinned by the template: its prefetch verifies the pin
+        give_up = workflow.now() + FREIGHT_BOUND
+        while True:
+            served = await self._served_digest(freight.model)
+            if served == freight.digest:
+                return self._not_aborted(stage)
+            if workflow.now() >= give_up:
+                why = _not_served(freight, served, expired=True)
+                self._set(stage, StageState.FAILED, StageReason.FREIGHT_NOT_SERVED, why)
+                return False
+            message = _not_served(freight, served, expired=False)
+            if self._progress[stage.name].message != message:
+                self._set(stage, StageState.PENDING, StageReason.FREIGHT_NOT_SERVED, message)
+            await self._sleep_until(min(workflow.now() + FREIGHT_RECHECK, give_up))
+            if not self._not_aborted(stage):
+                return False
+
+    async def _served_digest(self, model: str) -> str | None:
+        """What the tag serves now (None: the registry does not serve it, or is away)."""
+        inp = self._require()
+        try:
+            served: Freight = await workflow.execute_activity(
+                RESOLVE_FREIGHT,
+                ResolveFreightInput(pipeline=inp.pipeline, model=model),
+                result_type=Freight,
+                start_to_close_timeout=HUB_STEP,
+                schedule_to_close_timeout=FREIGHT_RECHECK * 4,
+                retry_policy=RETRY,
+                summary=f"does {model} still serve the freight?",
+            )
+        except ActivityError as e:
+            workflow.logger.warning("could not resolve %s: %s", model, e.cause or e)
+            return None
+        return served.digest
 
     async def _roll_out(self, stage: Stage) -> None:
         inp = self._require()
@@ -389,6 +437,21 @@ def _stage_failure(error: BaseException, aborted: str | None) -> tuple[StageStat
         else StageReason.STAGE_FAILED
     )
     return StageState.FAILED, reason, str(cause or error)
+
+
+def _not_served(freight: Freight, served: str | None, *, expired: bool) -> str:
+    now = f"sha256:{served[:12]}" if served else "nothing it can resolve"
+    wait = (
+        f"failed: the tag did not serve them again within {FREIGHT_BOUND.days} days"
+        if expired
+        else "waits until the tag serves them again"
+    )
+    return (
+        f"{freight.model} now serves {now}, not the sha256:{freight.digest[:12]} the earlier "
+        f"stages verified; this stage {wait}, its cluster serving its stable meanwhile: "
+        f"re-publish the verified bytes under {freight.model}, or change the pipeline (a new "
+        "revision resolves the tag again and goes through every stage from the first)"
+    )
 
 
 def _failed(error: ActivityError) -> ApplicationError:

@@ -148,7 +148,8 @@ def pipeline_elector(
 
 
 def pipeline_controller(args: argparse.Namespace) -> int:
-    from controller.hub.pipelines import run_pipeline_controller
+    from controller.hub.pipelines import PipelineHealth, run_pipeline_controller
+    from controller.serve.health import HealthServer
     from controller.serve.logs import configure_logging, log_format
     from controller.temporal.client import connect
     from decisionmodel.rollout.settings import RolloutSettings
@@ -161,7 +162,15 @@ def pipeline_controller(args: argparse.Namespace) -> int:
         client = await connect(TemporalSettings.load().for_pipelines())
         kube = Kube.from_settings(RolloutSettings())
         leases = LeaseStore(kube, settings.lease_namespace, settings.lease_name)
-        return await run_pipeline_controller(kube, client, pipeline_elector(settings, leases))
+        health = PipelineHealth()
+        # After the Temporal connection, as the controller's: the startup probe covers it.
+        server = HealthServer("0.0.0.0", settings.health_port, None, health.ready, health.healthy)
+        server.start()
+        try:
+            elector = pipeline_elector(settings, leases)
+            return await run_pipeline_controller(kube, client, elector, health)
+        finally:
+            server.stop()
 
     return asyncio.run(main())
 

@@ -63,6 +63,13 @@ class PipelineControllerSettings(BaseSettings):
     lease_duration_seconds: float = Field(default=15.0, description="client-go default.")
     renew_deadline_seconds: float = Field(default=10.0, description="client-go default.")
     retry_period_seconds: float = Field(default=2.0, description="client-go default.")
+    health_port: int = Field(
+        default=8082,
+        ge=0,
+        le=65535,
+        description="Port of /healthz and /readyz (0: an ephemeral one). Not the "
+        "controller's 8080, so both run side by side on one machine.",
+    )
 
 
 class Elector(Protocol):

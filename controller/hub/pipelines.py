@@ -5,15 +5,18 @@ Level-triggered from a list-then-watch of DecisionModelPipelines (and a resync e
 ``Accepted=False/PipelineInvalid`` naming the field, nothing started, nothing applied to any
 cluster); its revision's run is started (idempotent by workflow ID); a run of an older
 revision is aborted (superseded: its stages in flight roll back, promoted ones keep serving);
-every stage's cluster is checked for a worker polling its task queue
-(``StageWorkersPolling=False/NoStageWorker`` naming the queue: the stage will wait there); a
+every stage's cluster is checked for a worker polling its task queue first: while one is not
+(``StageWorkersPolling=False/NoStageWorker`` naming the stage, its cluster and the fix) the
+revision's run is not started, so no earlier stage rolls out, and each reconcile looks again; a
 deleted pipeline's run is aborted. The controller writes only its own status fields
 (observedGeneration, revision, workflowId, conditions); the run writes the rest.
 """
 
 from __future__ import annotations
 
+import asyncio
 import logging
+from collections.abc import Awaitable, Callable
 from contextlib import aclosing
 from datetime import UTC, datetime, timedelta
 from typing import Any, Final
@@ -28,6 +31,7 @@ from temporalio.exceptions import WorkflowAlreadyStartedError
 from temporalio.service import RPCError
 
 from controller.hub.leadership import Elector, Outcome, run_leading, stop_on_signals
+from controller.serve.liveness import LoopProgress
 from decisionmodel.api.pipeline import DecisionModelPipelineSpec, stage_task_queue
 from decisionmodel.pipeline.contracts import (
     HUB_TASK_QUEUE,
@@ -44,7 +48,7 @@ from decisionmodel.vocabulary import (
     StatusKey,
 )
 from kube.client import Kube
-from kube.errors import KubeError
+from kube.errors import KubeError, Unavailable
 from kube.pipelines import PIPELINE_CONTROLLER_MANAGER, apply_pipeline_status
 from kube.watch import Changes, Listed, ListWatch, Obj, source
 from workflows import search_attributes as sa
@@ -54,6 +58,12 @@ from workflows.pipeline_attributes import at_start
 log = logging.getLogger("dmrollout.pipelines")
 
 RESYNC_SECONDS: Final = 30.0
+# Retrying a list the API server refused (429, 5xx) or could not answer: 1 s doubling to 30 s.
+BACKOFF_FIRST_SECONDS: Final = 1.0
+BACKOFF_MAX_SECONDS: Final = 30.0
+# A reconcile is a few calls, each bounded (RPC_TIMEOUT, the Kubernetes client's timeouts):
+# one in flight this long is a wedged loop, and /healthz says so.
+STALL_SECONDS: Final = 120.0
 ENDED_PHASES: Final = frozenset(
     {PipelinePhase.SUCCEEDED.value, PipelinePhase.FAILED.value, PipelinePhase.ABORTED.value}
 )
@@ -97,18 +107,55 @@ def stamped(conditions: list[dict[str, Any]], obj: Obj) -> list[dict[str, Any]]:
     return out
 
 
+class PipelineHealth:
+    """What ``/readyz`` and ``/healthz`` of the pipeline controller say. Ready: leading, and
+    the last list of the pipelines succeeded (not backing off after an API error). Alive:
+    no reconcile in flight for longer than ``STALL_SECONDS`` (a wedged loop; a loop backing
+    off is alive: it retries on its own)."""
+
+    def __init__(self, stall_seconds: float = STALL_SECONDS) -> None:
+        self.progress = LoopProgress(stall_seconds)
+        self.listed = False
+        self.failed_lists = 0  # in a row; 0 once a list succeeds
+
+    def ready(self) -> bool:
+        return self.listed
+
+    def healthy(self) -> bool:
+        return self.progress.healthy()
+
+
 class PipelineController:
-    def __init__(self, kube: Kube, client: Client) -> None:
+    def __init__(self, kube: Kube, client: Client, health: PipelineHealth | None = None) -> None:
         self.kube = kube
         self.client = client
         self.known: dict[tuple[str, str], str] = {}  # (ns, name) -> workflow id of its run
+        self.health = health or PipelineHealth()
+        self.pause: Callable[[float], Awaitable[None]] = asyncio.sleep  # tests skip the waits
 
     async def run(self) -> None:
+        """Watch until cancelled. An API server that answers 429 or 5xx, or cannot be reached,
+        is retried with a bounded backoff (not ready meanwhile), never a reason to exit: the
+        first list of a start-up meets a busy API server as often as a later one."""
+        while True:
+            try:
+                await self._watch()
+            except Unavailable as e:
+                self.health.listed = False
+                self.health.failed_lists += 1
+                pause = backoff(self.health.failed_lists)
+                log.warning(
+                    "the API server could not list the pipelines (%s): again in %.0f s", e, pause
+                )
+                await self.pause(pause)
+
+    async def _watch(self) -> None:
         watch = ListWatch(self.kube, source("DecisionModelPipeline", None))
         async with aclosing(watch.events(idle=RESYNC_SECONDS)) as events:
             current: dict[tuple[str, str], Obj] = {}
             async for event in events:
                 if isinstance(event, Listed):
+                    self.health.listed, self.health.failed_lists = True, 0
                     current = {_key(o): o for o in event.items}
                     await self.abort_orphans(set(current))
                 elif isinstance(event, Changes):
@@ -122,10 +169,13 @@ class PipelineController:
                     await self.reconcile_safely(obj)
 
     async def reconcile_safely(self, obj: Obj) -> None:
+        self.health.progress.started()
         try:
             await self.reconcile(obj)
         except (KubeError, RPCError) as e:  # the next event or resync tries again
             log.warning("pipeline %s/%s: %s", *_key(obj), e)
+        finally:
+            self.health.progress.finished()
 
     async def reconcile(self, obj: Obj) -> None:
         meta = obj["metadata"]
@@ -143,6 +193,15 @@ class PipelineController:
             return
         revision = pipeline_revision(spec)
         wid = pipeline_workflow_id(meta["namespace"], meta["name"], revision)
+        accepted = condition(PipelineCondition.ACCEPTED, True, PipelineReason.ACCEPTED, "")
+        polling = await self._stage_workers(spec, revision)
+        started = wid in (status.get("workflowId"), self.known.get(_key(obj)))
+        if polling["status"] != ConditionStatus.TRUE.value and not started:
+            # A stage no worker serves would wait forever once reached, after the stages
+            # before it rolled out: the run waits to start (nothing applied anywhere), and the
+            # next reconcile (a change, or the resync) looks again.
+            await self._write(obj, {"conditions": [accepted, polling]})
+            return
         # A run that ended is the record of its revision: never started again, even once
         # Temporal's retention has deleted it (status is the durable record).
         ended = status.get("workflowId") == wid and status.get("phase") in ENDED_PHASES
@@ -152,8 +211,6 @@ class PipelineController:
         if previous and previous != wid:
             await self._abort(previous, f"superseded by revision {revision}")
         self.known[_key(obj)] = wid
-        accepted = condition(PipelineCondition.ACCEPTED, True, PipelineReason.ACCEPTED, "")
-        polling = await self._stage_workers(spec)
         await self._write(
             obj, {"revision": revision, "workflowId": wid, "conditions": [accepted, polling]}
         )
@@ -215,30 +272,37 @@ class PipelineController:
         except RPCError as e:
             log.warning("could not abort %s: %s", wid, e)
 
-    async def _stage_workers(self, spec: DecisionModelPipelineSpec) -> dict[str, Any]:
+    async def _stage_workers(
+        self, spec: DecisionModelPipelineSpec, revision: str
+    ) -> dict[str, Any]:
         """Whether a worker polls each stage's task queue (Temporal keeps pollers of the last
-        few minutes): a queue nobody polls is a cluster not installed, or away."""
-        missing = []
+        few minutes): a queue nobody polls is a cluster not installed, misspelt, or away."""
+        polled: dict[str, bool] = {}
         for cluster in sorted({s.cluster for s in spec.stages}):
-            queue = stage_task_queue(cluster)
             answer = await self.client.workflow_service.describe_task_queue(
                 DescribeTaskQueueRequest(
                     namespace=self.client.namespace,
-                    task_queue=TaskQueue(name=queue),
+                    task_queue=TaskQueue(name=stage_task_queue(cluster)),
                     task_queue_type=TaskQueueType.TASK_QUEUE_TYPE_WORKFLOW,
                 ),
                 timeout=RPC_TIMEOUT,
             )
-            if not answer.pollers:
-                missing.append(queue)
+            polled[cluster] = bool(answer.pollers)
+        missing = [
+            f"stage {s.name} (spec.stages[{i}].cluster {s.cluster!r}: no worker polls "
+            f"{stage_task_queue(s.cluster)})"
+            for i, s in enumerate(spec.stages)
+            if not polled[s.cluster]
+        ]
         if not missing:
             return condition(
                 PipelineCondition.STAGE_WORKERS_POLLING, True, PipelineReason.POLLING, ""
             )
         message = (
-            f"no worker polls {', '.join(missing)}: its stages wait there; install dmrollout in "
-            "that cluster with worker.stageCluster set to the stage's cluster "
-            "(DMROLLOUT_STAGE_CLUSTER), or fix the stage's cluster name"
+            f"{'; '.join(missing)}: the run of revision {revision} waits to start, so no stage "
+            "rolls out, until a worker polls every stage's queue; install dmrollout in that "
+            "cluster with pipelines.stageCluster set to its name (DMROLLOUT_STAGE_CLUSTER), or "
+            "fix the stage's cluster"
         )
         return condition(
             PipelineCondition.STAGE_WORKERS_POLLING, False, PipelineReason.NO_STAGE_WORKER, message
@@ -259,6 +323,11 @@ class PipelineController:
         )
 
 
+def backoff(failures: int) -> float:
+    """The pause before the next list after ``failures`` failed ones in a row."""
+    return float(min(BACKOFF_MAX_SECONDS, BACKOFF_FIRST_SECONDS * 2 ** max(0, failures - 1)))
+
+
 def _owner(workflow_id: str, attribute: str | None) -> tuple[str, str] | None:
     """(namespace, name) of a run's pipeline: its DmPipeline attribute, or its ID
     (``pipeline/<ns>/<name>/<revision>``) for a run started before the attribute."""
@@ -276,11 +345,13 @@ def _key(obj: Obj) -> tuple[str, str]:
     return str(meta.get("namespace", "")), str(meta.get("name", ""))
 
 
-async def run_pipeline_controller(kube: Kube, client: Client, elector: Elector | None) -> int:
+async def run_pipeline_controller(
+    kube: Kube, client: Client, elector: Elector | None, health: PipelineHealth | None = None
+) -> int:
     """The controller, reconciling only while ``elector`` holds its Lease (always, with None;
     controller/hub/leadership.py); the exit code: 0 after SIGTERM, 1 once the Lease is lost or
     the loop ended."""
-    controller = PipelineController(kube, client)
+    controller = PipelineController(kube, client, health)
     log.info(
         "pipeline controller on the hub: task queue %s, %s",
         HUB_TASK_QUEUE,
@@ -291,4 +362,4 @@ async def run_pipeline_controller(kube: Kube, client: Client, elector: Elector |
     return await run_leading(controller.run, elector, outcome)
 
 
-__all__ = ["PipelineController", "read_spec", "run_pipeline_controller"]
+__all__ = ["PipelineController", "PipelineHealth", "read_spec", "run_pipeline_controller"]

@@ -8,14 +8,16 @@ real process. It writes what it observed; this test holds it to issue 25's "Done
 
 - staging → production with a 20 s soak and a Manual approval; an approval for other bytes
   is refused naming the freight; production serves exactly the digest staging verified;
-- the tag re-published between the stages: production is given the staging digest (its
-  DecisionModel pins it) and never serves the new bytes;
+- the tag re-published between the stages: production waits for the bytes staging verified
+  (FreightNotServed, nothing applied), never serves the new ones, and rolls out exactly the
+  verified digest once it is re-published under the tag;
 - a candidate failing its evaluation in staging never reaches production (Blocked, naming
   staging), and staging keeps serving its stable;
 - production's API server stopped for 60 s during its stage, then its worker killed: the stage
   waits (RollingOut), then completes, with one rollout in production;
 - a dependency cycle refused by the pipeline controller naming the field, nothing started or
-  applied; a stage naming a cluster no worker polls shown at once, naming its task queue.
+  applied; a stage naming a cluster no worker polls shown at once, naming the stage, its
+  cluster and its task queue, and no run started (the served stage before it not applied).
 """
 
 from __future__ import annotations
@@ -75,11 +77,17 @@ def test_a_tag_moved_between_the_stages_never_reaches_production(observed: dict[
     t = observed["tag_moved"]
     assert t["freight"] == t["verified_digest"] != t["moved_digest"]
     assert t["staging"]["state"] == "Promoted"
-    assert t["prod_spec_digest"] == t["verified_digest"]
-    assert t["prod_stable"] != t["moved_digest"]
-    # The runtime pulls by tag (RUNTIME_API.md): with other bytes under it, production's
-    # pinned prefetch refuses them rather than serving what staging never verified.
-    assert t["prod"]["state"] == "Failed" and t["prod"]["reason"] == "DigestMismatch"
+    # The runtime pulls by tag (RUNTIME_API.md): while the tag serves other bytes, prod waits
+    # for the verified ones, applying nothing, with the fix that keeps staging's verification.
+    held = t["held"]
+    assert held["state"] == "Pending" and held["reason"] == "FreightNotServed"
+    assert f"sha256:{t['moved_digest'][:12]}" in held["message"]
+    assert "re-publish the verified bytes" in held["message"]
+    assert t["prod_generation_held"] == t["prod_generation_before"]
+    # The verified bytes back under the tag: prod rolls out exactly what staging verified.
+    assert t["republished_digest"] == t["verified_digest"]
+    assert t["prod"]["state"] == "Promoted"
+    assert t["prod_spec_digest"] == t["prod_stable"] == t["verified_digest"]
 
 
 def test_a_candidate_failing_in_staging_never_reaches_production(observed: dict[str, Any]) -> None:
@@ -107,7 +115,11 @@ def test_a_cycle_and_an_unknown_cluster_show_on_the_pipeline(observed: dict[str,
     assert "a dependency cycle (a -> b -> a)" in bad["loop"]["message"]
     assert bad["loop_phase"] == "Invalid" and not bad["loop_run"]
     assert bad["loop_applied"] == [False, False]  # nothing applied to any cluster
+    # Held before it starts: the served stage before it did not roll out either (before
+    # issue 34: the run started and `near` was applied in the hub).
+    assert not bad["lost_run"] and bad["lost_applied"] == [False, False]
     assert bad["lost"]["status"] == "False" and bad["lost"]["reason"] == "NoStageWorker"
+    assert "stage far (spec.stages[1].cluster 'nowhere'" in bad["lost"]["message"]
     assert "dmrollout-stage-nowhere" in bad["lost"]["message"]
 
 

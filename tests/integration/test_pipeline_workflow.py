@@ -268,12 +268,12 @@ async def test_staging_soaks_then_a_manual_production_stage_gets_the_staging_dig
             PipelineWorkflow.approve, p.Approval(stage="prod-eu", digest=DIGEST_B)
         )
     assert fleet.clusters["prod-eu"].applied == []
+    fleet.hub.digest = DIGEST_A  # the verified bytes are back under the tag
     await handle.execute_update(
         PipelineWorkflow.approve, p.Approval(stage="prod-eu", digest=DIGEST_A)
     )
     done = await result(handle)
     assert {s.state for s in done.stages.values()} == {StageState.PROMOTED}
-    assert fleet.hub.resolves == 1
     for name in ("staging", "prod-eu"):
         assert [a["digest"] for a in fleet.clusters[name].applied] == [DIGEST_A]
     soaked = done.stages["prod-eu"].since
@@ -281,6 +281,40 @@ async def test_staging_soaks_then_a_manual_production_stage_gets_the_staging_dig
     assert soaked is not None and promoted is not None
     assert soaked - promoted >= timedelta(hours=2)
     assert fleet.clusters["prod-us"].applied == []
+
+
+async def test_a_tag_re_published_after_staging_holds_production_until_it_serves_the_freight(
+    env: WorkflowEnvironment, fleet: Fleet
+) -> None:
+    """The runtime pulls by tag: production can only fetch what staging verified while the tag
+    serves it. Re-published meanwhile, production waits (applies nothing, fails nothing),
+    saying what the tag serves and the fix; once the verified bytes are back it rolls out
+    exactly them."""
+    for c in fleet.clusters.values():
+        await fleet.start_worker(c)
+    pipeline = spec(
+        fleet,
+        {"name": "staging", "cluster": "staging"},
+        {"name": "prod-eu", "cluster": "prod-eu", "dependsOn": ["staging"], "soak": "1h"},
+    )
+    handle = await start(fleet, pipeline)
+    await stage_reaches(handle, "prod-eu", StageState.SOAKING)
+    fleet.hub.digest = DIGEST_B  # re-published after staging verified DIGEST_A
+    await env.sleep(timedelta(hours=1))
+    held = await stage_reaches(handle, "prod-eu", StageState.PENDING)
+    stage = held.stages["prod-eu"]
+    assert stage.reason == StageReason.FREIGHT_NOT_SERVED
+    assert f"sha256:{DIGEST_B[:12]}" in stage.message
+    assert f"sha256:{DIGEST_A[:12]}" in stage.message
+    assert "re-publish the verified bytes" in stage.message
+    await env.sleep(timedelta(minutes=5))  # re-checked, never taken for served
+    await stage_reaches(handle, "prod-eu", StageState.PENDING)
+    assert fleet.clusters["prod-eu"].applied == []
+    fleet.hub.digest = DIGEST_A  # the verified bytes re-published under the tag
+    await env.sleep(timedelta(minutes=1))
+    done = await result(handle)
+    assert done.stages["prod-eu"].state == StageState.PROMOTED
+    assert [a["digest"] for a in fleet.clusters["prod-eu"].applied] == [DIGEST_A]
 
 
 async def test_a_failing_staging_never_reaches_production(fleet: Fleet) -> None:

@@ -161,6 +161,7 @@ MAPPING: tuple[Mapping, ...] = (
         "pipeline_controller",
         "retry_period_seconds",
     ),
+    Mapping("pipelines.controller.healthPort", "pipeline_controller", "health_port"),
 )
 
 # worker.tuning.* → RolloutSettings fields, set on the worker's container only.

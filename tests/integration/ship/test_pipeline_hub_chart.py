@@ -140,8 +140,14 @@ def test_the_pipeline_controller_deployment(
     assert (c["image"], c["imagePullPolicy"]) == (main["image"], main["imagePullPolicy"])
     assert c["securityContext"] == main["securityContext"]
     assert c["resources"] == values["resources"]
-    # It serves nothing: no port, no probe (a lost Lease or an ended loop exits instead).
-    assert not {"ports", "livenessProbe", "readinessProbe", "startupProbe"} & set(c)
+    # Its probes on its health port (issue 34: an API error used to end it, unprobed).
+    port = values["healthPort"]
+    assert c["ports"] == [{"name": "health", "containerPort": port, "protocol": "TCP"}]
+    env = {e["name"]: e.get("value") for e in c["env"]}
+    assert env["DMROLLOUT_PIPELINE_CONTROLLER_HEALTH_PORT"] == str(port)
+    paths = {k: c[k]["httpGet"] for k in ("startupProbe", "livenessProbe", "readinessProbe")}
+    assert paths["livenessProbe"] == paths["startupProbe"] == {"path": "/healthz", "port": "health"}
+    assert paths["readinessProbe"] == {"path": "/readyz", "port": "health"}
 
 
 def test_its_own_service_account(hub_all_on: list[dict[str, Any]]) -> None:
