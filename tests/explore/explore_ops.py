@@ -49,6 +49,7 @@ WEIGHTS: Final[dict[str, int]] = {
     "worker_restart": 3,
     "controller_restart": 3,
     "temporal_stop": 1,
+    "temporal_refused": 2,
     "apiserver_pause": 1,
     "wait": 10,
     # Until the DecisionModel rests (bounded): what a person does who watches `kubectl get dm`.
@@ -64,6 +65,7 @@ FAULT_KINDS: Final = frozenset(
         "worker_restart",
         "controller_restart",
         "temporal_stop",
+        "temporal_refused",
         "apiserver_pause",
         "scale",
     }
@@ -166,6 +168,8 @@ def _arg(kind: str, rng: random.Random, desired: Desired) -> str:
         return rng.choice(RUNTIME_FAULTS)
     if kind == "temporal_stop":
         return str(rng.choice((5, 15)))
+    if kind == "temporal_refused":
+        return str(rng.choice((10, 40)))
     if kind == "apiserver_pause":
         return str(rng.choice((3, 10)))
     if kind == "wait":

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from explore_ops import BAD_TAG, GOOD_TAGS, Desired, Op
+from harness.refusing_proxy import RefusingProxy
 from harness.rollout_harness import (
     ControllerProcess,
     RolloutHarness,
@@ -96,6 +97,7 @@ class Lifecycle:
         self.logs = logs
         self.desired = Desired()
         self.processes: list[Supervised] = []
+        self.proxy: RefusingProxy | None = None
         self._supervisor: asyncio.Task[None] | None = None
         self.republished = 0
         self.pinned_digest = ""
@@ -123,9 +125,13 @@ class Lifecycle:
         self.h.golden_configmap(DATASET, golden_jsonl(EVAL_CASES, marker=DATASET_MARKER))
         self.h.api_key_secret("runtime-key", SECRET_MARKER)
         worker = WorkerProcess(self.cluster, self.temporal.address, self.queue, self.logs)
+        # The controller reaches Temporal through a proxy of its own, which can refuse its
+        # credential (operation temporal_refused) without touching any other lifecycle.
+        host, _, port = self.temporal.address.rpartition(":")
+        self.proxy = RefusingProxy(host, int(port)).start()
         controller = ControllerProcess(
             self.cluster,
-            self.temporal.address,
+            self.proxy.address,
             self.queue,
             self.logs,
             health_port=free_port(),
@@ -152,6 +158,8 @@ class Lifecycle:
             await asyncio.gather(self._supervisor, return_exceptions=True)
         for p in reversed(self.processes):
             await asyncio.to_thread(p.stop)
+        if self.proxy is not None:
+            await asyncio.to_thread(self.proxy.stop)
 
     def delete(self) -> None:
         self.cluster.kubectl("delete", "namespace", self.namespace, "--wait=false", check=False)
@@ -164,6 +172,8 @@ class Lifecycle:
         if op.kind == "wait":
             await asyncio.sleep(float(op.arg))
             return "waited"
+        if op.kind == "temporal_refused":
+            return await self._credential_refused(float(op.arg))
         if op.kind in ("worker_restart", "controller_restart"):
             self.touched_at = time.monotonic()
             target = self.processes[0 if op.kind == "worker_restart" else 1]
@@ -239,6 +249,19 @@ class Lifecycle:
         self.touched_at = time.monotonic()
         fault, self.runtime_fault = self.runtime_fault, None
         return self._annotate_namespace(f"{SIM}{fault}-")
+
+    async def _credential_refused(self, seconds: float) -> str:
+        """Temporal refuses the controller's credential (UNAUTHENTICATED) for ``seconds``: an
+        expired API key or certificate, then its rotation (issue 34)."""
+        assert self.proxy is not None
+        self.touched_at = time.monotonic()
+        await asyncio.to_thread(self.proxy.refuse)
+        try:
+            await asyncio.sleep(seconds)
+        finally:
+            await asyncio.to_thread(self.proxy.accept)
+            self.touched_at = time.monotonic()
+        return f"the controller's credential refused for {seconds:.0f}s"
 
     async def _environment_fault(self, op: Op) -> str:
         fault: ApiServerStopped | TemporalStopped = (
