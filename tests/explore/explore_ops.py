@@ -104,9 +104,11 @@ class Desired:
         return (self.tag != BAD_TAG or not self.gate) and not self.pin_stale
 
     def spec(self, repo: str, dataset: str, digest: str | None = None) -> dict[str, Any]:
-        manual = self.manual and not self.manual_field
-        rollout: dict[str, Any] = {"promotion": "Manual" if manual else "Automatic"}
-        rollout["manualPromotion"] = True if self.manual and self.manual_field else None
+        rollout: dict[str, Any] = {"promotion": "Manual" if self.manual else "Automatic"}
+        if self.manual_field:  # the reference's boolean alone, as a migrated spec has it
+            rollout = {"promotion": None, "manualPromotion": True}
+        else:
+            rollout["manualPromotion"] = None
         if self.gate:
             rollout["evaluation"] = {
                 "datasetRef": {"configMapRef": {"name": dataset, "key": "cases.jsonl"}},
