@@ -219,6 +219,15 @@ async def _next_steps(life: Lifecycle, checker: Checker, trace: list[str], t0: f
         life.desired = life.desired.after(op)
     _note(trace, t0, f"final commit {life.desired}: {await life.apply(Op('tag', tag))}")
     status = await settle(life, checker, f"after the final commit to {tag}", tag)
+    if _serving(status, life.repo) != tag and status.get("phase") in (
+        Phase.ROLLED_BACK,
+        Phase.FAILED,
+    ):
+        # The commit names a revision that failed before in the trace (an aborted undo to it,
+        # say): the reference does not retry a failed revision by itself; the user retries.
+        _note(trace, t0, f"after the final commit {_brief(status)}")
+        _note(trace, t0, f"next step retry: {await life.apply(Op('retry'))}")
+        status = await settle(life, checker, f"after the retry of {tag}", tag)
     if _serving(status, life.repo) != tag:
         checker.flag("the next spec change is served", f"{tag} asked: {_brief(status)}")
     await _nothing_left(life, checker, status)

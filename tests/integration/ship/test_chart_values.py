@@ -200,6 +200,8 @@ UNMAPPED: dict[str, dict[str, str]] = {
         "heartbeat_timeout_seconds": "part of the workflow contract, not an install choice",
         "max_rollout_restarts": "fault tempo; the default suits every install",
         "restart_backoff_seconds": "fault tempo; the default suits every install",
+        "re_resolve_backoff_seconds": "fault tempo (ModelNotFound re-resolves, 30 s doubling)",
+        "re_resolve_max_backoff_seconds": "fault tempo (the re-resolve cap, 10 min, as documented)",
         "worker_poll_stale_seconds": "Temporal's long-poll tempo; the default suits every install",
         "reap_grace_seconds": "fault tempo; the default suits every install",
         "liveness_stall_seconds": "fault tempo; the default suits every install",
