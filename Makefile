@@ -31,7 +31,8 @@ $(STAMP): pyproject.toml
 
 venv: $(STAMP) ## create .venv and install the project with its dev extras
 
-testenv: ## build (once) etcd, kube-apiserver, controller-manager, scheduler, kwok, helm into the cache; fetch Temporal's time-skipping test server
+testenv: ## build (once) etcd, kube-apiserver, controller-manager, scheduler, kwok, helm into the cache; fetch Temporal's time-skipping test server; the Debian programs the tests run (iptables, chromium, ...)
+	bash hack/install-host-tools.sh test
 	bash hack/testenv.sh
 	bash hack/test-server.sh
 

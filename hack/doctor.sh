@@ -2,7 +2,7 @@
 # Preflight: is every program the project runs on this machine? Reads hack/host-tools.txt.
 #
 #   hack/doctor.sh                  list every program and whether it is here; exit 1 if one is missing
-#   hack/doctor.sh --install        install what is missing from Debian's packages, then check again
+#   hack/doctor.sh --install        install what is missing (hack/install-host-tools.sh), check again
 #   hack/doctor.sh --need test      only the programs `make test` needs (also: image)
 #
 # Go and Python are the two things a machine must bring itself (README); everything else is here.
@@ -20,10 +20,8 @@ while [[ $# -gt 0 ]]; do
 done
 
 missing_programs=()
-missing_packages=()
 check() {
   missing_programs=()
-  missing_packages=()
   while read -r program package need used_by; do
     [[ -z "$program" || "$program" == \#* ]] && continue
     [[ " $needs " == *" $need "* ]] || continue
@@ -32,7 +30,6 @@ check() {
     else
       printf '  MISSING  %-11s %s  (Debian package %s)\n' "$program" "$used_by" "$package"
       missing_programs+=("$program")
-      missing_packages+=("$package")
     fi
   done <"$here/host-tools.txt"
 }
@@ -43,12 +40,9 @@ done
 echo "doctor.sh: programs for: $needs"
 check
 if [[ ${#missing_programs[@]} -gt 0 && $install -eq 1 ]]; then
-  sudo=""
-  [[ "$(id -u)" != "0" ]] && sudo="sudo"
-  mapfile -t packages < <(printf '%s\n' "${missing_packages[@]}" | sort -u)
-  echo "doctor.sh: installing ${packages[*]}"
-  $sudo apt-get update -q
-  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -q --no-install-recommends "${packages[@]}"
+  for need in $needs; do
+    bash "$here/install-host-tools.sh" "$need"
+  done
   check
 fi
 if [[ ${#missing_programs[@]} -gt 0 ]]; then

@@ -4,4 +4,4 @@
 # base, uidmap gives buildah its user namespaces. No Docker engine: none runs here, and buildah
 # needs no daemon. The list is hack/host-tools.txt (need: image); a no-op when all are here.
 set -euo pipefail
-exec bash "$(dirname "$0")/doctor.sh" --need image --install >/dev/null
+exec bash "$(dirname "$0")/install-host-tools.sh" image

@@ -57,3 +57,17 @@ def test_the_image_and_netns_scripts_programs_are_listed() -> None:
 def test_the_scan_sees_a_program_started_by_subprocess() -> None:
     # The scan itself could silently match nothing; it must see the chaos fault's iptables.
     assert _started_by_python().get("iptables") == "localenv/cgroups.py"
+
+
+def test_the_install_script_installs_every_listed_program_of_its_need() -> None:
+    script = (REPO_ROOT / "hack" / "install-host-tools.sh").read_text()
+    for need in ("test", "image"):
+        block = re.search(
+            rf"^\s*{need}\) programs=\(([^)]*)\)\s*packages=\(([^)]*)\)", script, re.M
+        )
+        assert block is not None, need
+        programs, packages = block.group(1).split(), block.group(2).split()
+        for line in (REPO_ROOT / "hack" / "host-tools.txt").read_text().splitlines():
+            if line.strip() and not line.startswith("#") and line.split()[2] == need:
+                program, package = line.split()[:2]
+                assert program in programs and package in packages, (need, program, package)
