@@ -62,15 +62,15 @@ async def run(env: Env, seq: Sequence, name: str) -> Outcome:
     # operation of the sequence, and the final reads below are none either.
     async with env.faults.lock:
         await asyncio.to_thread(life.prepare)
-    trace = Trace(life.logs / "trace.txt")
-    _note(trace, t0, f"seed {seq.seed}, namespace {life.namespace}: {' '.join(map(str, seq.ops))}")
+    trace = Trace(life.logs / "trace.txt", t0)
+    trace.note(f"seed {seq.seed}, namespace {life.namespace}: {' '.join(map(str, seq.ops))}")
     life.supervise()
     sampler = asyncio.create_task(_sample(checker))
     histories = 0
     try:
-        await _operations(life, checker, seq, trace, t0)
-        await _heal(life, trace, t0)
-        await _next_steps(life, checker, trace, t0)
+        await _operations(life, checker, seq, trace)
+        await _heal(life, trace)
+        await _next_steps(life, checker, trace)
     finally:
         sampler.cancel()
         await asyncio.gather(sampler, return_exceptions=True)
@@ -82,8 +82,8 @@ async def run(env: Env, seq: Sequence, name: str) -> Outcome:
         async with env.faults.lock:
             await asyncio.to_thread(life.delete)
     for v in checker.violations:
-        _note(trace, t0, f"VIOLATION {v}")
-    _note(trace, t0, f"done: {checker.checks} checks, {histories} histories replayed")
+        trace.note(f"VIOLATION {v}")
+    trace.note(f"done: {checker.checks} checks, {histories} histories replayed")
     return Outcome(seq, checker.violations, trace, checker.checks, histories, time.monotonic() - t0)
 
 
@@ -95,20 +95,18 @@ async def _sample(checker: Checker) -> None:
 
 
 class Trace(list[str]):
-    """The lifecycle's story, also written line by line to ``trace.txt`` to follow it live."""
+    """The lifecycle's story, timed from its start, also written line by line to ``trace.txt``
+    to follow it live."""
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, t0: float) -> None:
         super().__init__()
-        self.path = path
-        self.t0 = time.monotonic()
+        self.path, self.t0 = path, t0
         path.unlink(missing_ok=True)  # a run of the same name before
 
-
-def _note(trace: list[str], t0: float, line: str) -> None:
-    trace.append(f"{time.monotonic() - t0:7.1f}s {line}")
-    if isinstance(trace, Trace):
-        with trace.path.open("a") as f:
-            f.write(trace[-1] + "\n")
+    def note(self, line: str) -> None:
+        self.append(f"{time.monotonic() - self.t0:7.1f}s {line}")
+        with self.path.open("a") as f:
+            f.write(self[-1] + "\n")
 
 
 async def _rest(life: Lifecycle, checker: Checker) -> str:
@@ -116,17 +114,15 @@ async def _rest(life: Lifecycle, checker: Checker) -> str:
     return _brief(status)
 
 
-async def _operations(
-    life: Lifecycle, checker: Checker, seq: Sequence, trace: list[str], t0: float
-) -> None:
+async def _operations(life: Lifecycle, checker: Checker, seq: Sequence, trace: Trace) -> None:
     pause = random.Random(seq.seed)
     for op in seq.ops:
         said = await _rest(life, checker) if op.kind == "rest" else await life.apply(op)
-        _note(trace, t0, f"{op}: {said}")
+        trace.note(f"{op}: {said}")
         await asyncio.sleep(pause.choice((0.5, 1.0, 2.0, 4.0)))
 
 
-async def _heal(life: Lifecycle, trace: list[str], t0: float) -> None:
+async def _heal(life: Lifecycle, trace: Trace) -> None:
     """Every fault the sequence left in force ends, as an operator would mend it."""
     said = await asyncio.to_thread(life.heal_runtime)
     if life.foreign_service:
@@ -136,7 +132,7 @@ async def _heal(life: Lifecycle, trace: list[str], t0: float) -> None:
     for p in life.processes:
         if not p.alive():
             await asyncio.to_thread(p.start)
-    _note(trace, t0, f"faults healed {said}".strip())
+    trace.note(f"faults healed {said}".strip())
 
 
 async def settle(
@@ -202,13 +198,13 @@ def _brief(status: dict[str, Any]) -> str:
     )
 
 
-async def _next_steps(life: Lifecycle, checker: Checker, trace: list[str], t0: float) -> None:
+async def _next_steps(life: Lifecycle, checker: Checker, trace: Trace) -> None:
     status = await settle(life, checker, "after the faults healed")
     for _ in range(2):  # approve what waits, retry what failed: what the user does next
         step = _user_step(life.desired, status, life.repo)
         if step is None:
             break
-        _note(trace, t0, f"next step {step}: {await life.apply(Op(step))}")
+        trace.note(f"next step {step}: {await life.apply(Op(step))}")
         status = await settle(life, checker, f"after {step}")
     _judge_last_spec(life, checker, status)
     # One more GitOps commit: whatever came before (an undo, a rollback-to, a rejection), the
@@ -217,7 +213,7 @@ async def _next_steps(life: Lifecycle, checker: Checker, trace: list[str], t0: f
     tag = next(t for t in GOOD_TAGS if t != stable_tag and t != life.desired.tag)
     for op in (Op("gate", "on"), Op("promotion", "Automatic"), Op("tag", tag)):
         life.desired = life.desired.after(op)
-    _note(trace, t0, f"final commit {life.desired}: {await life.apply(Op('tag', tag))}")
+    trace.note(f"final commit {life.desired}: {await life.apply(Op('tag', tag))}")
     status = await settle(life, checker, f"after the final commit to {tag}", tag)
     if _serving(status, life.repo) != tag and status.get("phase") in (
         Phase.ROLLED_BACK,
@@ -225,8 +221,8 @@ async def _next_steps(life: Lifecycle, checker: Checker, trace: list[str], t0: f
     ):
         # The commit names a revision that failed before in the trace (an aborted undo to it,
         # say): the reference does not retry a failed revision by itself; the user retries.
-        _note(trace, t0, f"after the final commit {_brief(status)}")
-        _note(trace, t0, f"next step retry: {await life.apply(Op('retry'))}")
+        trace.note(f"after the final commit {_brief(status)}")
+        trace.note(f"next step retry: {await life.apply(Op('retry'))}")
         status = await settle(life, checker, f"after the retry of {tag}", tag)
     if _serving(status, life.repo) != tag:
         checker.flag("the next spec change is served", f"{tag} asked: {_brief(status)}")
