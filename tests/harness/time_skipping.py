@@ -7,6 +7,7 @@ is out of reach here.
 from __future__ import annotations
 
 import subprocess
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
@@ -25,7 +26,11 @@ async def start_time_skipping() -> WorkflowEnvironment:
         ["bash", str(root / "hack/test-server.sh")], capture_output=True, text=True, check=True
     ).stdout.split()[-1]
     return await WorkflowEnvironment.start_time_skipping(
-        data_converter=pydantic_data_converter, test_server_existing_path=exe
+        data_converter=pydantic_data_converter,
+        test_server_existing_path=exe,
+        # The server is a JVM: the SDK's 5 s default is too short on a loaded 2-core machine
+        # (CI saw it refuse connections at 5 s while xdist workers ran the e2e tiers).
+        test_server_startup_timeout=timedelta(seconds=90),
     )
 
 
