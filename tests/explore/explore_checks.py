@@ -22,6 +22,7 @@ from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.worker import Replayer
 
 from controller.temporal.rollouts import dm_query
+from controller.temporal.worker_presence import PINNED, run_build
 from decisionmodel.engine.render import labels as L
 from decisionmodel.vocabulary import Phase, Reason
 from workflows.rollout import RolloutWorkflow
@@ -222,6 +223,19 @@ class Checker:
         for marker in (SECRET_MARKER, DATASET_MARKER):
             if marker in text:
                 self.flag("no secret or dataset content", f"{marker[:8]}… in {where}")
+
+    async def unserved_pins(self) -> list[str]:
+        """Open runs pinned to a build no worker of the lifecycle runs: stranded (issue 34)."""
+        served = self.life.served_builds()
+        query = f"{dm_query(self.life.namespace, DM)} AND ExecutionStatus = 'Running'"
+        stranded = []
+        async for wf in self.life.client.list_workflows(query):
+            handle = self.life.client.get_workflow_handle(wf.id, run_id=wf.run_id)
+            described = await handle.describe()
+            build = run_build(described.raw_description.workflow_execution_info)
+            if build.behavior == PINNED and build.build_id not in served:
+                stranded.append(f"{wf.id} pinned to {build.build_id} (served: {sorted(served)})")
+        return stranded
 
     async def running_runs(self) -> int:
         query = f"{dm_query(self.life.namespace, DM)} AND ExecutionStatus = 'Running'"

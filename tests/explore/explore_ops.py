@@ -48,6 +48,10 @@ WEIGHTS: Final[dict[str, int]] = {
     "secret_fix": 3,
     "worker_restart": 3,
     "controller_restart": 3,
+    # A new worker build (a helm upgrade of the worker Deployment), plain or with the old
+    # build kept on the draining list; a standby controller taking the Lease from a killed one.
+    "worker_upgrade": 2,
+    "controller_failover": 2,
     "temporal_stop": 1,
     "temporal_refused": 2,
     "apiserver_pause": 1,
@@ -64,6 +68,8 @@ FAULT_KINDS: Final = frozenset(
         "secret_unlabel",
         "worker_restart",
         "controller_restart",
+        "worker_upgrade",
+        "controller_failover",
         "temporal_stop",
         "temporal_refused",
         "apiserver_pause",
@@ -168,6 +174,8 @@ def _arg(kind: str, rng: random.Random, desired: Desired) -> str:
         return rng.choice(("last", "previous"))
     if kind == "runtime_fault":
         return rng.choice(RUNTIME_FAULTS)
+    if kind == "worker_upgrade":
+        return rng.choice(("plain", "draining"))
     if kind == "temporal_stop":
         return str(rng.choice((5, 15)))
     if kind == "temporal_refused":

@@ -97,6 +97,10 @@ class Lifecycle:
         self.logs = logs
         self.desired = Desired()
         self.processes: list[Supervised] = []
+        self.worker: Supervised
+        self.controller: Supervised
+        self.build = 1
+        self.controllers = 0
         self.proxy: RefusingProxy | None = None
         self._supervisor: asyncio.Task[None] | None = None
         self.republished = 0
@@ -124,25 +128,46 @@ class Lifecycle:
         put_model(self.repo, BAD_TAG, accuracy=0.3, revision=f"{self.repo}-bad")
         self.h.golden_configmap(DATASET, golden_jsonl(EVAL_CASES, marker=DATASET_MARKER))
         self.h.api_key_secret("runtime-key", SECRET_MARKER)
-        worker = WorkerProcess(self.cluster, self.temporal.address, self.queue, self.logs)
         # The controller reaches Temporal through a proxy of its own, which can refuse its
         # credential (operation temporal_refused) without touching any other lifecycle.
         host, _, port = self.temporal.address.rpartition(":")
         self.proxy = RefusingProxy(host, int(port)).start()
+        self.worker, self.controller = self._worker(promote=True), self._controller()
+        self.processes = [self.worker, self.controller]
+        for p in self.processes:
+            p.start()
+        self.h.create_dm(DM, self.spec())
+
+    def _worker(self, promote: bool) -> Supervised:
+        """A worker of build ``b<self.build>`` of the lifecycle's own Worker Deployment, as the
+        chart runs one: the release's build takes new rollouts; a draining one (``promote``
+        false) finishes those pinned to it."""
+        build = f"b{self.build}"
+        logs = self.logs / build
+        logs.mkdir(parents=True, exist_ok=True)
+        env = {
+            "DMROLLOUT_WORKER_DEPLOYMENT_NAME": self.queue,
+            "DMROLLOUT_WORKER_BUILD_ID": build,
+            "DMROLLOUT_WORKER_DRAIN_CHECK_SECONDS": "2",
+            "DMROLLOUT_WORKER_PROMOTE_ON_START": "true" if promote else "false",
+        }
+        proc = WorkerProcess(self.cluster, self.temporal.address, self.queue, logs, extra_env=env)
+        return Supervised(f"worker {build}" + ("" if promote else " (draining)"), proc)
+
+    def _controller(self) -> Supervised:
+        self.controllers += 1
+        assert self.proxy is not None
         controller = ControllerProcess(
             self.cluster,
             self.proxy.address,
             self.queue,
             self.logs,
             health_port=free_port(),
-            identity=self.queue,
+            identity=f"{self.queue}-{self.controllers}",
             extra_args=("--watch-namespaces", self.namespace),
             extra_env={**CONTROLLER_ENV, "DMROLLOUT_CONTROLLER_LEASE_NAME": self.queue},
         )
-        self.processes = [Supervised("worker", worker), Supervised("controller", controller)]
-        for p in self.processes:
-            p.start()
-        self.h.create_dm(DM, self.spec())
+        return Supervised(f"controller {self.controllers}", controller)
 
     def supervise(self) -> None:
         self._supervisor = asyncio.create_task(supervise(self.processes))
@@ -176,10 +201,14 @@ class Lifecycle:
             return await self._credential_refused(float(op.arg))
         if op.kind in ("worker_restart", "controller_restart"):
             self.touched_at = time.monotonic()
-            target = self.processes[0 if op.kind == "worker_restart" else 1]
+            target = self.worker if op.kind == "worker_restart" else self.controller
             await asyncio.to_thread(target.kill)
             await asyncio.to_thread(target.start)
             return f"{target.name} killed and started"
+        if op.kind == "worker_upgrade":
+            return await asyncio.to_thread(self._upgrade_worker, op.arg == "draining")
+        if op.kind == "controller_failover":
+            return await self._failover()
         return await asyncio.to_thread(self._apply_sync, op)
 
     def _apply_sync(self, op: Op) -> str:
@@ -250,6 +279,45 @@ class Lifecycle:
         fault, self.runtime_fault = self.runtime_fault, None
         return self._annotate_namespace(f"{SIM}{fault}-")
 
+    def _upgrade_worker(self, draining: bool) -> str:
+        """A ``helm upgrade`` to a new worker build: the old build's Pod stops (SIGKILL, as a
+        crash-free but impatient rollout of the Deployment may do) and the new one starts.
+        With ``draining`` the old build comes back as a draining build (chart value
+        ``worker.versioning.draining``), one at a time: the explorer keeps one such build."""
+        self.touched_at = time.monotonic()
+        old = self.worker
+        old.kill()
+        self.processes.remove(old)
+        said = f"{old.name} stopped"
+        if draining and not any("draining" in p.name for p in self.processes):
+            drainer = self._worker(promote=False)
+            drainer.start()
+            self.processes.append(drainer)
+            said += ", started again draining"
+        self.build += 1
+        self.worker = self._worker(promote=True)
+        self.worker.start()
+        self.processes.insert(0, self.worker)
+        return f"{said}; {self.worker.name} started"
+
+    async def _failover(self) -> str:
+        """A second controller (a new Pod of the Deployment) starts as a standby; then the
+        leader is killed, and the standby takes the Lease once it expires."""
+        self.touched_at = time.monotonic()
+        old = self.controller
+        self.controller = self._controller()
+        await asyncio.to_thread(self.controller.start)
+        self.processes.append(self.controller)
+        standby = self.controller.proc
+        assert isinstance(standby, ControllerProcess)
+        deadline = time.monotonic() + 30
+        while not await asyncio.to_thread(standby.metrics) and time.monotonic() < deadline:
+            await asyncio.sleep(0.5)  # until the standby's process listens (then it campaigns)
+        await asyncio.to_thread(old.kill)
+        self.processes.remove(old)
+        self.touched_at = time.monotonic()
+        return f"{self.controller.name} standing by, {old.name} killed"
+
     async def _credential_refused(self, seconds: float) -> str:
         """Temporal refuses the controller's credential (UNAUTHENTICATED) for ``seconds``: an
         expired API key or certificate, then its rotation (issue 34)."""
@@ -287,6 +355,14 @@ class Lifecycle:
     def stable_hash(self) -> str:
         obj = self.dm() or {}
         return str(((obj.get("status") or {}).get("stableRevision") or {}).get("hash") or "")
+
+    def served_builds(self) -> set[str]:
+        """The builds a live worker process of this lifecycle runs."""
+        return {
+            p.proc.env["DMROLLOUT_WORKER_BUILD_ID"]
+            for p in self.processes
+            if isinstance(p.proc, WorkerProcess) and p.alive()
+        }
 
     def _pods(self) -> list[str]:
         out = self._kubectl("get", "pods", "-l", f"{L.LABEL_NAME}={DM}", "-o", "name")

@@ -29,6 +29,9 @@ SAMPLE_SECONDS = 2.0
 # Longer than the controller takes to act on a spec change it has seen (it starts the run in
 # the same reconcile), so two restful looks this far apart are rest.
 STEADY_SECONDS = 12.0
+# A rest ends when nothing shown has changed for this long (a hold waits for a fix): longer than
+# a prefetch or an evaluation of the explorer's small models takes without a visible change.
+STILL_SECONDS = 60.0
 
 
 @dataclass
@@ -142,10 +145,13 @@ async def settle(
     run open unless one waits for an approval; twice, :data:`STEADY_SECONDS` apart, so a spec
     change the controller has not acted on yet is not taken for rest. With ``tag``: and the
     status speaks of that tag (serving it, failed on it, or holding it). A violation if it does
-    not within the bound."""
+    not within the bound. Not ``judged`` (the ``rest`` operation): also once the status has not
+    changed for :data:`STILL_SECONDS`, as a person watching ``kubectl get dm`` would stop
+    waiting for a rollout held by a guard (it waits for a fix, not for time)."""
     deadline = time.monotonic() + SETTLE_SECONDS
     status: dict[str, Any] = {}
     rested_at: float | None = None
+    still = _Stillness()
     while time.monotonic() < deadline:
         status = await _resting(life, checker, tag)
         if not status:
@@ -154,12 +160,36 @@ async def settle(
             rested_at = time.monotonic()
         elif time.monotonic() - rested_at >= STEADY_SECONDS:
             return status
+        if not judged and still.for_long(await asyncio.to_thread(life.dm) or {}):
+            return (await asyncio.to_thread(life.dm) or {}).get("status") or {}
         await asyncio.sleep(2)
     obj = await asyncio.to_thread(life.dm) or {}
     status = obj.get("status") or {}
     if judged:
         checker.flag("settles within the bound", f"{what}: still {_brief(status)}")
     return status
+
+
+class _Stillness:
+    """Whether what ``kubectl get dm`` shows (phase, and each condition's status and reason)
+    has stayed the same for :data:`STILL_SECONDS`."""
+
+    def __init__(self) -> None:
+        self.seen: tuple[Any, ...] = ()
+        self.since = time.monotonic()
+
+    def for_long(self, obj: dict[str, Any]) -> bool:
+        status = obj.get("status") or {}
+        shown = (
+            status.get("phase"),
+            tuple(
+                (c.get("type"), c.get("status"), c.get("reason"))
+                for c in status.get("conditions") or []
+            ),
+        )
+        if shown != self.seen:
+            self.seen, self.since = shown, time.monotonic()
+        return time.monotonic() - self.since >= STILL_SECONDS
 
 
 async def _resting(life: Lifecycle, checker: Checker, tag: str | None) -> dict[str, Any]:
@@ -276,6 +306,9 @@ async def _nothing_left(life: Lifecycle, checker: Checker, status: dict[str, Any
         await asyncio.sleep(3)
     if left:
         checker.flag("nothing left behind", ", ".join(left))
+    stranded = await checker.unserved_pins()
+    if stranded:
+        checker.flag("no run pinned to a build no worker serves", "; ".join(stranded))
     if status.get("phase") != Phase.AWAITING_PROMOTION and await checker.running_runs():
         checker.flag("no run left open", f"runs still open with phase {status.get('phase')}")
 

@@ -75,6 +75,6 @@ class Supervised:
 
 async def supervise(processes: list[Supervised]) -> None:
     while True:
-        for p in processes:
+        for p in list(processes):  # the explorer replaces processes while this runs
             p.tend()
         await asyncio.sleep(0.5)
