@@ -10,12 +10,14 @@ once. The final ones run once the faults are healed and the model has settled.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import time
 from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
+import httpx
 from explore_rig import DATASET_MARKER, DM, SECRET_MARKER, Lifecycle
 from temporalio.client import WorkflowExecutionStatus, WorkflowHistory
 from temporalio.contrib.pydantic import pydantic_data_converter
@@ -25,10 +27,16 @@ from controller.temporal.rollouts import dm_query
 from controller.temporal.worker_presence import PINNED, run_build
 from decisionmodel.engine.render import labels as L
 from decisionmodel.vocabulary import Phase, Reason
+from localenv.env import RUNTIME_PORT
 from workflows.rollout import RolloutWorkflow
 from workflows.search_attributes import DM_REVISION
 
 GRACE = 25.0
+# A Pod deleted or scaled away is replaced, warmed and inspected before it answers again.
+ANSWER_GRACE = 60.0
+# One decision asked of the stable through one of the Service's ready endpoints (no content of
+# the golden set: a plain question of the explorer's own).
+QUESTION = {"q": {"type": "choice", "question": "Which team?", "criteria": ["billing", "tech"]}}
 ROLLOUT_PHASES = frozenset(
     {Phase.PENDING, Phase.RESOLVING, Phase.CACHING, Phase.STARTING, Phase.EVALUATING}
 ) | {Phase.PROMOTING}
@@ -63,14 +71,14 @@ class Checker:
     def flag(self, invariant: str, detail: str) -> None:
         self.violations.append(Violation(invariant, detail, time.monotonic() - self.started))
 
-    def persisting(self, invariant: str, broken: bool, detail: str) -> None:
-        """Flag ``invariant`` once it has been broken for GRACE in a quiet environment."""
+    def persisting(self, invariant: str, broken: bool, detail: str, grace: float = GRACE) -> None:
+        """Flag ``invariant`` once it has been broken for ``grace`` in a quiet environment."""
         self.checks += 1
         if not broken or self.life.faults.active:
             self._since.pop(invariant, None)
             return
         first = self._since.setdefault(invariant, time.monotonic())
-        late = time.monotonic() - first > GRACE and self.quiet_for() > GRACE
+        late = time.monotonic() - first > grace and self.quiet_for() > grace
         if late and not any(v.invariant == invariant for v in self.violations):
             self.flag(invariant, detail)
 
@@ -82,6 +90,10 @@ class Checker:
             await self._runs_per_revision()
         except Exception:
             return
+        # The reads below block: in a thread, so the other lifecycles' operations go on.
+        await asyncio.to_thread(self._sample_objects)
+
+    def _sample_objects(self) -> None:
         obj = self.life.dm()
         if obj is None:
             return
@@ -149,18 +161,54 @@ class Checker:
             selected != stable,
             f"selector revision {selected}, status.stableRevision {stable}",
         )
-        strays = self._endpoint_strays(stable)
+        slices = self._endpoint_slices()
+        strays = self._endpoint_strays(slices, stable)
         self.persisting(
             "the Service reaches only model-ready Pods of the stable",
             bool(strays),
             f"ready endpoints on {strays}",
         )
+        if self.life.runtime_fault is None:  # a runtime fault in force targets the stable too
+            model = str(((obj.get("status") or {}).get("stableRevision") or {}).get("model"))
+            said = self._stable_answers(slices, model)
+            self.persisting("the stable answers", bool(said), said, ANSWER_GRACE)
 
-    def _endpoint_strays(self, stable: str) -> list[str]:
-        slices = self.life.cluster.kubectl_json(
-            "-n", self.life.namespace, "get", "endpointslices",
-            "-l", f"kubernetes.io/service-name={L.service_name(DM)}", "-o", "json",
-        )  # fmt: skip
+    def _endpoint_slices(self) -> dict[str, Any]:
+        selector = f"kubernetes.io/service-name={L.service_name(DM)}"
+        args = ("-n", self.life.namespace, "get", "endpointslices", "-l", selector, "-o", "json")
+        return dict(self.life.cluster.kubectl_json(*args))
+
+    def _stable_answers(self, slices: dict[str, Any], model: str) -> str:
+        """Empty when a ready endpoint of the Service answers a decision; else what went wrong
+        (the Service is what the model's clients call: DESIGN.md, the stable answers whenever
+        no fault targets it)."""
+        addresses = [
+            a
+            for s in slices["items"]
+            for ep in s.get("endpoints") or []
+            if (ep.get("conditions") or {}).get("ready")
+            for a in ep.get("addresses") or []
+        ]
+        if not addresses:
+            return "the Service has no ready endpoint"
+        headers = {"Authorization": f"Bearer {SECRET_MARKER}"}
+        body = {"model": model, "state": "a plain request", "questions": QUESTION}
+        errors = []
+        for address in addresses:
+            try:
+                with httpx.Client(trust_env=False, timeout=5) as c:
+                    r = c.post(
+                        f"http://{address}:{RUNTIME_PORT}/v1/systemone", json=body, headers=headers
+                    )
+            except httpx.HTTPError as e:
+                errors.append(f"{address}: {type(e).__name__}")
+                continue
+            if r.status_code == 200:
+                return ""
+            errors.append(f"{address}: {r.status_code} {r.text[:80]}")
+        return "no ready endpoint answers: " + "; ".join(errors)
+
+    def _endpoint_strays(self, slices: dict[str, Any], stable: str) -> list[str]:
         pods = {
             p["metadata"]["name"]: p
             for p in self.life.cluster.kubectl_json(
