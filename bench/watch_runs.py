@@ -14,7 +14,10 @@ tests/e2e/controller/test_controller_watch.py does it:
   looks); the promotion must be kept;
 - ``digest``: every Pod of the new revision annotated ``sim.dmrollout.dev/digest`` (the runtime
   simulator then reports another digest, simulators/pod_faults.py): a real gate failure, which
-  must switch the Service back (``failedRevision`` with reason PostPromotionGateFailed).
+  must switch the Service back (``failedRevision`` with reason PostPromotionGateFailed);
+- ``silent``: every Pod of the new revision annotated ``sim.dmrollout.dev/unauthorized`` (401
+  on every request: a runtime that does not answer) while the previous revision answers: must
+  switch back at once, not after the probe-error window (issue 34).
 
 A run is "rolled back" when ``status.failedRevision`` names the new revision; "kept" when the
 watch ended (the previous revision's Pods deleted after it) with the new revision stable.
@@ -47,6 +50,7 @@ NAMESPACE = "watch"  # one namespace per scenario: watch-<scenario>
 MAX_RUNS = 50
 OLD_MODEL, NEW_MODEL = "laya:en", "laya:multilingual"
 SIM_DIGEST = "sim.dmrollout.dev/digest=sha256:" + "e" * 64
+SIM_SILENT = "sim.dmrollout.dev/unauthorized=true"
 NAME_LABEL, REVISION_LABEL = "decisionmodel.io/name", "decisionmodel.io/revision"
 POLL_SECONDS = 2.0
 # The previous revision is deleted this long after the watch ended (the product's default).
@@ -69,6 +73,7 @@ SCENARIOS: tuple[Scenario, ...] = (
     Scenario("scale_down", "scale-down 3→1 in the window", 3, False),
     Scenario("pod_delete", "one Pod deleted in the window", 3, False),
     Scenario("digest", "every Pod serving another digest", 2, True),
+    Scenario("silent", "every Pod not answering (401)", 2, True),
 )
 
 
@@ -261,9 +266,10 @@ class Bench:
             if victims:
                 self.kubectl("-n", ns, "delete", "pod", *victims, "--wait=false")
         else:
+            fault = SIM_SILENT if scenario.key == "silent" else SIM_DIGEST
             names = [p for r in runs for p in pods.get((r.name, r.new or ""), [])]
             if names:
-                self.kubectl("-n", ns, "annotate", "pod", *names, SIM_DIGEST, "--overwrite")
+                self.kubectl("-n", ns, "annotate", "pod", *names, fault, "--overwrite")
         at = time.monotonic()
         for r in runs:
             r.injected_at = at
