@@ -29,6 +29,7 @@ Resumable: the window's end travels in the heartbeat details, so an attempt on a
 
 from __future__ import annotations
 
+import asyncio
 import time
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
@@ -39,7 +40,7 @@ from temporalio import activity
 from activities.pod_inspect import inspect_pod
 from activities.typed_errors import typed_errors
 from decisionmodel.engine.render.labels import LABEL_NAME, LABEL_REVISION
-from decisionmodel.engine.runtime_client import verdict
+from decisionmodel.engine.runtime_client import GateVerdict, verdict
 from decisionmodel.errors import ProbeError
 from decisionmodel.rollout.contracts import (
     WATCH_PROMOTED,
@@ -160,34 +161,35 @@ class WatchActivities:
     ) -> list[tuple[dict[str, Any], PodLook]]:
         """Inspect every Pod of the new stable that can be probed; one whose containers are not
         ready is looked at as one that does not answer."""
-        dm, record = inp.dm, inp.stable
-        registry = self.settings.ollaya_registry
-        looks = []
-        for pod in _of(pods, dm.name, record.hash):
-            if probe_eligible(pod):
-                found = await inspect_pod(pod, record.model, record, api_key, registry)
-            elif not is_terminating(pod) and pod_ip(pod) is not None:
-                # Its containers are not ready (crashed, restarting): it does not answer. A
-                # Pod that served in this watch is then failing; one that never did is warming.
-                why = ProbeError("its containers are not ready (crashed or restarting)")
-                found = verdict(record.digest, record.device, None, why)
-            else:
-                continue
-            looks.append((pod, PodLook(pod["metadata"]["uid"], _name(pod), gate_true(pod), found)))
-        return looks
+        record = inp.stable
+        looked = [
+            p
+            for p in _of(pods, inp.dm.name, record.hash)
+            if probe_eligible(p) or (not is_terminating(p) and pod_ip(p) is not None)
+        ]
+        found = await asyncio.gather(*(self._inspect(p, record, api_key) for p in looked))
+        return [
+            (pod, PodLook(pod["metadata"]["uid"], _name(pod), gate_true(pod), said))
+            for pod, said in zip(looked, found, strict=True)
+        ]
+
+    async def _inspect(self, pod: Obj, record: RevisionRecord, api_key: str | None) -> GateVerdict:
+        if not probe_eligible(pod):
+            # Its containers are not ready (crashed, restarting): it does not answer. A Pod
+            # that served in this watch is then failing; one that never did is warming.
+            why = ProbeError("its containers are not ready (crashed or restarting)")
+            return verdict(record.digest, record.device, None, why)
+        return await inspect_pod(pod, record.model, record, api_key, self.settings.ollaya_registry)
 
     async def _passing(
         self, inp: WatchPromotedInput, record: RevisionRecord, api_key: str | None, pods: list[Obj]
     ) -> int:
         """The previous revision's model-ready Pods that pass an inspection now: the Service
         can go back to them. Their gates are left alone (the steady state's, once stable)."""
-        registry = self.settings.ollaya_registry
-        passing = 0
-        for pod in _of(pods, inp.dm.name, record.hash):
-            if is_model_ready(pod) and probe_eligible(pod):
-                found = await inspect_pod(pod, record.model, record, api_key, registry)
-                passing += found.ready
-        return passing
+        ready = [p for p in _of(pods, inp.dm.name, record.hash) if is_model_ready(p)]
+        eligible = [p for p in ready if probe_eligible(p)]
+        found = await asyncio.gather(*(self._inspect(p, record, api_key) for p in eligible))
+        return sum(1 for said in found if said.ready)
 
     async def _desired(self, inp: WatchPromotedInput) -> int:
         """The replicas the DecisionModel asks for now (an HPA or a user may have scaled it
