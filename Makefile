@@ -109,7 +109,7 @@ bench-startup: venv testenv ## print start-up timings of the local environment
 bench-fleet: venv testenv ## fleets of 20/100/300/1000 DecisionModels at once (FLEET_ARGS="--sizes 100,300 --budget 300", "--quick")
 	hack/in-netns.sh $(BIN)/python bench/fleet.py $(FLEET_ARGS)
 
-bench-watch: venv testenv ## post-promotion watch: rollbacks in 20 runs each of a scale-down, a Pod delete, a digest fault in the window, beside the goal (~8 min; WATCH_ARGS=--quick ~4 min)
+bench-watch: venv testenv ## post-promotion watch: rollbacks in 20 runs each of a scale-down, a Pod delete, a digest fault, a silent runtime in the window, beside the goal (~10 min; WATCH_ARGS=--quick ~4 min)
 	hack/in-netns.sh $(BIN)/python bench/watch_runs.py $(WATCH_ARGS)
 
 image: ## build the image without Docker (mmdebstrap + buildah) into build/dmrollout-<version>.oci.tar

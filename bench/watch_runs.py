@@ -14,10 +14,18 @@ tests/e2e/controller/test_controller_watch.py does it:
   looks); the promotion must be kept;
 - ``digest``: every Pod of the new revision annotated ``sim.dmrollout.dev/digest`` (the runtime
   simulator then reports another digest, simulators/pod_faults.py): a real gate failure, which
-  must switch the Service back (``failedRevision`` with reason PostPromotionGateFailed).
+  must switch the Service back (``failedRevision`` with reason PostPromotionGateFailed);
+- ``silent``: every Pod of the new revision annotated ``sim.dmrollout.dev/unauthorized`` (401
+  on every request: a runtime that does not answer) while the previous revision answers: must
+  switch back at once, not after the probe-error window (issue 34).
 
 A run is "rolled back" when ``status.failedRevision`` names the new revision; "kept" when the
 watch ended (the previous revision's Pods deleted after it) with the new revision stable.
+Measured with ``--quick`` (5 runs, watch period 5 s, error window 180 s; issue 34), the Service
+switched back after the event: digest 9.8 s p50 / 13.4 s max and silent 188 s / 194 s before
+the watch looked after Pod changes and compared with the previous revision; 2.0 s / 4.3 s and
+2.0 s / 5.3-9.1 s after (the bench polls every 2 s); scale-down and Pod delete 0/5 rolled back.
+
 Prints one table, the figures beside the goal, and the reason of every rollback where none was
 expected. Prints numbers, asserts nothing; each scenario is bounded by ``--timeout``, stops by
 itself and deletes its DecisionModels. Run inside the test namespace (``make bench-watch``):
@@ -47,6 +55,7 @@ NAMESPACE = "watch"  # one namespace per scenario: watch-<scenario>
 MAX_RUNS = 50
 OLD_MODEL, NEW_MODEL = "laya:en", "laya:multilingual"
 SIM_DIGEST = "sim.dmrollout.dev/digest=sha256:" + "e" * 64
+SIM_SILENT = "sim.dmrollout.dev/unauthorized=true"
 NAME_LABEL, REVISION_LABEL = "decisionmodel.io/name", "decisionmodel.io/revision"
 POLL_SECONDS = 2.0
 # The previous revision is deleted this long after the watch ended (the product's default).
@@ -69,6 +78,7 @@ SCENARIOS: tuple[Scenario, ...] = (
     Scenario("scale_down", "scale-down 3→1 in the window", 3, False),
     Scenario("pod_delete", "one Pod deleted in the window", 3, False),
     Scenario("digest", "every Pod serving another digest", 2, True),
+    Scenario("silent", "every Pod not answering (401)", 2, True),
 )
 
 
@@ -261,9 +271,10 @@ class Bench:
             if victims:
                 self.kubectl("-n", ns, "delete", "pod", *victims, "--wait=false")
         else:
+            fault = SIM_SILENT if scenario.key == "silent" else SIM_DIGEST
             names = [p for r in runs for p in pods.get((r.name, r.new or ""), [])]
             if names:
-                self.kubectl("-n", ns, "annotate", "pod", *names, SIM_DIGEST, "--overwrite")
+                self.kubectl("-n", ns, "annotate", "pod", *names, fault, "--overwrite")
         at = time.monotonic()
         for r in runs:
             r.injected_at = at

@@ -556,7 +556,7 @@ class RolloutWorkflow:
         rolls the new revision back (RolloutFailure). A newer revision superseding this one, or
         a watch that cannot run to its end, leaves the promotion as it is."""
         self._state.step = "post-promotion watch"
-        watch = _watch_input(inp, record)
+        watch = _watch_input(inp, record, previous)
         window = watch.window_seconds
         # A judgement still open at the window's end goes on past it (issue 34: a window
         # shorter than the probe-error window never judged Pods that went silent). Timeouts
@@ -1155,10 +1155,14 @@ def _failure_conditions(
     return conditions
 
 
-def _watch_input(inp: RolloutInput, record: RevisionRecord) -> WatchPromotedInput:
+def _watch_input(
+    inp: RolloutInput, record: RevisionRecord, previous: RevisionRecord
+) -> WatchPromotedInput:
+    # ``previous`` is part of the activity's input only: the commands are the same (no patch).
     return WatchPromotedInput(
         dm=inp.dm,
         stable=record,
+        previous=previous,
         **inp.in_place(),
         window_seconds=inp.post_promotion_watch_seconds or 0,
         period_seconds=inp.tuning.watch_period_seconds,

@@ -460,6 +460,10 @@ class WatchPromotedInput(InPlace):
     strikes: int = 2
     # A Pod that does not answer is tolerated this long, as the steady state tolerates it.
     probe_error_window_seconds: float = 180.0
+    # The revision the Service would go back to (kept warm for the watch): while its Pods pass
+    # and none of the new stable's does, the watch fails at once. None (a rollout scheduled by
+    # an older build): only the strikes and the error window judge.
+    previous: RevisionRecord | None = None
 
     def overtime_seconds(self) -> float:
         """The longest a judgement still open at the window's end (a Pod not answering, no

@@ -13,7 +13,14 @@ fix, never because the fleet changed size under it:
   the Service meanwhile; past the window it counts as a gate failure;
 - a Pod that never passed its gate (a replacement or a scale-up still warming) is neither
   passing nor failing, unless it reports a gate failure;
-- no passing Pod at all for ``error_window`` seconds, while some are desired, fails the watch.
+- no passing Pod at all for ``error_window`` seconds, while some are desired, fails the watch;
+- *an outage*: no Pod passing, a Pod that served in this watch now failing or not answering,
+  while Pods of the previous revision (kept warm for the watch, looked at in the same round)
+  pass their gate, fails the watch at once. Waiting is what the strikes and the error window
+  are for when there is nothing to go back to; here the Service would select only failing Pods
+  while a revision that answers is at hand (issue 34: 9 of 21 probes through the Service failed
+  waiting for a second strike, and Pods that stopped answering kept the Service for the whole
+  error window).
 
 A judgement still open when the window ends (a Pod not answering inside its ``error_window``,
 no Pod passing, a strike) is *pending*: the watch goes on until it is decided, at most one
@@ -60,9 +67,13 @@ class WatchJudge:
     # Pod that lost its model is not "still warming".
     served: set[str] = field(default_factory=set)
 
-    def judge(self, looks: list[PodLook], desired: int, now: float) -> Judgement:
+    def judge(self, looks: list[PodLook], desired: int, now: float, fallback: int = 0) -> Judgement:
+        """``fallback``: the previous revision's Pods that passed their gate in this round."""
         passing = sum(1 for look in looks if look.verdict.ready)
         tolerated, failures = self._sort(looks, now)
+        outage = self._outage(looks, passing, desired, fallback)
+        if outage is not None:
+            return Judgement(True, passing, tolerated, outage)
         self.strikes = self.strikes + 1 if failures and passing < desired else 0
         if self.strikes >= self.strikes_needed:
             why = "; ".join(failures)
@@ -110,6 +121,27 @@ class WatchJudge:
             else:
                 failures.append(f"{said} for {self.error_window:.0f}s")
         return frozenset(tolerated), failures
+
+    def _outage(
+        self, looks: list[PodLook], passing: int, desired: int, fallback: int
+    ) -> str | None:
+        """No Pod serves while the previous revision's do: the Pods that served in this watch
+        and fail now, named with what they said; None when that is not the case. A Pod that
+        never served and says nothing but a probe error (a replacement warming, as ``_sort``
+        tells) is no evidence: it may serve in a moment."""
+        if passing > 0 or desired == 0 or fallback == 0:
+            return None
+        failing = [
+            f"{look.name}: {look.verdict.reason} ({look.verdict.message[:200]})"
+            for look in looks
+            if look.uid in self.served or look.verdict.reason != Reason.PROBE_ERROR
+        ]
+        if not failing:
+            return None
+        return (
+            f"no Pod serves ({'; '.join(failing)}) while {fallback} Pod(s) of the previous "
+            "revision pass their readiness gate"
+        )
 
     def _without_ready(self, passing: int, desired: int, now: float) -> str | None:
         if passing > 0 or desired == 0:

@@ -40,6 +40,7 @@ class FakeCluster:
     # delete_revision and failure records fail (retryably) until this is set, when given.
     cleanup_down: asyncio.Event | None = None
     watch_held: bool = True  # the post-promotion watch's verdict
+    watched_previous: str | None = None  # the revision the watch was told it could go back to
     promoted: list[str] = field(default_factory=list)  # the candidate of each promote call
     # Like ``fail``, for the next call of that step only.
     fail_once: dict[str, ApplicationError] = field(default_factory=dict)
@@ -121,6 +122,7 @@ class FakeCluster:
         @activity.defn(name=c.WATCH_PROMOTED)
         async def watch_promoted(inp: c.WatchPromotedInput) -> c.WatchPromotedResult:
             cluster._step(c.WATCH_PROMOTED)
+            cluster.watched_previous = inp.previous.hash if inp.previous else None
             if cluster.watch_held:
                 return c.WatchPromotedResult(held=True, checks=3)
             return c.WatchPromotedResult(held=False, checks=2, message="gate failed twice")

@@ -78,6 +78,8 @@ async def test_post_promotion_watch_held_keeps_the_promotion(
     assert outcome.result == c.RolloutResult.PROMOTED
     assert cluster.calls[-3:] == [c.PROMOTE, c.WATCH_PROMOTED, "delete:stable0000000000"]
     assert cluster.promoted == ["r:en"]
+    # The watch knows the revision it may go back to (issue 34: at once when the new fails).
+    assert cluster.watched_previous == "stable0000000000"
 
 
 async def test_post_promotion_watch_failed_switches_back_and_rolls_back(

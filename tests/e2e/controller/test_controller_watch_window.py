@@ -86,8 +86,10 @@ async def test_pods_gone_silent_in_a_watch_shorter_than_the_error_window_are_jud
         what="the new revision promoted",
     )
     # Right after the switch, every new Pod stops answering (401 on every request: to the
-    # watch, as to the steady state, a runtime that does not answer, as a crashed one).
-    for pod in h.pods("silent", new):
+    # watch, as to the steady state, a runtime that does not answer, as a crashed one). The
+    # previous revision's too: while it answered, the watch would switch back at once
+    # (test_controller_watch_outage.py); here only the error window can judge.
+    for pod in [*h.pods("silent", old), *h.pods("silent", new)]:
         h.kubectl("annotate", "pod", pod["metadata"]["name"], f"{SIM_PREFIX}unauthorized=true")
 
     status = await eventually(

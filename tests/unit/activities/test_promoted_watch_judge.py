@@ -140,3 +140,39 @@ def test_nothing_open_at_the_windows_end_ends_it_there() -> None:
         return [look("a", PASS), look("c", LOST, serving=False)]
 
     assert run_watch(WatchJudge(error_window=180), warming, 60, 2) == (60, False)
+
+
+def test_no_pod_serving_while_the_previous_revision_passes_fails_at_once() -> None:
+    # Issue 34: the Service selected only failing Pods for two periods (the strikes) or the
+    # whole error window (Pods that do not answer) while the previous revision answered.
+    for verdict in (LOST, DIGEST, SILENT):
+        judge = WatchJudge(error_window=180)
+        assert not judge.judge([look("a", PASS), look("b", PASS)], desired=2, now=0).failed
+        failing = [look("a", verdict), look("b", verdict)]
+        judged = judge.judge(failing, desired=2, now=1, fallback=2)
+        assert judged.failed, verdict
+        assert "pod-a: " in judged.message and "pod-b: " in judged.message
+        assert "2 Pod(s) of the previous revision" in judged.message
+
+
+def test_without_a_previous_revision_passing_the_strikes_and_the_window_judge() -> None:
+    judge = WatchJudge(error_window=180)
+    assert not judge.judge([look("a", SILENT)], desired=1, now=0, fallback=0).failed
+    assert not judge.judge([look("a", SILENT)], desired=1, now=10, fallback=0).failed
+    judge = WatchJudge(error_window=180)
+    assert not judge.judge([look("a", LOST)], desired=1, now=0, fallback=0).failed
+
+
+def test_replacements_still_warming_are_no_outage() -> None:
+    # Every Pod replaced at once (deleted, rolled): nothing failed, they may serve in a moment.
+    judge = WatchJudge(error_window=180)
+    warming = [look("c", LOST, serving=False), look("d", SILENT, serving=False)]
+    assert not judge.judge(warming, desired=2, now=0, fallback=2).failed
+    # Without any Pod to look at, there is no evidence either.
+    assert not judge.judge([], desired=2, now=1, fallback=2).failed
+
+
+def test_one_pod_still_passing_is_no_outage() -> None:
+    judge = WatchJudge(error_window=180)
+    looks = [look("a", PASS), look("b", SILENT)]
+    assert not judge.judge(looks, desired=2, now=0, fallback=2).failed
