@@ -30,6 +30,7 @@ from decisionmodel.rollout.contracts import (
     RolloutTuning,
 )
 from decisionmodel.rollout.identity import unresolved_hash
+from decisionmodel.rollout.reference_identity import is_reference_revision, same_serving_image
 from decisionmodel.rollout.spec_mapping import (
     dm_ref,
     in_place,
@@ -63,9 +64,30 @@ class DesiredRevision:
             return False
         if recorded.hash == self.requested_hash:
             return True
-        if self.resolved or not recorded.digest or recorded.model != self.revision.model:
+        if not recorded.digest or recorded.model != self.revision.model:
             return False
-        return record_for(self.revision, recorded.digest, self.image).hash == recorded.hash
+        if self.resolved:
+            return recorded.digest == self.revision.digest and self._is_reference(recorded)
+        if record_for(self.revision, recorded.digest, self.image).hash == recorded.hash:
+            return True
+        return self._is_reference(recorded)
+
+    def _is_reference(self, recorded: RevisionStatus) -> bool:
+        """True when the reference operator recorded this spec's revision (docs/migration.md):
+        its hash over the recorded digest and the image this spec runs, or the image it
+        recorded when that is the same tag pinned to a digest (the reference's own
+        sameServingImage: older releases recorded the tag, newer ones the tag and its digest)."""
+        images = [self.image]
+        if recorded.image and same_serving_image(recorded.image, self.image):
+            images.append(recorded.image)
+        return any(
+            is_reference_revision(
+                recorded.hash,
+                self.revision.model_copy(update={"digest": recorded.digest, "image": image}),
+                recorded.placement,
+            )
+            for image in images
+        )
 
 
 def _runtime_version(dm: DecisionModel, settings: DispatchSettings) -> str:
