@@ -27,6 +27,7 @@ from harness.helpers import eventually
 from harness.rollout_harness import ControllerProcess, RolloutHarness, WorkerProcess
 from harness.shipped import ROOT, render_chart
 from temporalio.client import Client
+from test_cli_verbs import run
 from test_controller import phase, workflows_of
 
 from decisionmodel.rollout.contracts import RevisionIdentity
@@ -226,6 +227,11 @@ def managed(h: RolloutHarness) -> bool:
     return labelled and CONTROLLER_FIELD_MANAGER in managers
 
 
+def listed_managed(h: RolloutHarness, namespaces: list[str]) -> dict[str, bool]:
+    rows = json.loads(run(h, "get", "-A", "-o", "json").stdout)
+    return {r["namespace"]: r["managed"] for r in rows if r["namespace"] in namespaces}
+
+
 def gate_as_the_reference_left_it(h: RolloutHarness, revision: str) -> None:
     """The reference had set its readiness gate on the stable's Pods."""
     for pod in h.pods(DM, revision):
@@ -259,6 +265,11 @@ async def test_following_the_guide_keeps_every_reference_decision_model_managed_
         for k, h in harnesses.items()
     }
     runs = {k: len(await workflows_of(h, DM)) for k, h in harnesses.items()}
+    # `dmrollout get` says which DecisionModels no dmrollout controller has written.
+    some = next(iter(harnesses.values()))
+    assert not any(listed_managed(some, namespaces).values())
+    listing = run(some, "get", "-A")
+    assert all(f"{ns}/{DM}" in listing.stderr for ns in namespaces), listing.stderr
 
     # Guide step 4: the controller watches what the chart renders from the guide's values.
     scope = guide_watch_scope(tmp_path)
@@ -283,3 +294,4 @@ async def test_following_the_guide_keeps_every_reference_decision_model_managed_
         assert {p["metadata"]["uid"] for p in h.pods(DM, revisions[key])} == pods
         assert len(await workflows_of(h, DM)) == runs[key], "a rollout started"
         assert h.status(DM).get("candidateRevision") is None
+    assert all(listed_managed(some, namespaces).values())
