@@ -16,6 +16,8 @@ from controller.reconciler.decide import decide
 from controller.reconciler.dispatch import DispatchSettings, desired_revision
 from decisionmodel.api import DecisionModel
 from decisionmodel.engine.params import default_image
+from decisionmodel.rollout.contracts import RevisionIdentity
+from decisionmodel.rollout.reference_identity import reference_revision_hash
 from decisionmodel.vocabulary import Device
 
 ANSWERS = json.loads(
@@ -82,3 +84,19 @@ def test_a_changed_spec_is_a_new_revision(case: dict[str, Any]) -> None:
     assert not at_stable(reference_dm(case, case["hash"], placement, digest="0" * 64))
     changed = {"scheduling": {"nodeSelector": {"pool": "other"}}}
     assert not at_stable(reference_dm(case, case["hash"], placement, **changed))
+
+
+@pytest.mark.parametrize("pin", ["", "@sha256:" + "5e" * 32])
+def test_a_reference_stable_on_an_older_runtime_keeps_it(pin: str) -> None:
+    """Recorded with the image of another runtime release and no runtimeVersion: under the
+    default policy (Pinned) the spec's revision is that runtime's, so nothing rolls."""
+    case = next(c for c in ANSWERS if c["name"] == "tolerations")
+    image = "ghcr.io/ollaya-dev/ollaya:0.9.1" + pin
+    revision = RevisionIdentity.model_validate(
+        {**case["spec"], "digest": case["digest"], "image": image}
+    )
+    hash_ = reference_revision_hash(revision)
+    obj = reference_dm({**case, "image": image}, hash_, case["placement"])
+    assert at_stable(obj)
+    follow = DispatchSettings(runtime_version_policy="FollowOperator")
+    assert not decide(obj, desired_revision(obj, follow), []).at_stable
