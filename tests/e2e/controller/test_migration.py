@@ -5,9 +5,9 @@ namespaces, none of them the release's, are all managed, keep serving and do not
 reference's own revision hash (decisionmodel.rollout.reference_identity, checked against known
 answers of its code), no dmrollout label on them, a status of the reference's shape (no
 status.rollout, no dmrollout-only condition, placement recorded as its hash or "none", no field
-manager of dmrollout's). They are
-made here from a revision dmrollout rolled out first, renamed to the reference's hash: one spec
-with an unquoted quantity (cpu: 1), one with scheduling, where the two hashes differ.
+manager of dmrollout's, the readiness gate set). They are made here from a revision dmrollout
+rolled out first, renamed to the reference's hash: one spec with an unquoted quantity (cpu: 1),
+one with scheduling, where the two hashes differ.
 
 The controller then runs as the guide installs it: the watched namespaces are the ones the chart
 renders from the guide's values block (every namespace there, which on this shared cluster
@@ -26,6 +26,7 @@ import pytest
 from harness.helpers import eventually
 from harness.rollout_harness import ControllerProcess, RolloutHarness, WorkerProcess
 from harness.shipped import ROOT, render_chart
+from harness.supervised import free_port
 from temporalio.client import Client
 from test_cli_verbs import run
 from test_controller import phase, workflows_of
@@ -50,7 +51,6 @@ SPECS: dict[str, dict[str, Any]] = {
     },
 }
 DMROLLOUT_ONLY_CONDITIONS = {"TemporalReachable", "Stalled", "Reconciling", "CleanupPending"}
-# The reference operator's status is replaced with a merge patch; its manager's fields stay.
 
 
 def guide_watch_scope(tmp: Path) -> list[str]:
@@ -100,7 +100,7 @@ def start_controller(
         env.temporal.address,
         queue,
         logs,
-        health_port=18140 + n,
+        health_port=free_port(),
         identity=f"migration-{n}",
         extra_args=("--watch-namespaces", ",".join(namespaces)),
         # Its own Lease: the e2e session's other controller elects on the default one.
