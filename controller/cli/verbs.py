@@ -21,7 +21,7 @@ from decisionmodel.api import GROUP, PLURAL, VERSION
 from decisionmodel.rollout.contracts import Phase
 from decisionmodel.rollout.evaluation_status import decision_lines, report_command
 from decisionmodel.vocabulary import Device, StatusKey
-from kube.client import Kube
+from kube.client import CONTROLLER_FIELD_MANAGER, Kube
 from workflows import search_attributes as sa
 
 # The run just left a query unanswered: a build whose last poll is older than one long poll
@@ -309,7 +309,23 @@ async def get(ctx: CliContext) -> int:
             print(f"No DecisionModels in {where}.", file=sys.stderr)
         else:
             print(_get_table(rows, every))
+            _note_unmanaged(rows)
     return ExitCode.OK
+
+
+def _note_unmanaged(rows: list[dict[str, Any]]) -> None:
+    """A DecisionModel no dmrollout controller has written keeps whatever status it had (the
+    reference operator's after a migration: Ready), so it looks fine while nothing acts on it
+    (issue 34): say so under the table."""
+    unmanaged = [f"{r['namespace']}/{r['name']}" for r in rows if not r["managed"]]
+    if unmanaged:
+        print(
+            f"{len(unmanaged)} DecisionModel(s) not (yet) written by any dmrollout controller, "
+            f"their status is not dmrollout's: {', '.join(unmanaged)}; a namespace the "
+            "controller does not watch? (chart: watchNamespaces or rbac.clusterWide; "
+            "docs/migration.md step 5)",
+            file=sys.stderr,
+        )
 
 
 def _list_dms(kube: Kube, namespace: str | None, name: str | None) -> list[dict[str, Any]]:
@@ -334,6 +350,10 @@ def _get_row(obj: dict[str, Any]) -> dict[str, Any]:
         "ready": f"{replicas.get('modelReady', 0)}/{replicas.get('desired', desired)}",
         "revision": stable.get("hash"),
         "created": meta.get("creationTimestamp"),
+        # Written by dmrollout's controller (its field manager on the status).
+        "managed": any(
+            f.get("manager") == CONTROLLER_FIELD_MANAGER for f in meta.get("managedFields") or []
+        ),
     }
 
 

@@ -14,6 +14,7 @@ one workflow ID, so dispatch is idempotent.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from itertools import product
 from typing import Literal
@@ -21,7 +22,7 @@ from typing import Literal
 from controller.reconciler.rollback_to import named, rollback_plan
 from decisionmodel.api import DecisionModel
 from decisionmodel.api.status import RevisionStatus
-from decisionmodel.engine.params import default_image
+from decisionmodel.engine.params import DEFAULT_IMAGE_REPOSITORY, default_image
 from decisionmodel.engine.render.labels import ANNOTATION_ROLLBACK_TO
 from decisionmodel.rollout.contracts import (
     RevisionRecord,
@@ -30,6 +31,7 @@ from decisionmodel.rollout.contracts import (
     RolloutTuning,
 )
 from decisionmodel.rollout.identity import unresolved_hash
+from decisionmodel.rollout.reference_identity import is_reference_revision, same_serving_image
 from decisionmodel.rollout.spec_mapping import (
     dm_ref,
     in_place,
@@ -63,9 +65,30 @@ class DesiredRevision:
             return False
         if recorded.hash == self.requested_hash:
             return True
-        if self.resolved or not recorded.digest or recorded.model != self.revision.model:
+        if not recorded.digest or recorded.model != self.revision.model:
             return False
-        return record_for(self.revision, recorded.digest, self.image).hash == recorded.hash
+        if self.resolved:
+            return recorded.digest == self.revision.digest and self._is_reference(recorded)
+        if record_for(self.revision, recorded.digest, self.image).hash == recorded.hash:
+            return True
+        return self._is_reference(recorded)
+
+    def _is_reference(self, recorded: RevisionStatus) -> bool:
+        """True when the reference operator recorded this spec's revision (docs/migration.md):
+        its hash over the recorded digest and the image this spec runs, or the image it
+        recorded when that is the same tag pinned to a digest (the reference's own
+        sameServingImage: older releases recorded the tag, newer ones the tag and its digest)."""
+        images = [self.image]
+        if recorded.image and same_serving_image(recorded.image, self.image):
+            images.append(recorded.image)
+        return any(
+            is_reference_revision(
+                recorded.hash,
+                self.revision.model_copy(update={"digest": recorded.digest, "image": image}),
+                recorded.placement,
+            )
+            for image in images
+        )
 
 
 def _runtime_version(dm: DecisionModel, settings: DispatchSettings) -> str:
@@ -76,9 +99,24 @@ def _runtime_version(dm: DecisionModel, settings: DispatchSettings) -> str:
         return dm.spec.runtime_version
     stable = dm.status.stable_revision if dm.status else None
     pinned = settings.runtime_version_policy == "Pinned"
-    if pinned and stable is not None and stable.runtime_version:
-        return stable.runtime_version
+    if pinned and stable is not None:
+        recorded = stable.runtime_version or _default_image_version(stable.image)
+        if recorded:
+            return recorded
     return settings.runtime_version
+
+
+_DEFAULT_IMAGE = re.compile(
+    re.escape(DEFAULT_IMAGE_REPOSITORY)
+    + r":([0-9]+\.[0-9]+\.[0-9]+)(-cuda)?(@sha256:[a-f0-9]{64})?"
+)
+
+
+def _default_image_version(image: str | None) -> str | None:
+    """The runtime release of a recorded default image (tag, or tag pinned by digest): a stable
+    the reference operator recorded without runtimeVersion keeps its runtime too (issue 34)."""
+    match = _DEFAULT_IMAGE.fullmatch(image or "")
+    return match[1] if match else None
 
 
 def runtime_update_available(dm: DecisionModel, settings: DispatchSettings) -> str | None:
@@ -90,9 +128,8 @@ def runtime_update_available(dm: DecisionModel, settings: DispatchSettings) -> s
     if settings.runtime_version_policy != "Pinned" or dm.spec.runtime_version or dm.spec.image:
         return None
     stable = dm.status.stable_revision if dm.status else None
-    if stable is None or not stable.runtime_version:
-        return None
-    if stable.runtime_version == settings.runtime_version:
+    recorded = stable and (stable.runtime_version or _default_image_version(stable.image))
+    if not recorded or recorded == settings.runtime_version:
         return None
     return settings.runtime_version
 

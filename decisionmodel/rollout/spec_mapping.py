@@ -46,6 +46,7 @@ from decisionmodel.rollout.contracts import (
     SliceGates,
 )
 from decisionmodel.rollout.identity import placement_hash, revision_hash
+from decisionmodel.rollout.reference_identity import reference_placement
 
 
 def dm_ref(dm: DecisionModel) -> DMRef:
@@ -216,9 +217,10 @@ def stable_objects_input(
     from the spec: never the live identity fields."""
     spec = dm.spec
     # The recorded constraints (revisions recorded before they were); else today's spec when it
-    # still hashes to the recorded placement (the hash cannot be inverted).
+    # still hashes to the recorded placement (the hash cannot be inverted), by dmrollout's hash
+    # or by the reference operator's (a stable it recorded, docs/migration.md).
     scheduling = dict(stable.scheduling) or spec.scheduling.to_wire()
-    if placement_hash(scheduling) != stable.placement:
+    if stable.placement not in (placement_hash(scheduling), reference_placement(scheduling)):
         scheduling = {}
     recorded = RevisionSpec(
         model=stable.model, device=stable.device, runtime_version=stable.runtime_version

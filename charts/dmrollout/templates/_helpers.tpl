@@ -120,8 +120,12 @@ rotates, and the controller reads it again when Temporal refuses the old key. */
   value: {{ .Values.allowInsecureRegistries | quote }}
 - name: DMROLLOUT_ALLOW_IMAGE_OVERRIDE
   value: {{ .Values.allowImageOverride | quote }}
+{{- /* Only when set: the programs then fall back to OLLAYA_REGISTRY (the reference's), which
+this variable would shadow (DMROLLOUT_* comes first), else https://ollaya.dev. */}}
+{{- with .Values.ollayaRegistry }}
 - name: DMROLLOUT_OLLAYA_REGISTRY
-  value: {{ .Values.ollayaRegistry | quote }}
+  value: {{ . | quote }}
+{{- end }}
 {{- with .Values.ollayaHfEndpoint }}
 - name: DMROLLOUT_OLLAYA_HF_ENDPOINT
   value: {{ . | quote }}
@@ -157,9 +161,12 @@ rotates, and the controller reads it again when Temporal refuses the old key. */
 {{- end -}}
 
 {{/*
-The registry client honours HTTP(S)_PROXY/NO_PROXY (httpx reads them); DMROLLOUT_*_PROXY are
-what prefetch Jobs get. From a Secret, each key is optional, so a Secret with only HTTPS_PROXY
-works.
+The registry client honours HTTP(S)_PROXY/NO_PROXY (httpx reads them, and their lower-case
+spellings); DMROLLOUT_*_PROXY are what prefetch Jobs get. From a Secret, each key is optional, so
+a Secret with only HTTPS_PROXY works, and the reference chart's layout (keys httpProxy, httpsProxy,
+noProxy) is read too, into the lower-case variables, which the programs read as well (seed 001:
+the standard proxy variables): a Secret carried over from the reference operator keeps its proxy
+(issue 34: with only the upper-case keys read, it silently gave none).
 */}}
 {{- define "dmrollout.proxyEnv" -}}
 {{- $p := .Values.proxy -}}
@@ -179,6 +186,14 @@ works.
 - name: {{ $name }}
   value: {{ $value | quote }}
 {{- end }}
+{{- end }}
+{{- if $p.existingSecret }}
+- name: {{ lower $var }}
+  valueFrom:
+    secretKeyRef:
+      name: {{ $p.existingSecret }}
+      key: {{ index . 1 }}
+      optional: true
 {{- end }}
 {{- end }}
 {{- end -}}

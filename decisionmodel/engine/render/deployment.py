@@ -42,12 +42,22 @@ def deployment_strategy(access_modes: tuple[AccessMode, ...], device: Device) ->
     return {"type": "RollingUpdate", "rollingUpdate": {"maxSurge": "25%", "maxUnavailable": "25%"}}
 
 
+def quantities(values: dict[str, Any]) -> dict[str, Any]:
+    """Sorted, each quantity as text: the CRD keeps an unquoted ``cpu: 1`` as the number 1, which
+    a quantity may be on the wire but the Kubernetes client refuses to send (issue 34: such a
+    DecisionModel, usual in YAML and carried over from the reference, never started)."""
+    return {
+        k: str(v) if isinstance(v, int | float) and not isinstance(v, bool) else v
+        for k, v in canonical(values).items()
+    }
+
+
 def serving_resources(resources: dict[str, Any], device: Device) -> dict[str, Any]:
     """The user's resources; cuda adds a ``nvidia.com/gpu: 1`` limit unless one is set. A
     GPU request without a limit is copied into the limit, since the API server requires both
     to be equal for extended resources."""
-    requests: dict[str, Any] = canonical(resources.get("requests") or {})
-    limits: dict[str, Any] = canonical(resources.get("limits") or {})
+    requests: dict[str, Any] = quantities(resources.get("requests") or {})
+    limits: dict[str, Any] = quantities(resources.get("limits") or {})
     if device == Device.CUDA and GPU_RESOURCE not in limits:
         limits = canonical({**limits, GPU_RESOURCE: requests.get(GPU_RESOURCE, "1")})
     result: dict[str, Any] = {}

@@ -110,7 +110,13 @@ MAPPING: tuple[Mapping, ...] = (
     Mapping("allowedRegistries", "rollout", "allowed_registries"),
     Mapping("allowInsecureRegistries", "rollout", "allow_insecure_registries"),
     Mapping("allowImageOverride", "rollout", "allow_image_override"),
-    Mapping("ollayaRegistry", "rollout", "ollaya_registry"),
+    # Empty: unset, so OLLAYA_REGISTRY from the environment is not shadowed (issue 34).
+    Mapping(
+        "ollayaRegistry",
+        "rollout",
+        "ollaya_registry",
+        _empty_is_default(RolloutSettings, "ollaya_registry"),
+    ),
     Mapping("ollayaHfEndpoint", "rollout", "ollaya_hf_endpoint", _empty_is_none),
     Mapping("pipelines.stageCluster", "rollout", "stage_cluster", _empty_is_none),
     Mapping("pipelines.hub", "rollout", "pipeline_hub"),
@@ -546,16 +552,23 @@ def test_proxy_inline_and_from_secret(
         ".svc",
         None,
     )
-    # From a Secret: all six variables, each key optional.
+    # From a Secret: all six variables from the upper-case keys, and the lower-case three from
+    # the reference chart's keys (httpProxy, ...), each key optional.
     secret = ALL_ON["proxy"]["existingSecret"]
     refs = {
         e["name"]: e["valueFrom"]["secretKeyRef"]
         for e in container(all_on_objs, "Deployment", "-worker")["env"]
-        if e["name"].endswith("_PROXY")
+        if e["name"].upper().endswith("_PROXY")
     }
-    for var in ("HTTP_PROXY", "HTTPS_PROXY", "NO_PROXY"):
+    for var, reference_key in (
+        ("HTTP_PROXY", "httpProxy"),
+        ("HTTPS_PROXY", "httpsProxy"),
+        ("NO_PROXY", "noProxy"),
+    ):
         for name in (var, f"DMROLLOUT_{var}"):
             assert refs[name] == {"name": secret, "key": var, "optional": True}
+        assert refs[var.lower()] == {"name": secret, "key": reference_key, "optional": True}
+    assert len(refs) == 9
 
 
 @pytest.mark.parametrize("case", ["default", "all-on", "hub"])
@@ -640,7 +653,8 @@ def test_controller_worker_and_setup_job_share_one_temporal_and_rollout_config(
             not in ("DMROLLOUT_TEMPORAL_METRICS_BIND_ADDRESS", "DMROLLOUT_WORKER_METRICS_PORT")
         ]
 
-    everything = ("DMROLLOUT_", "HTTP_PROXY", "HTTPS_PROXY", "NO_PROXY")
+    everything = ("DMROLLOUT_", "HTTP_PROXY", "HTTPS_PROXY", "NO_PROXY", "http_proxy")
+    everything += ("https_proxy", "no_proxy")
     controller = container(objs, "Deployment", "-controller")
     worker = container(objs, "Deployment", "-worker")
     assert shared(controller, everything) == shared(worker, everything)

@@ -171,7 +171,18 @@ def test_cuda_adds_gpu_limit_and_toleration(cuda_serving: ServingParams) -> None
 def test_gpu_limit_kept_when_set(cuda_serving: ServingParams) -> None:
     p = cuda_serving.model_copy(update={"resources": {"limits": {"nvidia.com/gpu": 2}}})
     assert _container(render_serving_deployment(p))["resources"] == {
-        "limits": {"nvidia.com/gpu": 2}
+        "limits": {"nvidia.com/gpu": "2"}
+    }
+
+
+def test_unquoted_quantities_render_as_text(cpu_serving: ServingParams) -> None:
+    """`cpu: 1` unquoted is kept by the CRD as a number, which the Kubernetes client refuses
+    to send (issue 34: such a DecisionModel never started)."""
+    resources = {"requests": {"cpu": 1, "memory": "64Mi"}, "limits": {"cpu": 2.5}}
+    p = cpu_serving.model_copy(update={"resources": resources})
+    assert _container(render_serving_deployment(p))["resources"] == {
+        "requests": {"cpu": "1", "memory": "64Mi"},
+        "limits": {"cpu": "2.5"},
     }
 
 
