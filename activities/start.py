@@ -14,7 +14,7 @@ from typing import Any
 from temporalio import activity
 
 from activities.step_status import enters_step
-from activities.typed_errors import show_guards, typed_errors
+from activities.typed_errors import show_guards, step_phase, typed_errors
 from decisionmodel.engine.render import render_serving_deployment
 from decisionmodel.engine.render.labels import selector_labels
 from decisionmodel.rollout import render_params
@@ -71,7 +71,7 @@ class StartActivities:
     async def start(self, inp: RevisionObjectsInput) -> StartResult:
         """Create or adopt the Deployment, then wait until ``inp.replicas`` of its Pods run
         with an IP and ContainersReady."""
-        async with typed_errors(show_guards(self.kube, inp.dm, ConditionType.PROMOTED)):
+        async with typed_errors(show_guards(self.kube, inp.dm, ConditionType.PROMOTED, inp.status)):
             checksum = await self._apikey_checksum(inp)
             deployment = render_serving_deployment(
                 render_params.serving_params(inp, self.settings, checksum)
@@ -90,6 +90,7 @@ class StartActivities:
                     Reason.PODS_STARTING,
                     f"Deployment {name} created; its Pods are starting",
                     first=False,
+                    phase=step_phase(inp.status),
                 )
             selector = selector_labels(inp.dm.name, inp.record.hash)
 
