@@ -71,7 +71,8 @@ class StartActivities:
     async def start(self, inp: RevisionObjectsInput) -> StartResult:
         """Create or adopt the Deployment, then wait until ``inp.replicas`` of its Pods run
         with an IP and ContainersReady."""
-        async with typed_errors(show_guards(self.kube, inp.dm, ConditionType.PROMOTED, inp.status)):
+        guard = show_guards(self.kube, inp.dm, ConditionType.PROMOTED, inp.status)
+        async with typed_errors(guard):
             checksum = await self._apikey_checksum(inp)
             deployment = render_serving_deployment(
                 render_params.serving_params(inp, self.settings, checksum)
@@ -92,6 +93,9 @@ class StartActivities:
                     first=False,
                     phase=step_phase(inp.status),
                 )
+            # Also on the first attempt of a new window (workflows.rollout._still_held): the
+            # guard's reason and phase, still shown from the last window, go now.
+            await guard.passed()
             selector = selector_labels(inp.dm.name, inp.record.hash)
 
             async def started(pods: list[dict[str, Any]]) -> StartResult | None:
