@@ -185,7 +185,7 @@ class EvaluateActivities:
     @activity.defn(name=EVALUATE)
     @writes_step_status(step_status.evaluated)
     async def evaluate(self, inp: EvaluateInput) -> EvaluationOutcome:
-        guard = show_guards(self.kube, inp.dm, ConditionType.EVALUATED)
+        guard = show_guards(self.kube, inp.dm, ConditionType.EVALUATED, inp.status)
         async with typed_errors(guard):
             # Every attempt, before a case is read: the gates must be the live spec's.
             check_evaluation(inp, (await read_live_policy(self.kube, inp.dm)).policy)

@@ -149,7 +149,7 @@ class PrefetchActivities:
     async def prefetch(self, inp: RevisionObjectsInput) -> PrefetchResult:
         """Create or adopt PVC ``<dm>-store-<rev>`` and Job ``<dm>-pf-<rev>``, then wait for
         the Job: Complete → the result; Failed → the classified, non-retryable error."""
-        guard = show_guards(self.kube, inp.dm, ConditionType.CACHED)
+        guard = show_guards(self.kube, inp.dm, ConditionType.CACHED, inp.status)
         async with typed_errors(guard):
             ns, uid = inp.dm.namespace, inp.dm.uid
             if inp.cache.download_token is not None:

@@ -118,7 +118,7 @@ class PromoteActivities:
         """Record → PDB → Service (see the module docstring for why in this order). Returns
         the revision the Service selected before (else the old stable), for the workflow to
         delete after the grace; None when there is nothing to delete."""
-        async with typed_errors(show_guards(self.kube, inp.dm, ConditionType.PROMOTED)):
+        async with typed_errors(show_guards(self.kube, inp.dm, ConditionType.PROMOTED, inp.status)):
             if inp.await_guards:
                 return await self._await_guards(inp)
             live = await read_live_policy(self.kube, inp.dm)

@@ -88,7 +88,7 @@ class ResolveActivities:
     def _on_guard(self, inp: ResolveInput) -> OnGuard | None:
         if self.kube is None:
             return None
-        return show_guards(self.kube, inp.dm, ConditionType.RESOLVED)
+        return show_guards(self.kube, inp.dm, ConditionType.RESOLVED, inp.status)
 
     @activity.defn(name=RESOLVE)
     @writes_step_status(step_status.resolved)

@@ -14,7 +14,7 @@ from typing import Any
 from temporalio import activity
 
 from activities.step_status import enters_step
-from activities.typed_errors import show_guards, typed_errors
+from activities.typed_errors import show_guards, step_phase, typed_errors
 from decisionmodel.engine.render import render_serving_deployment
 from decisionmodel.engine.render.labels import selector_labels
 from decisionmodel.rollout import render_params
@@ -71,7 +71,8 @@ class StartActivities:
     async def start(self, inp: RevisionObjectsInput) -> StartResult:
         """Create or adopt the Deployment, then wait until ``inp.replicas`` of its Pods run
         with an IP and ContainersReady."""
-        async with typed_errors(show_guards(self.kube, inp.dm, ConditionType.PROMOTED)):
+        guard = show_guards(self.kube, inp.dm, ConditionType.PROMOTED, inp.status)
+        async with typed_errors(guard):
             checksum = await self._apikey_checksum(inp)
             deployment = render_serving_deployment(
                 render_params.serving_params(inp, self.settings, checksum)
@@ -90,7 +91,11 @@ class StartActivities:
                     Reason.PODS_STARTING,
                     f"Deployment {name} created; its Pods are starting",
                     first=False,
+                    phase=step_phase(inp.status),
                 )
+            # Also on the first attempt of a new window (workflows.rollout._still_held): the
+            # guard's reason and phase, still shown from the last window, go now.
+            await guard.passed()
             selector = selector_labels(inp.dm.name, inp.record.hash)
 
             async def started(pods: list[dict[str, Any]]) -> StartResult | None:

@@ -35,7 +35,7 @@ from decisionmodel.rollout.contracts import (
     WarmupResult,
 )
 from kube.client import Kube
-from kube.rollout_status import emit_update_event, write_status
+from kube.rollout_status import emit_update_event, enter_phase, write_status
 
 
 class StepInput(Protocol):
@@ -54,18 +54,22 @@ O = TypeVar("O")  # noqa: E741
 Report = Callable[[I, O], StatusUpdate]
 
 
-async def _write(kube: Kube | None, update: StatusUpdate) -> None:
+async def _write(kube: Kube | None, update: StatusUpdate, *, entering: bool = False) -> None:
     if kube is None:  # an activity run without a cluster (unit tests): nothing to write to
         return
     async with typed_errors():
-        await write_status(kube, stamped(update))
+        if entering:
+            await enter_phase(kube, stamped(update))
+        else:
+            await write_status(kube, stamped(update))
         await emit_update_event(kube, update)
 
 
 async def enter_step(kube: Kube | None, status: StepStatus | None) -> None:
-    """The phase this step puts the rollout in (every attempt: writing it again is a no-op)."""
+    """The phase this step puts the rollout in (every attempt: writing it again is a no-op,
+    and while a guard holds the step the guard's phase stays: kube.rollout_status.enter_phase)."""
     if status is not None and status.enter is not None:
-        await _write(kube, status.enter)
+        await _write(kube, status.enter, entering=True)
 
 
 async def report_step(kube: Kube | None, status: StepStatus | None, update: StatusUpdate) -> None:

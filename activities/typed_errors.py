@@ -14,7 +14,7 @@ from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
 from decisionmodel.errors import DmrolloutError
-from decisionmodel.rollout.contracts import DMRef
+from decisionmodel.rollout.contracts import DMRef, Phase, StepStatus
 from decisionmodel.vocabulary import GUARD_REASONS, ConditionType, Reason
 from kube.client import DecisionModelGone, Kube
 from kube.errors import Unavailable
@@ -33,8 +33,13 @@ class GuardDisplay:
     Ready, Degraded and the phase the controller derives from it (controller.reconciler.
     guard_status) do not outlive the fix."""
 
-    def __init__(self, kube: Kube, dm: DMRef, condition: ConditionType) -> None:
+    def __init__(
+        self, kube: Kube, dm: DMRef, condition: ConditionType, phase: Phase | None = None
+    ) -> None:
         self.kube, self.dm, self.condition = kube, dm, condition
+        # The step's phase, put back when the guard clears (while it held, the phase was the
+        # one the controller derives from it: kube.rollout_status.enter_phase).
+        self.phase = phase
         self._passed = False
 
     async def __call__(self, error: DmrolloutError) -> None:
@@ -49,19 +54,27 @@ class GuardDisplay:
         attempt 1 again. Once per attempt."""
         if not self._passed:
             self._passed = True
-            await clear_guard(self.kube, self.dm, self.condition)
+            await clear_guard(self.kube, self.dm, self.condition, self.phase)
 
     async def cleared(self) -> None:
         if not self._passed and activity.in_activity() and activity.info().attempt > 1:
-            await clear_guard(self.kube, self.dm, self.condition)
+            await clear_guard(self.kube, self.dm, self.condition, self.phase)
 
 
 OnGuard = GuardDisplay
 
 
-def show_guards(kube: Kube, dm: DMRef, condition: ConditionType) -> OnGuard:
-    """The ``on_guard`` of a step whose guards show on ``condition``."""
-    return GuardDisplay(kube, dm, condition)
+def show_guards(
+    kube: Kube, dm: DMRef, condition: ConditionType, status: StepStatus | None = None
+) -> OnGuard:
+    """The ``on_guard`` of a step whose guards show on ``condition``; ``status``: the step's
+    own status writes (the phase it enters), when it makes them."""
+    return GuardDisplay(kube, dm, condition, step_phase(status))
+
+
+def step_phase(status: StepStatus | None) -> Phase | None:
+    """The phase a step enters, when it writes it itself (None: the workflow does)."""
+    return status.enter.phase if status is not None and status.enter is not None else None
 
 
 @asynccontextmanager

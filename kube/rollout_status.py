@@ -30,6 +30,7 @@ from decisionmodel.vocabulary import (
     ROLLOUT_CONDITION_TYPES,
     ConditionStatus,
     ConditionType,
+    Phase,
     Reason,
     StatusKey,
 )
@@ -229,13 +230,21 @@ async def write_status(
 
 
 async def show_guard(
-    kube: Kube, dm: DMRef, condition: ConditionType, reason: str, message: str, first: bool
+    kube: Kube,
+    dm: DMRef,
+    condition: ConditionType,
+    reason: str,
+    message: str,
+    first: bool,
+    phase: Phase | None = None,
 ) -> None:
     """A guard holds a step (an unlabelled Secret, a foreign object): the step's condition says
     so at once, False with the guard's reason and the fix, and a Warning Event on the first
-    attempt. Best effort: the step is retried either way, and the next attempt shows it again."""
+    attempt. Best effort: the step is retried either way, and the next attempt shows it again.
+    ``phase``: the step's own, written with a reason that is no guard's (the step goes on)."""
     update = StatusUpdate(
         dm=dm,
+        phase=phase if reason not in GUARD_REASONS else None,
         conditions=[
             ConditionUpdate(
                 type=condition, status=ConditionStatus.FALSE, reason=reason, message=message
@@ -257,12 +266,16 @@ async def show_guard(
         log.warning("could not show %s on %s: %s", reason, dm.name, e)
 
 
-async def clear_guard(kube: Kube, dm: DMRef, condition: ConditionType) -> None:
+async def clear_guard(
+    kube: Kube, dm: DMRef, condition: ConditionType, phase: Phase | None = None
+) -> None:
     """A later attempt got past the guard ``show_guard`` showed: the step's condition goes to
-    Unknown (``GuardCleared``; the step writes its outcome when it ends). Only when it still
-    shows a guard of this rollout's generation; best effort."""
+    Unknown (``GuardCleared``; the step writes its outcome when it ends), and the phase back to
+    the step's (``phase``; ``enter_phase`` left the guard's phase while it held). Only when it
+    still shows a guard of this rollout's generation; best effort."""
     update = StatusUpdate(
         dm=dm,
+        phase=phase,
         conditions=[
             ConditionUpdate(
                 type=condition,
@@ -282,6 +295,47 @@ async def clear_guard(kube: Kube, dm: DMRef, condition: ConditionType) -> None:
         await apply_owned_status(kube, dm, build, ROLLOUT_FIELD_MANAGER)
     except KubeError as e:
         log.warning("could not clear the guard on %s: %s", dm.name, e)
+
+
+# The condition each step's guards show on (start's on Promoted: the candidate cannot be
+# promoted); the phase a step enters names its step.
+GUARDED_BY_PHASE: Final = {
+    Phase.RESOLVING: ConditionType.RESOLVED,
+    Phase.CACHING: ConditionType.CACHED,
+    Phase.STARTING: ConditionType.PROMOTED,
+    Phase.EVALUATING: ConditionType.EVALUATED,
+    Phase.PROMOTING: ConditionType.PROMOTED,
+}
+
+
+async def enter_phase(kube: Kube, update: StatusUpdate) -> None:
+    """A step's phase as it starts, on every attempt (``entered``)."""
+    if not has_status_fields(update):
+        return
+
+    def build(current: Mapping[str, Any], generation: int, now: datetime) -> dict[str, Any]:
+        return entered(current, update, update.dm.generation or generation, now)
+
+    await apply_owned_status(kube, update.dm, build, ROLLOUT_FIELD_MANAGER)
+
+
+def entered(
+    current: Mapping[str, Any], update: StatusUpdate, generation: int, now: datetime
+) -> dict[str, Any]:
+    """``build_rollout_status`` for a step's phase as it starts, except that while a guard of
+    this spec generation holds the step, the phase stays the one the controller derived from it
+    (Degraded for a Secret, seed 001: controller.reconciler.guard_status). Writing the step's
+    phase on each retry made the phase flap between the two on every retry (issue 34: 8 changes
+    over 4 retries, each a status write, a watch event and a transition in the metrics);
+    ``clear_guard`` puts the step's phase back once an attempt gets past the guard."""
+    guarded = GUARDED_BY_PHASE.get(update.phase) if update.phase else None
+    held = (
+        current.get("phase") == Phase.DEGRADED
+        and guarded is not None
+        and shows_guard(current, guarded, generation)
+    )
+    kept = update.model_copy(update={"phase": None}) if held else update
+    return build_rollout_status(current, kept, generation, now)
 
 
 def shows_guard(current: Mapping[str, Any], condition: ConditionType, generation: int) -> bool:

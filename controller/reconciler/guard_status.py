@@ -49,6 +49,18 @@ def held_by_guard(conditions: list[Condition], generation: int) -> Condition | N
     return None
 
 
+def guard_shown(conditions: list[Condition]) -> bool:
+    """A guard shows on a step condition, of whichever spec generation: the run status.rollout
+    names may still be held by it (its phase then the guard's, Degraded), though the spec has
+    changed since."""
+    return any(
+        c.type in STEP_CONDITIONS
+        and c.status == ConditionStatus.FALSE
+        and c.reason in GUARD_REASONS
+        for c in conditions
+    )
+
+
 def show_held(conditions: list[ConditionUpdate], held: Condition) -> list[ConditionUpdate]:
     """Ready=False and Degraded=True with the guard's reason and its message (the fix)."""
     message = f"{held.type}: {held.message}"

@@ -30,7 +30,12 @@ from controller.reconciler.dispatch import (
     runtime_update_available,
 )
 from controller.reconciler.fleet_budget import FleetBudget
-from controller.reconciler.guard_status import held_by_guard, held_phase, show_held
+from controller.reconciler.guard_status import (
+    guard_shown,
+    held_by_guard,
+    held_phase,
+    show_held,
+)
 from controller.reconciler.placement_guard import (
     already_shown,
     clear_refusal,
@@ -257,12 +262,16 @@ class Reconciler:
 
     async def _running(self, key: str, dm: DecisionModel) -> list[RunningRollout]:
         """The rollouts of this DecisionModel that may run, without a visibility list: the run
-        its status names while a rollout phase holds (a rollout's steps record it, hand-started
-        ones too) and the run this process started; each confirmed by one bounded describe.
-        An idle DecisionModel costs Temporal nothing."""
+        its status names while a rollout phase or a guard holds (a rollout's steps record it,
+        hand-started ones too) and the run this process started; each confirmed by one bounded
+        describe. An idle DecisionModel costs Temporal nothing.
+
+        A guard holding a step puts the phase to Degraded (seed 001), no rollout phase: left
+        out, a guard-held run was invisible to a restarted controller, and a spec change then
+        started a second run beside it, which nothing cancelled (issue 34)."""
         status = dm.status
         wids: list[str] = []
-        if status is not None and status.rollout is not None and status.phase in ROLLOUT_PHASES:
+        if status is not None and status.rollout is not None and _may_run(status):
             wids.append(status.rollout.workflow_id)
         if key in self.started:
             wids.append(self.started[key])
@@ -857,6 +866,12 @@ def held_candidate_condition(
         Reason.REPLICAS_NOT_MODEL_READY,
         candidate.message(),
     )
+
+
+def _may_run(status: DecisionModelStatus) -> bool:
+    """The run status.rollout names may still be going: a rollout phase, or a guard holding
+    one of its steps."""
+    return status.phase in ROLLOUT_PHASES or guard_shown(status.conditions)
 
 
 def steady_phase(

@@ -3,7 +3,7 @@ evaluation puts the phase at Degraded; only for the spec's generation."""
 
 from __future__ import annotations
 
-from controller.reconciler.guard_status import held_by_guard, held_phase, show_held
+from controller.reconciler.guard_status import guard_shown, held_by_guard, held_phase, show_held
 from decisionmodel.api.status import Condition
 from decisionmodel.vocabulary import ConditionStatus, ConditionType, Reason
 from kube.controller_status import Cond
@@ -44,3 +44,13 @@ def test_an_older_generation_a_failure_or_a_cleared_guard_is_not_held() -> None:
     assert held_by_guard([step("Promoted", "SecretNotAllowed", generation=2)], 3) is None
     assert held_by_guard([step("Evaluated", "EvaluationFailed")], 3) is None
     assert held_by_guard([step("Promoted", "GuardCleared", status="Unknown")], 3) is None
+
+
+def test_a_guard_of_any_generation_keeps_the_run_looked_up() -> None:
+    """Issue 34: after a spec change (a newer generation) the guard-held run must still be
+    found (controller.reconciler.reconcile._running), else a second run starts beside it."""
+    assert guard_shown([step("Promoted", "SecretNotAllowed", generation=2)])
+    assert guard_shown([step("Cached", "ResourceConflict")])
+    assert not guard_shown([step("Promoted", "GuardCleared", status="Unknown")])
+    assert not guard_shown([step("Evaluated", "EvaluationFailed")])
+    assert not guard_shown([step("Ready", "SecretNotAllowed")])

@@ -16,7 +16,7 @@ from decisionmodel.rollout.contracts import (
     RevisionRecord,
     StatusUpdate,
 )
-from kube.rollout_status import build_rollout_status
+from kube.rollout_status import build_rollout_status, entered
 
 
 def test_build_rollout_status_keeps_times_of_repeated_writes() -> None:
@@ -89,3 +89,38 @@ def test_build_rollout_status_keeps_times_of_repeated_writes() -> None:
     assert conds["Resolved"]["lastTransitionTime"] == "2030-01-01T10:00:00Z"
     assert (conds["Resolved"]["observedGeneration"], conds["Resolved"]["message"]) == (4, "m")
     assert conds["Promoted"]["lastTransitionTime"] == "2030-01-01T12:05:00Z"
+
+
+def _guarded(phase: str, condition: str, reason: str, generation: int = 3) -> dict[str, object]:
+    return {
+        "phase": phase,
+        "phaseTransitionTime": "2030-01-01T11:00:00Z",
+        "conditions": [
+            {"type": condition, "status": "False", "reason": reason, "message": "label it",
+             "lastTransitionTime": "2030-01-01T11:00:00Z", "observedGeneration": generation},
+        ],
+    }  # fmt: skip
+
+
+def test_a_retry_of_a_guard_held_step_leaves_the_guards_phase() -> None:
+    """Issue 34: each attempt of a held step entered its phase again, and the controller put
+    Degraded back: the phase flapped on every retry. While the guard of this generation holds
+    the step, the phase stays; otherwise the step's phase is written as before."""
+    t1 = datetime(2030, 1, 1, 12, 0, 0, tzinfo=UTC)
+    dm = DMRef(namespace="ns", name="router", uid="u", generation=3)
+    starting = StatusUpdate(dm=dm, phase=Phase.STARTING)
+    held = _guarded("Degraded", "Promoted", "SecretNotAllowed")
+    kept = entered(held, starting, 3, t1)
+    assert kept["phase"] == "Degraded"
+    assert kept["phaseTransitionTime"] == "2030-01-01T11:00:00Z"
+    # A guard of an older generation, on another step's condition, or not a guard: entered.
+    for current in (
+        _guarded("Degraded", "Promoted", "SecretNotAllowed", generation=2),
+        _guarded("Degraded", "Cached", "SecretNotAllowed"),
+        _guarded("Degraded", "Promoted", "GuardCleared"),
+        _guarded("Caching", "Promoted", "SecretNotAllowed"),
+    ):
+        assert entered(current, starting, 3, t1)["phase"] == "Starting", current
+    caching = StatusUpdate(dm=dm, phase=Phase.CACHING)
+    held_cache = _guarded("Degraded", "Cached", "SecretNotAllowed")
+    assert entered(held_cache, caching, 3, t1)["phase"] == "Degraded"
