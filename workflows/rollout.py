@@ -128,6 +128,11 @@ PROMOTION_WAITS_FOR_GUARD = "promotion-waits-for-guard"
 # The change id of "an approval first checks that the held candidate is model-ready, and is
 # refused (not turned into a rollback by promote's re-check) when it is not" (issue 34).
 APPROVAL_CHECKS_CANDIDATE = "approval-checks-candidate"
+# The change id of "a step that fails after the run was asked to stop (supersede or abort) is
+# the stop, not a failure of the revision" (issue 34, explorer seed 3524: a superseded run whose
+# step was on a killed worker waited out the step's heartbeat timeout and ended Failed/
+# StartTimeout, recording a failure of a revision nobody asked for any more).
+STOP_WINS_OVER_A_STEP_FAILURE = "stop-wins-over-a-step-failure"
 # One round of a status write's retries outside compensation: the old fixed window.
 _ROUND = timedelta(minutes=10)
 
@@ -1037,12 +1042,23 @@ class RolloutWorkflow:
                     summary=summary,
                 )
             except ActivityError as e:
+                self._stop_if_asked_before(e)
                 if not _still_held(e, held_until):
                     raise _failure_of(e, name, timeout_reason) from None
                 continue
             break
         self._stop_if_requested()
         return result
+
+    def _stop_if_asked_before(self, error: ActivityError) -> None:
+        """A step that failed while the run waited for its cancellation (the step's worker died,
+        so the cancel never reached it and the attempt timed out): the stop wins."""
+        asked = self._state.abort_reason is not None or _cancel_requested()
+        current = asyncio.current_task()
+        mine = current is self._main and self._state.stoppable
+        # patched() last: only a history that meets this case carries the marker.
+        if asked and mine and workflow.patched(STOP_WINS_OVER_A_STEP_FAILURE):
+            raise asyncio.CancelledError() from error
 
     def _stop_if_requested(self) -> None:
         """Honour an abort or cancel that a step completing at the same moment swallowed.

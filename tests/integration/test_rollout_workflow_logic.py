@@ -355,6 +355,32 @@ async def test_cancel_is_superseded_and_cleans_own_objects(
     assert not any(s.failed for s in cluster.statuses)  # status is the newer rollout's
 
 
+@pytest.mark.parametrize("stop", ["abort", "cancel"])
+async def test_a_step_that_times_out_after_the_stop_is_the_stop_not_a_failure(
+    client: Client, queue: str, cluster: FakeCluster, stop: str
+) -> None:
+    """The step's worker died, so the cancel never reaches it and the attempt times out on its
+    heartbeat: the run ends as the stop asked (explorer seed 3524: it ended Failed/
+    StartTimeout, a failure recorded for a revision nobody asked for any more)."""
+    cluster.hold_step = c.PREFETCH  # held without a heartbeat: as on a killed worker
+    handle = await start(client, queue, make_input(stable=True))
+    try:
+        await asyncio.wait_for(cluster.step_held.wait(), 20)
+        if stop == "abort":
+            await handle.signal(RolloutWorkflow.abort, "operator said no")
+        else:
+            await handle.cancel()
+        outcome = await asyncio.wait_for(handle.result(), 60)
+    finally:
+        cluster.release_step.set()
+    if stop == "abort":
+        assert (outcome.result, outcome.reason) == (c.RolloutResult.ROLLED_BACK, "Aborted")
+    else:
+        assert outcome.result == c.RolloutResult.SUPERSEDED, outcome
+        assert not any(s.failed for s in cluster.statuses)  # status is the newer rollout's
+    assert cluster.deleted == ["r:en"]
+
+
 async def test_abort_rolls_back(client: Client, queue: str, cluster: FakeCluster) -> None:
     cluster.block_prefetch = asyncio.Event()
     handle = await start(client, queue, make_input(stable=True))
