@@ -592,6 +592,11 @@ class Reconciler:
                 await write_status(self.kube, StatusUpdate(dm=ref, clear_candidate=True))
         else:
             want.conditions = clear_refusal(want.conditions, dm)
+        if phase_now is None and new_phase is None and step.temporal_down is not None:
+            # Seed 001: Pending is "accepted, not yet processed"; the first rollout cannot start
+            # while Temporal is away (TemporalReachable says why), and an empty phase column
+            # says nothing (explorer seed 3519: no phase for 40 s under a refused credential).
+            new_phase = Phase.PENDING
         if step.queued:
             new_phase = Phase.PENDING
             want.conditions.append(

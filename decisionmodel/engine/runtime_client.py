@@ -191,7 +191,7 @@ def verdict(
             ready=False,
             reason=Reason.DEVICE_MISMATCH,
             message=(
-                f"loaded on device {ps_entry.device!r} but spec.device is {expected_device!r}; "
+                f"loaded on device {ps_entry.device!r} but spec.device is '{expected_device}'; "
                 "fix spec.device or the node's GPU (a runtime that fell back to CPU reports cpu)"
             ),
             precision=precision,

@@ -154,6 +154,17 @@ async def test_a_refused_credential_is_said_and_the_stable_is_looked_after(
         what="the change observed, waiting for Temporal to accept the controller",
     )
     assert h.status("cred")["stableRevision"]["hash"] == stable
+    # A new DecisionModel meanwhile is Pending ("accepted, not yet processed", seed 001), not
+    # without a phase (explorer seed 3519), and says why.
+    h.create_dm("fresh", {"model": "laya:en", "replicas": 1})
+    await eventually(
+        lambda: (
+            h.status("fresh").get("phase") == "Pending"
+            and refused_condition(h, "fresh", proxy.address)
+        ),
+        BOUND,
+        what="fresh: Pending, TemporalReachable=False TemporalUnauthorized",
+    )
     assert proxy.refused > 0
     assert controller.proc is not None and controller.proc.poll() is None, "controller exited"
     await eventually(
@@ -179,3 +190,4 @@ async def test_a_refused_credential_is_said_and_the_stable_is_looked_after(
     await eventually(
         lambda: condition(h, "cred", "TemporalReachable") is None, BOUND, what="cred: cleared"
     )
+    await eventually(lambda: h.status("fresh").get("phase") == "Ready", 240, what="fresh: Ready")

@@ -9,7 +9,7 @@ import pytest
 
 from decisionmodel.engine.runtime_client import GateVerdict, PsModel, device_class, verdict
 from decisionmodel.errors import ProbeError
-from decisionmodel.vocabulary import Reason
+from decisionmodel.vocabulary import Device, Reason
 
 DIGEST = "a" * 64
 OTHER = "b" * 64
@@ -65,6 +65,10 @@ def test_messages_name_what_differs_and_the_fix() -> None:
     assert "spec.digest" in digest.message
     device = verdict(DIGEST, "cuda", entry(device="cpu"), None)
     assert "'cpu'" in device.message and "spec.device is 'cuda'" in device.message
+    # The spec's enum, as the workflow passes it: its value, never its repr (explorer seed 3524
+    # showed "spec.device is <Device.CPU: 'cpu'>").
+    fallback = verdict(DIGEST, Device.CPU, entry(device="cpu-fallback"), None)
+    assert "spec.device is 'cpu';" in fallback.message, fallback.message
     pin = verdict(DIGEST, "cpu", entry(expires_at=LATER), None)
     assert "2026-01-01T00:05:00+00:00" in pin.message and "keep_alive -1" in pin.message
 
