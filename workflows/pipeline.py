@@ -27,6 +27,7 @@ from temporalio.exceptions import (
     CancelledError,
     ChildWorkflowError,
 )
+from temporalio.exceptions import TimeoutError as ActivityTimeout
 
 with workflow.unsafe.imports_passed_through():
     from decisionmodel.api.pipeline import Approval as ApprovalMode
@@ -36,6 +37,7 @@ with workflow.unsafe.imports_passed_through():
         RESOLVE_FREIGHT,
         Approval,
         Freight,
+        FreightProblem,
         PipelineInput,
         PipelineRecord,
         ResolveFreightInput,
@@ -48,7 +50,7 @@ with workflow.unsafe.imports_passed_through():
         soaked_at,
     )
     from decisionmodel.pipeline.windows import describe, next_opening
-    from decisionmodel.vocabulary import PERMANENT_REASONS, StageReason, StageState
+    from decisionmodel.vocabulary import PERMANENT_REASONS, Reason, StageReason, StageState
     from workflows import pipeline_attributes as attrs
     from workflows.pipeline_details import pipeline_details
     from workflows.pipeline_stage import PipelineStageWorkflow
@@ -74,6 +76,16 @@ FREIGHT_SERVED_PATCH = "pipeline-freight-served"
 # A tag re-published after the freight was pinned: how often the stage looks again, how long.
 FREIGHT_RECHECK = timedelta(seconds=30)
 FREIGHT_BOUND = APPROVAL_BOUND
+# Runs started before the run showed its own (pending) stages before resolving, and bounded
+# the resolve, replay as they ran (issue 34: the previous run's stages showed as the new
+# revision's while the resolve failed or hung, and a hung registry was retried forever).
+FREIGHT_SHOWN_PATCH = "pipeline-freight-shown"
+# One try per activity, retried by the run so each failure shows on FreightPinned at once:
+# 1 s doubling to a minute, for at most ten minutes (then Failed; a retry starts again).
+RESOLVE_ONCE = RetryPolicy(maximum_attempts=1)
+RESOLVE_PAUSE_FIRST = timedelta(seconds=1)
+RESOLVE_PAUSE_MAX = timedelta(minutes=1)
+RESOLVE_BOUND = timedelta(minutes=10)
 
 
 @workflow.defn(name="PipelineWorkflow")
@@ -87,14 +99,34 @@ class PipelineWorkflow:
         self._dirty = False
         self._done = False
         self._attributes: dict[str, object] = {}
+        self._freight_problem: FreightProblem | None = None
+        self._pinned_at: datetime | None = None
 
     @workflow.run
     async def run(self, inp: PipelineInput) -> PipelineRecord:
         self._inp = inp
         now = workflow.now()
         self._progress = {s.name: StageProgress(since=now) for s in inp.spec.stages}
+        for name, at in inp.promoted.items():  # a retry: what the failed run promoted stays
+            if name in self._progress:
+                self._progress[name] = StageProgress(
+                    state=StageState.PROMOTED,
+                    reason=StageReason.PROMOTED_BY_EARLIER_RUN,
+                    message=f"promoted by {inp.retry_of}",
+                    since=at,
+                    promoted_at=at,
+                )
         self._show_details()
-        self._freight = await self._pin_freight(inp)
+        if workflow.patched(FREIGHT_SHOWN_PATCH):
+            # This run's stages replace the previous run's on the status before anything can
+            # fail or hang.
+            await self._record()
+            self._freight = await self._pin_freight_shown(inp)
+            if self._freight is None:  # aborted while resolving
+                return self._snapshot()
+            self._pinned_at = workflow.now()
+        else:
+            self._freight = await self._pin_freight(inp)
         self._show_details()
         await self._record()
         stages = [asyncio.create_task(self._run_stage(s)) for s in inp.spec.stages]
@@ -142,6 +174,8 @@ class PipelineWorkflow:
     # --- the stages ---------------------------------------------------------------------
 
     async def _run_stage(self, stage: Stage) -> None:
+        if self._progress[stage.name].state == StageState.PROMOTED:
+            return  # a retry's: promoted by the failed run, with this freight
         if not await self._dependencies(stage):
             return
         if not await self._soak(stage) or not await self._window(stage):
@@ -328,6 +362,60 @@ class PipelineWorkflow:
             raise _failed(e) from None
         return freight
 
+    async def _pin_freight_shown(self, inp: PipelineInput) -> Freight | None:
+        """The freight, each failed resolve shown on ``FreightPinned`` (reason and fix) at
+        once; bounded by ``RESOLVE_BOUND``, then (or on a permanent reason) the run fails.
+        None: aborted meanwhile (every stage Aborted)."""
+        template = inp.spec.template.spec
+        if inp.freight is not None:
+            return inp.freight  # a retry: what its stages verified, whatever the tag does now
+        if template.digest:
+            return Freight(
+                model=template.model, digest=template.digest, resolved_from_registry=False
+            )
+        give_up = workflow.now() + RESOLVE_BOUND
+        pause = RESOLVE_PAUSE_FIRST
+        while True:
+            try:
+                freight: Freight = await workflow.execute_activity(
+                    RESOLVE_FREIGHT,
+                    ResolveFreightInput(pipeline=inp.pipeline, model=template.model),
+                    result_type=Freight,
+                    start_to_close_timeout=HUB_STEP,
+                    retry_policy=RESOLVE_ONCE,
+                    summary=f"resolve {template.model} once for every stage",
+                )
+            except ActivityError as e:
+                await self._resolve_failed(inp, e, give_up)  # raises once final
+                await self._sleep_until(min(workflow.now() + pause, give_up))
+                pause = min(pause * 2, RESOLVE_PAUSE_MAX)
+                if self._aborted is not None:
+                    for stage in inp.spec.stages:
+                        self._not_aborted(stage)
+                    await self._record()
+                    return None
+                continue
+            self._freight_problem = None
+            return freight
+
+    async def _resolve_failed(
+        self, inp: PipelineInput, error: ActivityError, give_up: datetime
+    ) -> None:
+        """Show the failed resolve on the status; the run's failure once it is final (a
+        permanent reason, or the bound reached)."""
+        reason, why = _resolve_failure(error)
+        final = reason in PERMANENT_REASONS or workflow.now() >= give_up
+        before = self._freight_problem
+        self._freight_problem = FreightProblem(
+            reason=reason,
+            message=_freight_message(inp, why, final, give_up),
+            final=final,
+            since=before.since if before else workflow.now(),  # one transition, not one a try
+        )
+        await self._record()
+        if final:
+            raise ApplicationError(self._freight_problem.message, type=reason, non_retryable=True)
+
     async def _sleep_until(self, when: datetime) -> None:
         """A durable timer that an abort cuts short."""
         left = (when - workflow.now()).total_seconds()
@@ -419,6 +507,8 @@ class PipelineWorkflow:
             stages=dict(self._progress),
             clusters={s.name: s.cluster for s in inp.spec.stages},
             message=f"aborted: {self._aborted}" if self._aborted else "",
+            freight_problem=self._freight_problem,
+            pinned_at=self._pinned_at,
         )
 
     def _require(self) -> PipelineInput:
@@ -451,6 +541,30 @@ def _not_served(freight: Freight, served: str | None, *, expired: bool) -> str:
         f"stages verified; this stage {wait}, its cluster serving its stable meanwhile: "
         f"re-publish the verified bytes under {freight.model}, or change the pipeline (a new "
         "revision resolves the tag again and goes through every stage from the first)"
+    )
+
+
+def _resolve_failure(error: ActivityError) -> tuple[str, str]:
+    """The reason and the why of one failed resolve: the activity's typed error, or a registry
+    that did not answer within the step's timeout."""
+    cause = error.cause
+    if isinstance(cause, ApplicationError) and cause.type:
+        return cause.type, str(cause)
+    if isinstance(cause, ActivityTimeout):
+        return Reason.REGISTRY_UNAVAILABLE, f"the registry did not answer within {HUB_STEP}"
+    return StageReason.FREIGHT_FAILED, str(cause or error)
+
+
+def _freight_message(inp: PipelineInput, why: str, final: bool, give_up: datetime) -> str:
+    model = inp.spec.template.spec.model
+    head = f"{model} could not be resolved to the digest every stage rolls out: {why}"
+    if not final:
+        return f"{head}; resolving again until {give_up.isoformat()}, no stage starts meanwhile"
+    name = inp.pipeline.name
+    return (
+        f"{head}; the run failed before any stage: fix the template's model or the registry, "
+        f"then `dmrollout pipeline retry {name}` (a new decisionmodel.io/retry value on the "
+        "pipeline), or change the pipeline"
     )
 
 

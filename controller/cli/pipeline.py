@@ -12,7 +12,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import getpass
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 from typing import Any, Final
 
 from temporalio.client import WorkflowUpdateFailedError
@@ -22,11 +22,13 @@ from controller.cli.errors import CliError, ExitCode
 from controller.hub.leadership import PipelineControllerSettings
 from controller.reconciler.leader import LeaderElector
 from controller.temporal.client import TemporalSettings
+from decisionmodel.engine.render.labels import ANNOTATION_RETRY
 from decisionmodel.pipeline.contracts import Approval, PipelineRecord
+from decisionmodel.pipeline.retry import RETRYABLE_PHASES
 from decisionmodel.vocabulary import ConditionStatus
 from kube.client import Kube
 from kube.lease import LeaseStore
-from kube.pipelines import read_pipeline
+from kube.pipelines import annotate_pipeline, read_pipeline
 from workflows import search_attributes as sa
 from workflows.pipeline import PipelineWorkflow
 from workflows.pipeline_details import ui_path
@@ -79,6 +81,26 @@ async def abort(ctx: CliContext) -> int:
         PipelineWorkflow.abort, ctx.args.reason, rpc_timeout=RPC
     )
     print(f"abort sent to {wid} ({ctx.args.reason})")
+    return ExitCode.OK
+
+
+async def retry(ctx: CliContext) -> int:
+    """A fresh decisionmodel.io/retry value: the controller runs the failed revision again with
+    the freight its stages verified (the tag is not resolved again) from where it failed."""
+    obj = await _pipeline(ctx)
+    wid = _run_id(obj)
+    phase = (obj.get("status") or {}).get("phase")
+    if phase not in RETRYABLE_PHASES:
+        raise CliError(
+            ExitCode.FAILED,
+            f"run {wid} is {phase or 'not started'}, not Failed or Aborted: nothing to retry",
+        )
+    token = datetime.now(UTC).strftime("%Y%m%dT%H%M%S.%fZ")
+    meta = obj["metadata"]
+    await Kube.run(
+        annotate_pipeline, ctx.kube(), meta["namespace"], meta["name"], {ANNOTATION_RETRY: token}
+    )
+    print(f"retry {token} of {wid} requested ({ANNOTATION_RETRY})")
     return ExitCode.OK
 
 
@@ -201,3 +223,4 @@ def add_pipeline_commands(sub: Any, cli_entry: Any) -> None:
     ab = verb("abort", "stop the stages in flight (promoted stages keep serving)", abort)
     ab.add_argument("--reason", default="aborted from the CLI", help="recorded in history")
     verb("history", "the run's workflow and each stage's rollout", history)
+    verb("retry", "run a failed or aborted run again, with the freight it verified", retry)

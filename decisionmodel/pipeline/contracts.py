@@ -41,22 +41,38 @@ class PipelineRef(Contract):
     generation: int = 0
 
 
-class PipelineInput(Contract):
-    pipeline: PipelineRef
-    revision: str  # the pipeline revision (hash of the template and the stages)
-    spec: DecisionModelPipelineSpec
-
-    @property
-    def model_name(self) -> str:
-        return self.spec.template.name or self.pipeline.name
-
-
 class Freight(Contract):
     """What every stage rolls out: the model and the digest it resolved to, once."""
 
     model: str
     digest: str
     resolved_from_registry: bool = True
+
+
+class PipelineInput(Contract):
+    pipeline: PipelineRef
+    revision: str  # the pipeline revision (hash of the template and the stages)
+    spec: DecisionModelPipelineSpec
+    # A retry (decisionmodel.io/retry on the pipeline) of the failed run ``retry_of``: the
+    # freight it already pinned (never resolved again: its stages verified those bytes) and
+    # the stages it promoted, with when (kept: not rolled out again, soaks count from then).
+    retry_of: str = ""
+    freight: Freight | None = None
+    promoted: dict[str, datetime] = Field(default_factory=dict)
+
+    @property
+    def model_name(self) -> str:
+        return self.spec.template.name or self.pipeline.name
+
+
+class FreightProblem(Contract):
+    """Why the run has no freight yet (a resolve that failed or did not answer), and whether
+    it gave up (``final``: the run ends Failed, its stages never start)."""
+
+    reason: str
+    message: str
+    final: bool = False
+    since: datetime | None = None
 
 
 class ResolveFreightInput(Contract):
@@ -82,6 +98,8 @@ class PipelineRecord(Contract):
     stages: dict[str, StageProgress] = Field(default_factory=dict)
     clusters: dict[str, str] = Field(default_factory=dict)  # stage -> cluster
     message: str = ""
+    freight_problem: FreightProblem | None = None
+    pinned_at: datetime | None = None
 
 
 class StageInput(Contract):
