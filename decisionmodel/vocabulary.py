@@ -125,6 +125,9 @@ class StageReason(enum.StrEnum):
     ROLLING_OUT = "RollingOut"
     NOTHING_TO_ROLL_OUT = "NothingToRollOut"
     PROMOTED_BY_EARLIER_RUN = "PromotedByEarlierRun"  # a retry keeps what the failed run did
+    # A promoted stage that no longer serves the freight healthy while its dependents soak
+    # (degraded, rolled back, changed): it is Failed, and they never start.
+    UNHEALTHY = "UnhealthyDuringSoak"
     STAGE_FAILED = "StageFailed"
     FREIGHT_FAILED = "FreightFailed"
     # The tag serves other bytes than the freight (re-published after the run pinned it): the

@@ -33,6 +33,7 @@ with workflow.unsafe.imports_passed_through():
     from decisionmodel.api.pipeline import Approval as ApprovalMode
     from decisionmodel.api.pipeline import Stage
     from decisionmodel.pipeline.contracts import (
+        CHECK_STAGE,
         RECORD_PIPELINE,
         RESOLVE_FREIGHT,
         Approval,
@@ -41,6 +42,8 @@ with workflow.unsafe.imports_passed_through():
         PipelineInput,
         PipelineRecord,
         ResolveFreightInput,
+        StageHealth,
+        StageHealthInput,
         StageInput,
     )
     from decisionmodel.pipeline.stages import (
@@ -86,6 +89,15 @@ RESOLVE_ONCE = RetryPolicy(maximum_attempts=1)
 RESOLVE_PAUSE_FIRST = timedelta(seconds=1)
 RESOLVE_PAUSE_MAX = timedelta(minutes=1)
 RESOLVE_BOUND = timedelta(minutes=10)
+# Runs started before the soak watched its dependencies replay as they ran (a bare timer:
+# a staging that degraded or rolled back during its soak still let production go).
+SOAK_WATCH_PATCH = "pipeline-soak-watch"
+# How often a soak looks at its dependencies: every minute, or 1/60 of a long soak (the
+# history stays bounded); always once more at its end, which gates the stage.
+SOAK_CHECK_MIN = timedelta(minutes=1)
+SOAK_CHECKS = 60
+CHECK_STEP = timedelta(seconds=30)
+CHECK_BOUND = timedelta(minutes=2)
 
 
 @workflow.defn(name="PipelineWorkflow")
@@ -213,8 +225,63 @@ class PipelineWorkflow:
         if until is None or until <= workflow.now():
             return True
         self._set(stage, StageState.SOAKING, StageReason.SOAKING, f"until {until.isoformat()}")
-        await self._sleep_until(until)
-        return self._not_aborted(stage)
+        if not workflow.patched(SOAK_WATCH_PATCH):
+            await self._sleep_until(until)
+            return self._not_aborted(stage)
+        every = max(SOAK_CHECK_MIN, (stage.soak_time or SOAK_CHECK_MIN) / SOAK_CHECKS)
+        while True:
+            await self._sleep_until(min(workflow.now() + every, until))
+            if not self._not_aborted(stage):
+                return False
+            confirmed = await self._dependencies_serve(stage)
+            if blocked_by(stage, self._progress) is not None:
+                return await self._dependencies(stage)  # Blocked, naming the dependency
+            if confirmed and workflow.now() >= until:
+                return True
+            if not confirmed and workflow.now() >= until:
+                why = (
+                    "soaked; waits until every dependency's cluster confirms it still serves "
+                    "the freight (a cluster did not answer; it is asked again)"
+                )
+                if self._progress[stage.name].message != why:
+                    self._set(stage, StageState.SOAKING, StageReason.SOAKING, why)
+
+    async def _dependencies_serve(self, stage: Stage) -> bool:
+        """Ask each dependency's cluster whether it still serves the freight, healthy: one
+        that does not is Failed (its dependents never start). False: a cluster could not be
+        asked (away): the soak does not end before it is."""
+        confirmed = True
+        for name in stage.depends_on:
+            dep = next(s for s in self._require().spec.stages if s.name == name)
+            if self._progress[name].state != StageState.PROMOTED:
+                continue
+            health = await self._check(dep)
+            if health is None:
+                confirmed = False
+            elif not health.serving:
+                self._set(dep, StageState.FAILED, health.reason, health.message)
+        return confirmed
+
+    async def _check(self, dep: Stage) -> StageHealth | None:
+        inp, freight = self._require(), self._freight
+        assert freight is not None
+        try:
+            health: StageHealth = await workflow.execute_activity(
+                CHECK_STAGE,
+                StageHealthInput(
+                    namespace=dep.namespace, name=inp.model_name, digest=freight.digest
+                ),
+                result_type=StageHealth,
+                task_queue=dep.task_queue,
+                start_to_close_timeout=CHECK_STEP,
+                schedule_to_close_timeout=CHECK_BOUND,
+                retry_policy=RETRY,
+                summary=f"does {dep.name} still serve the freight?",
+            )
+        except ActivityError as e:
+            workflow.logger.warning("could not check stage %s: %s", dep.name, e.cause or e)
+            return None
+        return health
 
     async def _window(self, stage: Stage) -> bool:
         opens = next_opening(stage.windows, workflow.now())

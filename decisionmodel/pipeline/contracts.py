@@ -23,6 +23,7 @@ APPLY_STAGE = "pipeline_apply_stage"
 AWAIT_STAGE_ROLLOUT = "pipeline_await_stage_rollout"
 AWAIT_STAGE_VERDICT = "pipeline_await_stage_verdict"
 ABORT_STAGE_ROLLOUT = "pipeline_abort_stage_rollout"
+CHECK_STAGE = "pipeline_check_stage"
 
 HUB_TASK_QUEUE: Final = "dmrollout-pipelines"
 PIPELINE_WORKFLOW_ID_PREFIX: Final = "pipeline"
@@ -146,3 +147,19 @@ class StageRollout(Contract):
     run_id: str = ""
     settled: StageVerdict | None = None
     temporal_namespace: str = ""  # where the rollout runs (the cluster's own namespace)
+
+
+class StageHealthInput(Contract):
+    """A promoted stage's DecisionModel, and the freight it must keep serving."""
+
+    namespace: str
+    name: str
+    digest: str
+
+
+class StageHealth(Contract):
+    """Whether a promoted stage still serves the freight, healthy; why not (its reason)."""
+
+    serving: bool
+    reason: str = ""
+    message: str = ""

@@ -98,6 +98,10 @@ class FakeCluster:
     # Set: the apply has begun and waits for `release_apply` (the API server is slow).
     applying: asyncio.Event | None = None
     release_apply: asyncio.Event | None = None
+    # What the promoted stage's DecisionModel looks like when the run asks during a soak.
+    health: p.StageHealth = field(default_factory=lambda: p.StageHealth(serving=True))
+    health_from: int = 1  # the check from which it answers `health` (serving before)
+    checks: int = 0
 
     def activities(self) -> list[object]:
         @activity.defn(name=p.APPLY_STAGE)
@@ -130,7 +134,12 @@ class FakeCluster:
             await self.client.get_workflow_handle(inp.workflow_id).signal("abort", inp.reason)
             return True
 
-        return [apply, rollout, verdict, abort]
+        @activity.defn(name=p.CHECK_STAGE)
+        async def check(inp: p.StageHealthInput) -> p.StageHealth:
+            self.checks += 1
+            return self.health if self.checks >= self.health_from else p.StageHealth(serving=True)
+
+        return [apply, rollout, verdict, abort, check]
 
     def rollout_id(self, namespace: str, name: str) -> str:
         return f"rollout/{namespace}/{name}/{self.name}"
@@ -687,3 +696,34 @@ async def test_a_retry_rolls_out_the_verified_freight_from_where_the_run_failed(
     assert started < promoted_at + timedelta(hours=1, minutes=5)  # not a new hour from now
     # Only the freight-served check asked the registry: never a resolve that pins.
     assert all(r.freight is None or r.freight.digest == DIGEST_A for r in fleet.hub.records)
+
+
+async def test_a_staging_that_degrades_during_its_soak_stops_production(own_fleet: Fleet) -> None:
+    """Issue 34: the soak watches the stage it soaks on. Staging promoted, then its
+    DecisionModel degrades (or rolls back) half an hour into production's 2 h soak: staging is
+    Failed with the reason and what its cluster said, production Blocked, nothing applied
+    there. On a server of its own (see ``own_env``)."""
+    fleet = own_fleet
+    for c in fleet.clusters.values():
+        await fleet.start_worker(c)
+    pipeline = spec(
+        fleet,
+        {"name": "staging", "cluster": "staging"},
+        {"name": "prod-eu", "cluster": "prod-eu", "dependsOn": ["staging"], "soak": "2h"},
+    )
+    fleet.clusters["staging"].health_from = 30  # the soak checks every minute
+    fleet.clusters["staging"].health = p.StageHealth(
+        serving=False,
+        reason=StageReason.UNHEALTHY,
+        message="DecisionModel models/scoring serves sha256:bbbbbbbbbbbb, not the freight",
+    )
+    done = await result(await start(fleet, pipeline))
+    assert done.stages["staging"].state == StageState.FAILED
+    assert done.stages["staging"].reason == StageReason.UNHEALTHY
+    assert "not the freight" in done.stages["staging"].message
+    assert done.stages["prod-eu"].state == StageState.BLOCKED
+    assert done.stages["prod-eu"].reason == StageReason.DEPENDENCY_FAILED
+    assert "staging" in done.stages["prod-eu"].message
+    assert fleet.clusters["prod-eu"].applied == []
+    assert run_status(done)["phase"] == PipelinePhase.FAILED
+    assert fleet.clusters["staging"].checks == 30  # watched, and stopped at the first bad one
