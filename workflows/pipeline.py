@@ -51,6 +51,7 @@ with workflow.unsafe.imports_passed_through():
         blocked_by,
         dependencies_promoted,
         soaked_at,
+        upstream_verdicts,
     )
     from decisionmodel.pipeline.windows import describe, next_opening
     from decisionmodel.vocabulary import PERMANENT_REASONS, Reason, StageReason, StageState
@@ -98,6 +99,9 @@ SOAK_CHECK_MIN = timedelta(minutes=1)
 SOAK_CHECKS = 60
 CHECK_STEP = timedelta(seconds=30)
 CHECK_BOUND = timedelta(minutes=2)
+# Runs started before an approval was re-confirmed against the upstream verdicts it bound
+# (the dependencies asked again just before the approved stage rolls out) replay as they ran.
+APPROVAL_VERDICTS_PATCH = "pipeline-approval-verdicts"
 
 
 @workflow.defn(name="PipelineWorkflow")
@@ -152,9 +156,15 @@ class PipelineWorkflow:
 
     @workflow.update
     async def approve(self, approval: Approval) -> str:
-        """A Manual stage may start; bound to the freight pinned for this run."""
-        self._approvals[approval.stage] = approval
-        return f"stage {approval.stage} approved for {approval.digest[:12]}"
+        """A Manual stage may start; bound to the freight pinned for this run, the run and
+        its upstream verdicts (recorded: those the approver named, or those shown now)."""
+        stage = next(s for s in self._require().spec.stages if s.name == approval.stage)
+        upstream = upstream_verdicts(stage, self._progress)
+        self._approvals[approval.stage] = approval.model_copy(
+            update={"run_id": workflow.info().workflow_id, "upstream": upstream}
+        )
+        verdicts = ", ".join(f"{k}={v}" for k, v in upstream.items()) or "no dependency"
+        return f"stage {approval.stage} approved for {approval.digest[:12]} on {verdicts}"
 
     @approve.validator
     def _check_approval(self, approval: Approval) -> None:
@@ -167,11 +177,29 @@ class PipelineWorkflow:
                 f"stage {approval.stage} is {progress.state}, not AwaitingApproval: approve it "
                 "once its dependencies have promoted and soaked"
             )
+        self._check_bound_to_run(approval)
         if self._freight is None or approval.digest != self._freight.digest:
             pinned = self._freight.digest if self._freight else "not yet pinned"
             raise ValueError(
                 f"the approval is for digest {approval.digest[:12]}, this run's freight is "
                 f"{pinned[:12]}: approve what was verified upstream"
+            )
+
+    def _check_bound_to_run(self, approval: Approval) -> None:
+        """Refuse an approval for another run (a retry is a new one) or for other upstream
+        verdicts than this run's now: the approver saw something else."""
+        wid = workflow.info().workflow_id
+        if approval.run_id and approval.run_id != wid:
+            raise ValueError(
+                f"the approval is for run {approval.run_id}, this run is {wid}: approve what "
+                "this run verified (`dmrollout pipeline status`)"
+            )
+        stage = next(s for s in self._require().spec.stages if s.name == approval.stage)
+        now = upstream_verdicts(stage, self._progress)
+        if approval.upstream and approval.upstream != now:
+            raise ValueError(
+                f"the approval is for upstream verdicts {approval.upstream}, this run's are "
+                f"{now}: approve what was verified upstream"
             )
 
     @workflow.signal
@@ -197,6 +225,8 @@ class PipelineWorkflow:
                 return
             # Approved after the window closed: the stage still starts only inside one.
             if workflow.patched(WINDOW_AFTER_APPROVAL_PATCH) and not await self._window(stage):
+                return
+            if workflow.patched(APPROVAL_VERDICTS_PATCH) and not await self._still_approved(stage):
                 return
         if workflow.patched(FREIGHT_SERVED_PATCH) and not await self._freight_served(stage):
             return
@@ -245,6 +275,25 @@ class PipelineWorkflow:
                 )
                 if self._progress[stage.name].message != why:
                     self._set(stage, StageState.SOAKING, StageReason.SOAKING, why)
+
+    async def _still_approved(self, stage: Stage) -> bool:
+        """Just before an approved stage rolls out (an approval may wait for a window for
+        days): its dependencies are asked again, and the verdicts the approval bound must
+        still hold; one that changed (a dependency no longer serving is Failed) invalidates
+        it: the stage is Blocked, naming the verdicts approved and those now."""
+        approved = self._approvals[stage.name].upstream
+        while not await self._dependencies_serve(stage):
+            if blocked_by(stage, self._progress) is not None:
+                break
+            await self._sleep_until(workflow.now() + SOAK_CHECK_MIN)  # a cluster did not answer
+            if not self._not_aborted(stage):
+                return False
+        now = upstream_verdicts(stage, self._progress)
+        if now == approved:
+            return self._not_aborted(stage)
+        why = f"the approval was for {approved}, upstream is now {now}: {_fix_upstream(stage)}"
+        self._set(stage, StageState.BLOCKED, StageReason.DEPENDENCY_FAILED, why)
+        return False
 
     async def _dependencies_serve(self, stage: Stage) -> bool:
         """Ask each dependency's cluster whether it still serves the freight, healthy: one
@@ -608,6 +657,13 @@ def _not_served(freight: Freight, served: str | None, *, expired: bool) -> str:
         f"stages verified; this stage {wait}, its cluster serving its stable meanwhile: "
         f"re-publish the verified bytes under {freight.model}, or change the pipeline (a new "
         "revision resolves the tag again and goes through every stage from the first)"
+    )
+
+
+def _fix_upstream(stage: Stage) -> str:
+    deps = ", ".join(stage.depends_on)
+    return (
+        f"the approval no longer holds; fix {deps}, then retry the run (`dmrollout pipeline retry`)"
     )
 
 

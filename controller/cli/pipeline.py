@@ -25,6 +25,7 @@ from controller.temporal.client import TemporalSettings
 from decisionmodel.engine.render.labels import ANNOTATION_RETRY
 from decisionmodel.pipeline.contracts import Approval, PipelineRecord
 from decisionmodel.pipeline.retry import RETRYABLE_PHASES
+from decisionmodel.pipeline.stages import verdict_token
 from decisionmodel.vocabulary import ConditionStatus
 from kube.client import Kube
 from kube.lease import LeaseStore
@@ -65,13 +66,32 @@ async def promote(ctx: CliContext) -> int:
         raise CliError(ExitCode.FAILED, "the run has not pinned its freight yet; try again")
     client, _ = await ctx.temporal(pipelines=True)
     handle = client.get_workflow_handle(wid)
-    approval = Approval(stage=ctx.args.stage, digest=digest, by=getpass.getuser())
+    approval = Approval(
+        stage=ctx.args.stage,
+        digest=digest,
+        by=getpass.getuser(),
+        run_id=wid,
+        upstream=_upstream_shown(obj, ctx.args.stage),
+    )
     try:
         said = await handle.execute_update(PipelineWorkflow.approve, approval, rpc_timeout=RPC)
     except WorkflowUpdateFailedError as e:
         raise CliError(ExitCode.FAILED, f"refused: {e.cause or e}") from None
     print(said)
     return ExitCode.OK
+
+
+def _upstream_shown(obj: dict[str, Any], stage: str) -> dict[str, str]:
+    """The verdicts of ``stage``'s dependencies as the status shows them: what the person
+    approves (the run refuses the approval when its own differ)."""
+    spec_stages = (obj.get("spec") or {}).get("stages") or []
+    depends = next((s.get("dependsOn") or [] for s in spec_stages if s.get("name") == stage), [])
+    shown = {s["name"]: s for s in (obj.get("status") or {}).get("stages") or []}
+    return {
+        d: verdict_token(shown[d].get("state", ""), shown[d].get("rolloutWorkflowId"))
+        for d in depends
+        if d in shown
+    }
 
 
 async def abort(ctx: CliContext) -> int:

@@ -82,12 +82,17 @@ class ResolveFreightInput(Contract):
 
 
 class Approval(Contract):
-    """A person's go for one Manual stage, bound to the freight it saw (and so to the upstream
-    verdicts that rolled out that freight)."""
+    """A person's go for one Manual stage, bound to the freight it saw, the run (``run_id``,
+    its workflow ID: a retry is another run) and the upstream verdicts it approved
+    (``upstream``: dependency -> ``verdict_token``). Either left empty is bound to what the
+    run shows when it accepts the approval; given, it must match it. The run records the
+    verdicts; one that changes before the stage starts invalidates the approval."""
 
     stage: str
     digest: str
     by: str = ""
+    run_id: str = ""
+    upstream: dict[str, str] = Field(default_factory=dict)
 
 
 class PipelineRecord(Contract):

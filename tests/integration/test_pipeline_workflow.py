@@ -727,3 +727,47 @@ async def test_a_staging_that_degrades_during_its_soak_stops_production(own_flee
     assert fleet.clusters["prod-eu"].applied == []
     assert run_status(done)["phase"] == PipelinePhase.FAILED
     assert fleet.clusters["staging"].checks == 30  # watched, and stopped at the first bad one
+
+
+async def test_an_approval_binds_the_run_and_the_upstream_verdicts_it_approved(
+    fleet: Fleet,
+) -> None:
+    """Issue 34: an approval for another run, or naming other upstream verdicts than the
+    run's, is refused; the run records the verdicts it accepted, and when staging no longer
+    serves the freight by the time prod-eu would roll out (rolled back after the approval),
+    the approval no longer holds: staging Failed, prod-eu Blocked naming the verdicts, nothing
+    applied in prod."""
+    for c in fleet.clusters.values():
+        await fleet.start_worker(c)
+    staging = fleet.clusters["staging"]
+    staging.health = p.StageHealth(
+        serving=False, reason=StageReason.UNHEALTHY, message="rolled back by its watch"
+    )
+    pipeline = spec(
+        fleet,
+        {"name": "staging", "cluster": "staging"},
+        {"name": "prod-eu", "cluster": "prod-eu", "dependsOn": ["staging"], "approval": "Manual"},
+    )
+    handle = await start(fleet, pipeline)
+    waiting = await stage_reaches(handle, "prod-eu", StageState.AWAITING_APPROVAL)
+    rollout = waiting.stages["staging"].rollout_workflow_id
+    verdicts = {"staging": f"Promoted@{rollout}"}
+    refused = [
+        p.Approval(stage="prod-eu", digest=DIGEST_A, run_id="pipeline/hub/scoring/other"),
+        p.Approval(stage="prod-eu", digest=DIGEST_A, upstream={"staging": "Promoted@elsewhere"}),
+    ]
+    for approval in refused:
+        with pytest.raises(WorkflowUpdateFailedError):
+            await handle.execute_update(PipelineWorkflow.approve, approval)
+    said = await handle.execute_update(
+        PipelineWorkflow.approve,
+        p.Approval(stage="prod-eu", digest=DIGEST_A, run_id=handle.id, upstream=verdicts),
+    )
+    assert f"staging=Promoted@{rollout}" in said
+    done = await result(handle)
+    assert done.stages["staging"].state == StageState.FAILED
+    assert "rolled back by its watch" in done.stages["staging"].message
+    blocked = done.stages["prod-eu"]
+    assert blocked.state == StageState.BLOCKED
+    assert f"the approval was for {verdicts}" in blocked.message
+    assert fleet.clusters["prod-eu"].applied == []
