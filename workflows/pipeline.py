@@ -359,7 +359,10 @@ class PipelineWorkflow:
             )
         except TimeoutError:
             days = APPROVAL_BOUND.days
-            fix = "change the pipeline (a new revision starts a new run) to try again"
+            fix = (
+                f"`dmrollout pipeline retry {inp.pipeline.name}` (the freight stays), or change "
+                "the pipeline (a new revision starts a new run) to try again"
+            )
             why = f"no approval within {days} days of the freight being verified upstream: {fix}"
             self._set(stage, StageState.FAILED, StageReason.APPROVAL_EXPIRED, why)
             return False
