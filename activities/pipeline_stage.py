@@ -28,13 +28,21 @@ from decisionmodel.pipeline.contracts import (
     APPLY_STAGE,
     AWAIT_STAGE_ROLLOUT,
     AWAIT_STAGE_VERDICT,
+    CHECK_STAGE,
     AbortStageRollout,
     AppliedStage,
+    StageHealth,
+    StageHealthInput,
     StageInput,
     StageRollout,
     StageVerdict,
 )
-from decisionmodel.pipeline.observe import StageObservation, observe, rollout_verdict
+from decisionmodel.pipeline.observe import (
+    StageObservation,
+    observe,
+    rollout_verdict,
+    stage_health,
+)
 from decisionmodel.rollout.contracts import RolloutOutcome
 from decisionmodel.rollout.settings import RolloutSettings
 from decisionmodel.vocabulary import StageState
@@ -163,6 +171,14 @@ class StageActivities:
             revision=outcome.revision,
             decided_at=datetime.now(UTC),
         )
+
+    @activity.defn(name=CHECK_STAGE)
+    async def check(self, inp: StageHealthInput) -> StageHealth:
+        """Whether this promoted stage still serves the freight, healthy (asked by the hub's
+        run while the stages after it soak)."""
+        async with typed_errors():
+            dm = await Kube.run(self.kube.read_dm, inp.namespace, inp.name)
+            return stage_health(dm, inp.namespace, inp.name, inp.digest)
 
     @activity.defn(name=ABORT_STAGE_ROLLOUT)
     async def abort_rollout(self, inp: AbortStageRollout) -> bool:

@@ -59,7 +59,7 @@ def build_stage_activities(
     """A cluster's part of the pipelines (issue 25): on its ``dmrollout-stage-<cluster>``;
     ``rollouts``: the client of this cluster's rollouts' namespace."""
     stage = StageActivities(kube, settings, rollouts)
-    return [stage.apply, stage.await_rollout, stage.await_verdict, stage.abort_rollout]
+    return [stage.apply, stage.await_rollout, stage.await_verdict, stage.abort_rollout, stage.check]
 
 
 def build_hub_activities(kube: Kube, settings: RolloutSettings) -> list[Callable[..., Any]]:

@@ -124,6 +124,10 @@ class StageReason(enum.StrEnum):
     APPROVAL_EXPIRED = "ApprovalExpired"  # no approval within APPROVAL_BOUND
     ROLLING_OUT = "RollingOut"
     NOTHING_TO_ROLL_OUT = "NothingToRollOut"
+    PROMOTED_BY_EARLIER_RUN = "PromotedByEarlierRun"  # a retry keeps what the failed run did
+    # A promoted stage that no longer serves the freight healthy while its dependents soak
+    # (degraded, rolled back, changed): it is Failed, and they never start.
+    UNHEALTHY = "UnhealthyDuringSoak"
     STAGE_FAILED = "StageFailed"
     FREIGHT_FAILED = "FreightFailed"
     # The tag serves other bytes than the freight (re-published after the run pinned it): the
@@ -148,6 +152,9 @@ class PipelineCondition(enum.StrEnum):
 
     ACCEPTED = "Accepted"  # the spec is a pipeline (no cycle, a valid template)
     STAGE_WORKERS_POLLING = "StageWorkersPolling"  # every stage's cluster has a worker
+    # The run's: its template's tag resolved to the digest every stage rolls out (the run
+    # writes it, the controller never does: each owns its own conditions).
+    FREIGHT_PINNED = "FreightPinned"
 
 
 class PipelineReason(enum.StrEnum):
@@ -156,6 +163,8 @@ class PipelineReason(enum.StrEnum):
     POLLING = "Polling"
     NO_STAGE_WORKER = "NoStageWorker"
     TEMPORAL_UNREACHABLE = "TemporalUnreachable"
+    PINNED = "Pinned"
+    RESOLVING = "Resolving"  # the run's first resolve has not answered yet
 
 
 class ConditionType(enum.StrEnum):

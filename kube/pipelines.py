@@ -69,6 +69,18 @@ def read_pipeline(kube: Kube, namespace: str, name: str) -> dict[str, Any] | Non
     return obj
 
 
+def annotate_pipeline(kube: Kube, namespace: str, name: str, annotations: dict[str, str]) -> None:
+    """A merge patch of the pipeline's annotations (the user's field, as kubectl annotate)."""
+    kube.custom.patch_namespaced_custom_object(
+        GROUP,
+        VERSION,
+        namespace,
+        PIPELINE_PLURAL,
+        name,
+        {"metadata": {"annotations": annotations}},
+    )
+
+
 def apply_pipeline_status(
     kube: Kube, namespace: str, name: str, uid: str, status: dict[str, Any], manager: str
 ) -> dict[str, Any]:

@@ -27,18 +27,23 @@ from temporalio.exceptions import (
     CancelledError,
     ChildWorkflowError,
 )
+from temporalio.exceptions import TimeoutError as ActivityTimeout
 
 with workflow.unsafe.imports_passed_through():
     from decisionmodel.api.pipeline import Approval as ApprovalMode
     from decisionmodel.api.pipeline import Stage
     from decisionmodel.pipeline.contracts import (
+        CHECK_STAGE,
         RECORD_PIPELINE,
         RESOLVE_FREIGHT,
         Approval,
         Freight,
+        FreightProblem,
         PipelineInput,
         PipelineRecord,
         ResolveFreightInput,
+        StageHealth,
+        StageHealthInput,
         StageInput,
     )
     from decisionmodel.pipeline.stages import (
@@ -46,9 +51,10 @@ with workflow.unsafe.imports_passed_through():
         blocked_by,
         dependencies_promoted,
         soaked_at,
+        upstream_verdicts,
     )
     from decisionmodel.pipeline.windows import describe, next_opening
-    from decisionmodel.vocabulary import PERMANENT_REASONS, StageReason, StageState
+    from decisionmodel.vocabulary import PERMANENT_REASONS, Reason, StageReason, StageState
     from workflows import pipeline_attributes as attrs
     from workflows.pipeline_details import pipeline_details
     from workflows.pipeline_stage import PipelineStageWorkflow
@@ -74,6 +80,28 @@ FREIGHT_SERVED_PATCH = "pipeline-freight-served"
 # A tag re-published after the freight was pinned: how often the stage looks again, how long.
 FREIGHT_RECHECK = timedelta(seconds=30)
 FREIGHT_BOUND = APPROVAL_BOUND
+# Runs started before the run showed its own (pending) stages before resolving, and bounded
+# the resolve, replay as they ran (issue 34: the previous run's stages showed as the new
+# revision's while the resolve failed or hung, and a hung registry was retried forever).
+FREIGHT_SHOWN_PATCH = "pipeline-freight-shown"
+# One try per activity, retried by the run so each failure shows on FreightPinned at once:
+# 1 s doubling to a minute, for at most ten minutes (then Failed; a retry starts again).
+RESOLVE_ONCE = RetryPolicy(maximum_attempts=1)
+RESOLVE_PAUSE_FIRST = timedelta(seconds=1)
+RESOLVE_PAUSE_MAX = timedelta(minutes=1)
+RESOLVE_BOUND = timedelta(minutes=10)
+# Runs started before the soak watched its dependencies replay as they ran (a bare timer:
+# a staging that degraded or rolled back during its soak still let production go).
+SOAK_WATCH_PATCH = "pipeline-soak-watch"
+# How often a soak looks at its dependencies: every minute, or 1/60 of a long soak (the
+# history stays bounded); always once more at its end, which gates the stage.
+SOAK_CHECK_MIN = timedelta(minutes=1)
+SOAK_CHECKS = 60
+CHECK_STEP = timedelta(seconds=30)
+CHECK_BOUND = timedelta(minutes=2)
+# Runs started before an approval was re-confirmed against the upstream verdicts it bound
+# (the dependencies asked again just before the approved stage rolls out) replay as they ran.
+APPROVAL_VERDICTS_PATCH = "pipeline-approval-verdicts"
 
 
 @workflow.defn(name="PipelineWorkflow")
@@ -87,14 +115,34 @@ class PipelineWorkflow:
         self._dirty = False
         self._done = False
         self._attributes: dict[str, object] = {}
+        self._freight_problem: FreightProblem | None = None
+        self._pinned_at: datetime | None = None
 
     @workflow.run
     async def run(self, inp: PipelineInput) -> PipelineRecord:
         self._inp = inp
         now = workflow.now()
         self._progress = {s.name: StageProgress(since=now) for s in inp.spec.stages}
+        for name, at in inp.promoted.items():  # a retry: what the failed run promoted stays
+            if name in self._progress:
+                self._progress[name] = StageProgress(
+                    state=StageState.PROMOTED,
+                    reason=StageReason.PROMOTED_BY_EARLIER_RUN,
+                    message=f"promoted by {inp.retry_of}",
+                    since=at,
+                    promoted_at=at,
+                )
         self._show_details()
-        self._freight = await self._pin_freight(inp)
+        if workflow.patched(FREIGHT_SHOWN_PATCH):
+            # This run's stages replace the previous run's on the status before anything can
+            # fail or hang.
+            await self._record()
+            self._freight = await self._pin_freight_shown(inp)
+            if self._freight is None:  # aborted while resolving
+                return self._snapshot()
+            self._pinned_at = workflow.now()
+        else:
+            self._freight = await self._pin_freight(inp)
         self._show_details()
         await self._record()
         stages = [asyncio.create_task(self._run_stage(s)) for s in inp.spec.stages]
@@ -108,9 +156,15 @@ class PipelineWorkflow:
 
     @workflow.update
     async def approve(self, approval: Approval) -> str:
-        """A Manual stage may start; bound to the freight pinned for this run."""
-        self._approvals[approval.stage] = approval
-        return f"stage {approval.stage} approved for {approval.digest[:12]}"
+        """A Manual stage may start; bound to the freight pinned for this run, the run and
+        its upstream verdicts (recorded: those the approver named, or those shown now)."""
+        stage = next(s for s in self._require().spec.stages if s.name == approval.stage)
+        upstream = upstream_verdicts(stage, self._progress)
+        self._approvals[approval.stage] = approval.model_copy(
+            update={"run_id": workflow.info().workflow_id, "upstream": upstream}
+        )
+        verdicts = ", ".join(f"{k}={v}" for k, v in upstream.items()) or "no dependency"
+        return f"stage {approval.stage} approved for {approval.digest[:12]} on {verdicts}"
 
     @approve.validator
     def _check_approval(self, approval: Approval) -> None:
@@ -123,11 +177,29 @@ class PipelineWorkflow:
                 f"stage {approval.stage} is {progress.state}, not AwaitingApproval: approve it "
                 "once its dependencies have promoted and soaked"
             )
+        self._check_bound_to_run(approval)
         if self._freight is None or approval.digest != self._freight.digest:
             pinned = self._freight.digest if self._freight else "not yet pinned"
             raise ValueError(
                 f"the approval is for digest {approval.digest[:12]}, this run's freight is "
                 f"{pinned[:12]}: approve what was verified upstream"
+            )
+
+    def _check_bound_to_run(self, approval: Approval) -> None:
+        """Refuse an approval for another run (a retry is a new one) or for other upstream
+        verdicts than this run's now: the approver saw something else."""
+        wid = workflow.info().workflow_id
+        if approval.run_id and approval.run_id != wid:
+            raise ValueError(
+                f"the approval is for run {approval.run_id}, this run is {wid}: approve what "
+                "this run verified (`dmrollout pipeline status`)"
+            )
+        stage = next(s for s in self._require().spec.stages if s.name == approval.stage)
+        now = upstream_verdicts(stage, self._progress)
+        if approval.upstream and approval.upstream != now:
+            raise ValueError(
+                f"the approval is for upstream verdicts {approval.upstream}, this run's are "
+                f"{now}: approve what was verified upstream"
             )
 
     @workflow.signal
@@ -142,6 +214,8 @@ class PipelineWorkflow:
     # --- the stages ---------------------------------------------------------------------
 
     async def _run_stage(self, stage: Stage) -> None:
+        if self._progress[stage.name].state == StageState.PROMOTED:
+            return  # a retry's: promoted by the failed run, with this freight
         if not await self._dependencies(stage):
             return
         if not await self._soak(stage) or not await self._window(stage):
@@ -151,6 +225,8 @@ class PipelineWorkflow:
                 return
             # Approved after the window closed: the stage still starts only inside one.
             if workflow.patched(WINDOW_AFTER_APPROVAL_PATCH) and not await self._window(stage):
+                return
+            if workflow.patched(APPROVAL_VERDICTS_PATCH) and not await self._still_approved(stage):
                 return
         if workflow.patched(FREIGHT_SERVED_PATCH) and not await self._freight_served(stage):
             return
@@ -179,8 +255,82 @@ class PipelineWorkflow:
         if until is None or until <= workflow.now():
             return True
         self._set(stage, StageState.SOAKING, StageReason.SOAKING, f"until {until.isoformat()}")
-        await self._sleep_until(until)
-        return self._not_aborted(stage)
+        if not workflow.patched(SOAK_WATCH_PATCH):
+            await self._sleep_until(until)
+            return self._not_aborted(stage)
+        every = max(SOAK_CHECK_MIN, (stage.soak_time or SOAK_CHECK_MIN) / SOAK_CHECKS)
+        while True:
+            await self._sleep_until(min(workflow.now() + every, until))
+            if not self._not_aborted(stage):
+                return False
+            confirmed = await self._dependencies_serve(stage)
+            if blocked_by(stage, self._progress) is not None:
+                return await self._dependencies(stage)  # Blocked, naming the dependency
+            if confirmed and workflow.now() >= until:
+                return True
+            if not confirmed and workflow.now() >= until:
+                why = (
+                    "soaked; waits until every dependency's cluster confirms it still serves "
+                    "the freight (a cluster did not answer; it is asked again)"
+                )
+                if self._progress[stage.name].message != why:
+                    self._set(stage, StageState.SOAKING, StageReason.SOAKING, why)
+
+    async def _still_approved(self, stage: Stage) -> bool:
+        """Just before an approved stage rolls out (an approval may wait for a window for
+        days): its dependencies are asked again, and the verdicts the approval bound must
+        still hold; one that changed (a dependency no longer serving is Failed) invalidates
+        it: the stage is Blocked, naming the verdicts approved and those now."""
+        approved = self._approvals[stage.name].upstream
+        while not await self._dependencies_serve(stage):
+            if blocked_by(stage, self._progress) is not None:
+                break
+            await self._sleep_until(workflow.now() + SOAK_CHECK_MIN)  # a cluster did not answer
+            if not self._not_aborted(stage):
+                return False
+        now = upstream_verdicts(stage, self._progress)
+        if now == approved:
+            return self._not_aborted(stage)
+        why = f"the approval was for {approved}, upstream is now {now}: {_fix_upstream(stage)}"
+        self._set(stage, StageState.BLOCKED, StageReason.DEPENDENCY_FAILED, why)
+        return False
+
+    async def _dependencies_serve(self, stage: Stage) -> bool:
+        """Ask each dependency's cluster whether it still serves the freight, healthy: one
+        that does not is Failed (its dependents never start). False: a cluster could not be
+        asked (away): the soak does not end before it is."""
+        confirmed = True
+        for name in stage.depends_on:
+            dep = next(s for s in self._require().spec.stages if s.name == name)
+            if self._progress[name].state != StageState.PROMOTED:
+                continue
+            health = await self._check(dep)
+            if health is None:
+                confirmed = False
+            elif not health.serving:
+                self._set(dep, StageState.FAILED, health.reason, health.message)
+        return confirmed
+
+    async def _check(self, dep: Stage) -> StageHealth | None:
+        inp, freight = self._require(), self._freight
+        assert freight is not None
+        try:
+            health: StageHealth = await workflow.execute_activity(
+                CHECK_STAGE,
+                StageHealthInput(
+                    namespace=dep.namespace, name=inp.model_name, digest=freight.digest
+                ),
+                result_type=StageHealth,
+                task_queue=dep.task_queue,
+                start_to_close_timeout=CHECK_STEP,
+                schedule_to_close_timeout=CHECK_BOUND,
+                retry_policy=RETRY,
+                summary=f"does {dep.name} still serve the freight?",
+            )
+        except ActivityError as e:
+            workflow.logger.warning("could not check stage %s: %s", dep.name, e.cause or e)
+            return None
+        return health
 
     async def _window(self, stage: Stage) -> bool:
         opens = next_opening(stage.windows, workflow.now())
@@ -209,7 +359,10 @@ class PipelineWorkflow:
             )
         except TimeoutError:
             days = APPROVAL_BOUND.days
-            fix = "change the pipeline (a new revision starts a new run) to try again"
+            fix = (
+                f"`dmrollout pipeline retry {inp.pipeline.name}` (the freight stays), or change "
+                "the pipeline (a new revision starts a new run) to try again"
+            )
             why = f"no approval within {days} days of the freight being verified upstream: {fix}"
             self._set(stage, StageState.FAILED, StageReason.APPROVAL_EXPIRED, why)
             return False
@@ -328,6 +481,60 @@ class PipelineWorkflow:
             raise _failed(e) from None
         return freight
 
+    async def _pin_freight_shown(self, inp: PipelineInput) -> Freight | None:
+        """The freight, each failed resolve shown on ``FreightPinned`` (reason and fix) at
+        once; bounded by ``RESOLVE_BOUND``, then (or on a permanent reason) the run fails.
+        None: aborted meanwhile (every stage Aborted)."""
+        template = inp.spec.template.spec
+        if inp.freight is not None:
+            return inp.freight  # a retry: what its stages verified, whatever the tag does now
+        if template.digest:
+            return Freight(
+                model=template.model, digest=template.digest, resolved_from_registry=False
+            )
+        give_up = workflow.now() + RESOLVE_BOUND
+        pause = RESOLVE_PAUSE_FIRST
+        while True:
+            try:
+                freight: Freight = await workflow.execute_activity(
+                    RESOLVE_FREIGHT,
+                    ResolveFreightInput(pipeline=inp.pipeline, model=template.model),
+                    result_type=Freight,
+                    start_to_close_timeout=HUB_STEP,
+                    retry_policy=RESOLVE_ONCE,
+                    summary=f"resolve {template.model} once for every stage",
+                )
+            except ActivityError as e:
+                await self._resolve_failed(inp, e, give_up)  # raises once final
+                await self._sleep_until(min(workflow.now() + pause, give_up))
+                pause = min(pause * 2, RESOLVE_PAUSE_MAX)
+                if self._aborted is not None:
+                    for stage in inp.spec.stages:
+                        self._not_aborted(stage)
+                    await self._record()
+                    return None
+                continue
+            self._freight_problem = None
+            return freight
+
+    async def _resolve_failed(
+        self, inp: PipelineInput, error: ActivityError, give_up: datetime
+    ) -> None:
+        """Show the failed resolve on the status; the run's failure once it is final (a
+        permanent reason, or the bound reached)."""
+        reason, why = _resolve_failure(error)
+        final = reason in PERMANENT_REASONS or workflow.now() >= give_up
+        before = self._freight_problem
+        self._freight_problem = FreightProblem(
+            reason=reason,
+            message=_freight_message(inp, why, final, give_up),
+            final=final,
+            since=before.since if before else workflow.now(),  # one transition, not one a try
+        )
+        await self._record()
+        if final:
+            raise ApplicationError(self._freight_problem.message, type=reason, non_retryable=True)
+
     async def _sleep_until(self, when: datetime) -> None:
         """A durable timer that an abort cuts short."""
         left = (when - workflow.now()).total_seconds()
@@ -419,6 +626,8 @@ class PipelineWorkflow:
             stages=dict(self._progress),
             clusters={s.name: s.cluster for s in inp.spec.stages},
             message=f"aborted: {self._aborted}" if self._aborted else "",
+            freight_problem=self._freight_problem,
+            pinned_at=self._pinned_at,
         )
 
     def _require(self) -> PipelineInput:
@@ -451,6 +660,37 @@ def _not_served(freight: Freight, served: str | None, *, expired: bool) -> str:
         f"stages verified; this stage {wait}, its cluster serving its stable meanwhile: "
         f"re-publish the verified bytes under {freight.model}, or change the pipeline (a new "
         "revision resolves the tag again and goes through every stage from the first)"
+    )
+
+
+def _fix_upstream(stage: Stage) -> str:
+    deps = ", ".join(stage.depends_on)
+    return (
+        f"the approval no longer holds; fix {deps}, then retry the run (`dmrollout pipeline retry`)"
+    )
+
+
+def _resolve_failure(error: ActivityError) -> tuple[str, str]:
+    """The reason and the why of one failed resolve: the activity's typed error, or a registry
+    that did not answer within the step's timeout."""
+    cause = error.cause
+    if isinstance(cause, ApplicationError) and cause.type:
+        return cause.type, str(cause)
+    if isinstance(cause, ActivityTimeout):
+        return Reason.REGISTRY_UNAVAILABLE, f"the registry did not answer within {HUB_STEP}"
+    return StageReason.FREIGHT_FAILED, str(cause or error)
+
+
+def _freight_message(inp: PipelineInput, why: str, final: bool, give_up: datetime) -> str:
+    model = inp.spec.template.spec.model
+    head = f"{model} could not be resolved to the digest every stage rolls out: {why}"
+    if not final:
+        return f"{head}; resolving again until {give_up.isoformat()}, no stage starts meanwhile"
+    name = inp.pipeline.name
+    return (
+        f"{head}; the run failed before any stage: fix the template's model or the registry, "
+        f"then `dmrollout pipeline retry {name}` (a new decisionmodel.io/retry value on the "
+        "pipeline), or change the pipeline"
     )
 
 

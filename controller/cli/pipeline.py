@@ -12,7 +12,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import getpass
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 from typing import Any, Final
 
 from temporalio.client import WorkflowUpdateFailedError
@@ -22,11 +22,14 @@ from controller.cli.errors import CliError, ExitCode
 from controller.hub.leadership import PipelineControllerSettings
 from controller.reconciler.leader import LeaderElector
 from controller.temporal.client import TemporalSettings
+from decisionmodel.engine.render.labels import ANNOTATION_RETRY
 from decisionmodel.pipeline.contracts import Approval, PipelineRecord
+from decisionmodel.pipeline.retry import RETRYABLE_PHASES
+from decisionmodel.pipeline.stages import verdict_token
 from decisionmodel.vocabulary import ConditionStatus
 from kube.client import Kube
 from kube.lease import LeaseStore
-from kube.pipelines import read_pipeline
+from kube.pipelines import annotate_pipeline, read_pipeline
 from workflows import search_attributes as sa
 from workflows.pipeline import PipelineWorkflow
 from workflows.pipeline_details import ui_path
@@ -63,13 +66,32 @@ async def promote(ctx: CliContext) -> int:
         raise CliError(ExitCode.FAILED, "the run has not pinned its freight yet; try again")
     client, _ = await ctx.temporal(pipelines=True)
     handle = client.get_workflow_handle(wid)
-    approval = Approval(stage=ctx.args.stage, digest=digest, by=getpass.getuser())
+    approval = Approval(
+        stage=ctx.args.stage,
+        digest=digest,
+        by=getpass.getuser(),
+        run_id=wid,
+        upstream=_upstream_shown(obj, ctx.args.stage),
+    )
     try:
         said = await handle.execute_update(PipelineWorkflow.approve, approval, rpc_timeout=RPC)
     except WorkflowUpdateFailedError as e:
         raise CliError(ExitCode.FAILED, f"refused: {e.cause or e}") from None
     print(said)
     return ExitCode.OK
+
+
+def _upstream_shown(obj: dict[str, Any], stage: str) -> dict[str, str]:
+    """The verdicts of ``stage``'s dependencies as the status shows them: what the person
+    approves (the run refuses the approval when its own differ)."""
+    spec_stages = (obj.get("spec") or {}).get("stages") or []
+    depends = next((s.get("dependsOn") or [] for s in spec_stages if s.get("name") == stage), [])
+    shown = {s["name"]: s for s in (obj.get("status") or {}).get("stages") or []}
+    return {
+        d: verdict_token(shown[d].get("state", ""), shown[d].get("rolloutWorkflowId"))
+        for d in depends
+        if d in shown
+    }
 
 
 async def abort(ctx: CliContext) -> int:
@@ -79,6 +101,26 @@ async def abort(ctx: CliContext) -> int:
         PipelineWorkflow.abort, ctx.args.reason, rpc_timeout=RPC
     )
     print(f"abort sent to {wid} ({ctx.args.reason})")
+    return ExitCode.OK
+
+
+async def retry(ctx: CliContext) -> int:
+    """A fresh decisionmodel.io/retry value: the controller runs the failed revision again with
+    the freight its stages verified (the tag is not resolved again) from where it failed."""
+    obj = await _pipeline(ctx)
+    wid = _run_id(obj)
+    phase = (obj.get("status") or {}).get("phase")
+    if phase not in RETRYABLE_PHASES:
+        raise CliError(
+            ExitCode.FAILED,
+            f"run {wid} is {phase or 'not started'}, not Failed or Aborted: nothing to retry",
+        )
+    token = datetime.now(UTC).strftime("%Y%m%dT%H%M%S.%fZ")
+    meta = obj["metadata"]
+    await Kube.run(
+        annotate_pipeline, ctx.kube(), meta["namespace"], meta["name"], {ANNOTATION_RETRY: token}
+    )
+    print(f"retry {token} of {wid} requested ({ANNOTATION_RETRY})")
     return ExitCode.OK
 
 
@@ -201,3 +243,4 @@ def add_pipeline_commands(sub: Any, cli_entry: Any) -> None:
     ab = verb("abort", "stop the stages in flight (promoted stages keep serving)", abort)
     ab.add_argument("--reason", default="aborted from the CLI", help="recorded in history")
     verb("history", "the run's workflow and each stage's rollout", history)
+    verb("retry", "run a failed or aborted run again, with the freight it verified", retry)

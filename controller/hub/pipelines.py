@@ -33,12 +33,14 @@ from temporalio.service import RPCError
 from controller.hub.leadership import Elector, Outcome, run_leading, stop_on_signals
 from controller.serve.liveness import LoopProgress
 from decisionmodel.api.pipeline import DecisionModelPipelineSpec, stage_task_queue
+from decisionmodel.engine.render.labels import ANNOTATION_RETRY
 from decisionmodel.pipeline.contracts import (
     HUB_TASK_QUEUE,
     PIPELINE_WORKFLOW_ID_PREFIX,
     PipelineInput,
     PipelineRef,
 )
+from decisionmodel.pipeline.retry import Retry, retry_asked
 from decisionmodel.pipeline.revision import pipeline_revision, pipeline_workflow_id
 from decisionmodel.vocabulary import (
     ConditionStatus,
@@ -192,7 +194,14 @@ class PipelineController:
             await self._write(obj, {**kept, **phase, "conditions": [invalid]})
             return
         revision = pipeline_revision(spec)
-        wid = pipeline_workflow_id(meta["namespace"], meta["name"], revision)
+        base = pipeline_workflow_id(meta["namespace"], meta["name"], revision)
+        # The revision's current run: its first, or the latest retry of it.
+        current = status.get("workflowId") or self.known.get(_key(obj)) or ""
+        wid = current if current == base or current.startswith(f"{base}/") else base
+        token = (meta.get("annotations") or {}).get(ANNOTATION_RETRY)
+        retry = retry_asked(status, wid, base, token)
+        if retry is not None:
+            wid = retry.workflow_id
         accepted = condition(PipelineCondition.ACCEPTED, True, PipelineReason.ACCEPTED, "")
         polling = await self._stage_workers(spec, revision)
         started = wid in (status.get("workflowId"), self.known.get(_key(obj)))
@@ -206,14 +215,16 @@ class PipelineController:
         # Temporal's retention has deleted it (status is the durable record).
         ended = status.get("workflowId") == wid and status.get("phase") in ENDED_PHASES
         if not ended:
-            await self._start(obj, spec, revision, wid)
+            await self._start(obj, spec, revision, wid, retry)
         previous = status.get("workflowId") or self.known.get(_key(obj))
         if previous and previous != wid:
             await self._abort(previous, f"superseded by revision {revision}")
         self.known[_key(obj)] = wid
-        await self._write(
-            obj, {"revision": revision, "workflowId": wid, "conditions": [accepted, polling]}
-        )
+        fields: dict[str, Any] = {"revision": revision, "workflowId": wid}
+        consumed = retry.token if retry else status.get(StatusKey.LAST_RETRY_TOKEN)
+        if consumed:
+            fields[StatusKey.LAST_RETRY_TOKEN.value] = consumed
+        await self._write(obj, {**fields, "conditions": [accepted, polling]})
 
     async def abort_orphans(self, listed: set[tuple[str, str]]) -> None:
         """Abort the running runs whose pipeline is not in the full list (deleted while no
@@ -236,7 +247,12 @@ class PipelineController:
             await self._abort(wid, "the DecisionModelPipeline was deleted")
 
     async def _start(
-        self, obj: Obj, spec: DecisionModelPipelineSpec, revision: str, wid: str
+        self,
+        obj: Obj,
+        spec: DecisionModelPipelineSpec,
+        revision: str,
+        wid: str,
+        retry: Retry | None = None,
     ) -> None:
         meta = obj["metadata"]
         ref = PipelineRef(
@@ -246,6 +262,14 @@ class PipelineController:
             generation=int(meta.get("generation") or 0),
         )
         inp = PipelineInput(pipeline=ref, revision=revision, spec=spec)
+        if retry is not None:
+            inp = inp.model_copy(
+                update={
+                    "retry_of": retry.retry_of,
+                    "freight": retry.freight,
+                    "promoted": retry.promoted,
+                }
+            )
         try:
             await self.client.start_workflow(
                 PipelineWorkflow.run,
@@ -335,7 +359,8 @@ def _owner(workflow_id: str, attribute: str | None) -> tuple[str, str] | None:
         namespace, name = attribute.split("/", 1)
         return namespace, name
     parts = workflow_id.split("/")
-    if len(parts) == 4 and parts[0] == PIPELINE_WORKFLOW_ID_PREFIX:
+    # pipeline/<ns>/<name>/<revision>[/<retry generation>]
+    if len(parts) in (4, 5) and parts[0] == PIPELINE_WORKFLOW_ID_PREFIX:
         return parts[1], parts[2]
     return None
 

@@ -40,6 +40,11 @@ class DecisionModelPipelineStatus(WireModel):
     workflow_id: str | None = Field(
         default=None, max_length=1024, description="Its PipelineWorkflow (the audit trail)."
     )
+    last_retry_token: str | None = Field(
+        default=None,
+        max_length=256,
+        description="Last consumed value of the decisionmodel.io/retry annotation.",
+    )
     phase: PipelinePhase | None = Field(default=None, description="The run's phase.")
     freight: FreightStatus | None = Field(default=None, description="Pinned once per run.")
     summary: str | None = Field(

@@ -23,6 +23,7 @@ APPLY_STAGE = "pipeline_apply_stage"
 AWAIT_STAGE_ROLLOUT = "pipeline_await_stage_rollout"
 AWAIT_STAGE_VERDICT = "pipeline_await_stage_verdict"
 ABORT_STAGE_ROLLOUT = "pipeline_abort_stage_rollout"
+CHECK_STAGE = "pipeline_check_stage"
 
 HUB_TASK_QUEUE: Final = "dmrollout-pipelines"
 PIPELINE_WORKFLOW_ID_PREFIX: Final = "pipeline"
@@ -41,16 +42,6 @@ class PipelineRef(Contract):
     generation: int = 0
 
 
-class PipelineInput(Contract):
-    pipeline: PipelineRef
-    revision: str  # the pipeline revision (hash of the template and the stages)
-    spec: DecisionModelPipelineSpec
-
-    @property
-    def model_name(self) -> str:
-        return self.spec.template.name or self.pipeline.name
-
-
 class Freight(Contract):
     """What every stage rolls out: the model and the digest it resolved to, once."""
 
@@ -59,18 +50,49 @@ class Freight(Contract):
     resolved_from_registry: bool = True
 
 
+class PipelineInput(Contract):
+    pipeline: PipelineRef
+    revision: str  # the pipeline revision (hash of the template and the stages)
+    spec: DecisionModelPipelineSpec
+    # A retry (decisionmodel.io/retry on the pipeline) of the failed run ``retry_of``: the
+    # freight it already pinned (never resolved again: its stages verified those bytes) and
+    # the stages it promoted, with when (kept: not rolled out again, soaks count from then).
+    retry_of: str = ""
+    freight: Freight | None = None
+    promoted: dict[str, datetime] = Field(default_factory=dict)
+
+    @property
+    def model_name(self) -> str:
+        return self.spec.template.name or self.pipeline.name
+
+
+class FreightProblem(Contract):
+    """Why the run has no freight yet (a resolve that failed or did not answer), and whether
+    it gave up (``final``: the run ends Failed, its stages never start)."""
+
+    reason: str
+    message: str
+    final: bool = False
+    since: datetime | None = None
+
+
 class ResolveFreightInput(Contract):
     pipeline: PipelineRef
     model: str
 
 
 class Approval(Contract):
-    """A person's go for one Manual stage, bound to the freight it saw (and so to the upstream
-    verdicts that rolled out that freight)."""
+    """A person's go for one Manual stage, bound to the freight it saw, the run (``run_id``,
+    its workflow ID: a retry is another run) and the upstream verdicts it approved
+    (``upstream``: dependency -> ``verdict_token``). Either left empty is bound to what the
+    run shows when it accepts the approval; given, it must match it. The run records the
+    verdicts; one that changes before the stage starts invalidates the approval."""
 
     stage: str
     digest: str
     by: str = ""
+    run_id: str = ""
+    upstream: dict[str, str] = Field(default_factory=dict)
 
 
 class PipelineRecord(Contract):
@@ -82,6 +104,8 @@ class PipelineRecord(Contract):
     stages: dict[str, StageProgress] = Field(default_factory=dict)
     clusters: dict[str, str] = Field(default_factory=dict)  # stage -> cluster
     message: str = ""
+    freight_problem: FreightProblem | None = None
+    pinned_at: datetime | None = None
 
 
 class StageInput(Contract):
@@ -128,3 +152,19 @@ class StageRollout(Contract):
     run_id: str = ""
     settled: StageVerdict | None = None
     temporal_namespace: str = ""  # where the rollout runs (the cluster's own namespace)
+
+
+class StageHealthInput(Contract):
+    """A promoted stage's DecisionModel, and the freight it must keep serving."""
+
+    namespace: str
+    name: str
+    digest: str
+
+
+class StageHealth(Contract):
+    """Whether a promoted stage still serves the freight, healthy; why not (its reason)."""
+
+    serving: bool
+    reason: str = ""
+    message: str = ""

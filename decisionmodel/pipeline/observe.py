@@ -16,13 +16,17 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict
 
 from decisionmodel.api.status import DecisionModelStatus
+from decisionmodel.pipeline.contracts import StageHealth
 from decisionmodel.vocabulary import (
     ConditionStatus,
     ConditionType,
+    Phase,
     RolloutResult,
     StageReason,
     StageState,
 )
+
+UNHEALTHY_PHASES = frozenset({Phase.DEGRADED, Phase.FAILED, Phase.ROLLED_BACK})
 
 
 class StageObservation(BaseModel):
@@ -77,3 +81,25 @@ def rollout_verdict(result: RolloutResult) -> StageState:
     if result == RolloutResult.ABORTED:
         return StageState.ABORTED
     return StageState.FAILED  # RolledBack, Failed, Superseded (someone changed it meanwhile)
+
+
+def stage_health(dm: dict[str, Any] | None, namespace: str, name: str, digest: str) -> StageHealth:
+    """Whether a promoted stage's DecisionModel still serves the freight, healthy (during its
+    dependents' soak): its stable is the freight, not Degraded, not rolled back or failed."""
+    where = f"DecisionModel {namespace}/{name}"
+    if dm is None:
+        return StageHealth(serving=False, reason=StageReason.UNHEALTHY, message=f"{where} is gone")
+    status = DecisionModelStatus.model_validate(dm.get("status") or {})
+    stable = status.stable_revision
+    degraded = next((c for c in status.conditions if c.type == ConditionType.DEGRADED), None)
+    why = ""
+    if degraded is not None and degraded.status == ConditionStatus.TRUE:
+        why = f"Degraded ({degraded.reason}: {degraded.message})"
+    elif status.phase in UNHEALTHY_PHASES:
+        why = f"phase {status.phase}"
+    if stable is None or stable.digest != digest:
+        served = f"sha256:{stable.digest[:12]}" if stable and stable.digest else "nothing"
+        why = f"serves {served}, not the freight sha256:{digest[:12]}" + (f"; {why}" if why else "")
+    if not why:
+        return StageHealth(serving=True)
+    return StageHealth(serving=False, reason=StageReason.UNHEALTHY, message=f"{where} {why}")

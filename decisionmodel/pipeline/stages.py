@@ -78,3 +78,16 @@ def downstream(stages: list[Stage], name: str) -> list[str]:
                 found.add(s.name)
                 changed = True
     return [s.name for s in stages if s.name in found and s.name != name]
+
+
+def verdict_token(state: str, rollout_workflow_id: str | None) -> str:
+    """A stage's verdict as an approval names it: ``Promoted@<its cluster's rollout>``."""
+    return f"{state}@{rollout_workflow_id or '-'}"
+
+
+def upstream_verdicts(stage: Stage, progress: Mapping[str, StageProgress]) -> dict[str, str]:
+    """The verdicts of ``stage``'s dependencies, as an approval binds them."""
+    return {
+        d: verdict_token(progress[d].state, progress[d].rollout_workflow_id)
+        for d in stage.depends_on
+    }

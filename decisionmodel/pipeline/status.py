@@ -11,7 +11,13 @@ from decisionmodel.api.pipeline_status import (
 )
 from decisionmodel.pipeline.contracts import PipelineRecord
 from decisionmodel.pipeline.stages import ENDED
-from decisionmodel.vocabulary import PipelinePhase, StageState
+from decisionmodel.vocabulary import (
+    ConditionStatus,
+    PipelineCondition,
+    PipelinePhase,
+    PipelineReason,
+    StageState,
+)
 
 
 def run_phase(record: PipelineRecord) -> PipelinePhase:
@@ -20,7 +26,8 @@ def run_phase(record: PipelineRecord) -> PipelinePhase:
         return (
             PipelinePhase.ABORTED if all(s in ENDED for s in states) else PipelinePhase.PROGRESSING
         )
-    if any(s == StageState.FAILED for s in states):
+    problem = record.freight_problem
+    if any(s == StageState.FAILED for s in states) or (problem is not None and problem.final):
         return PipelinePhase.FAILED
     if states and all(s == StageState.PROMOTED for s in states):
         return PipelinePhase.SUCCEEDED
@@ -57,4 +64,34 @@ def run_status(record: PipelineRecord) -> dict[str, Any]:
     }
     if freight is not None:
         out["freight"] = FreightStatus(model=freight.model, digest=freight.digest).to_wire()
+    out["conditions"] = [freight_condition(record)]
     return out
+
+
+def freight_condition(record: PipelineRecord) -> dict[str, Any]:
+    """``FreightPinned``, the run's own condition (the controller owns the others): True once
+    the tag resolved, False with the resolve's reason and the fix while it fails, Unknown
+    while the first resolve has not answered."""
+    freight, problem = record.freight, record.freight_problem
+    if freight is not None:
+        status, reason = ConditionStatus.TRUE, str(PipelineReason.PINNED)
+        message, since = f"{freight.model} pinned to sha256:{freight.digest}", record.pinned_at
+    elif problem is not None:
+        status, reason, message, since = (
+            ConditionStatus.FALSE,
+            problem.reason,
+            problem.message,
+            problem.since,
+        )
+    else:
+        status, reason = ConditionStatus.UNKNOWN, str(PipelineReason.RESOLVING)
+        message, since = "resolving the template's tag once for every stage", None
+    condition: dict[str, Any] = {
+        "type": PipelineCondition.FREIGHT_PINNED.value,
+        "status": status.value,
+        "reason": reason,
+        "message": message[:1024],
+    }
+    if since is not None:
+        condition["lastTransitionTime"] = since.strftime("%Y-%m-%dT%H:%M:%SZ")
+    return condition

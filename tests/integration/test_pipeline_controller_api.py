@@ -4,6 +4,10 @@
   ``Unavailable`` of kube.errors) is retried with a bounded backoff, not ready meanwhile
   (``/readyz`` 503, ``/healthz`` 200); once it answers, the pipelines are listed and
   reconciled. It used to exit on the first refused list.
+- A new revision whose tag does not resolve shows this revision's stages (Pending, never the
+  previous run's Promoted ones) and ``FreightPinned=False`` with the resolve's reason and the
+  fix; ``decisionmodel.io/retry`` then runs it again, without a spec change. It used to show
+  the previous run's stages, Succeeded, and a failed run could not be retried.
 - A stage naming a cluster no worker serves holds the revision's run before it starts
   (``StageWorkersPolling=False/NoStageWorker`` naming the stage, its cluster and the fix;
   no run, nothing applied, not even the earlier stages), and the run starts once a worker
@@ -26,9 +30,10 @@ from typing import Any
 import pytest
 import yaml
 from harness.helpers import eventually, scratch_namespace
-from temporalio import workflow
+from temporalio import activity, workflow
 from temporalio.client import Client
 from temporalio.contrib.pydantic import pydantic_data_converter
+from temporalio.exceptions import ApplicationError
 from temporalio.service import RPCError
 from temporalio.worker import Worker
 
@@ -36,10 +41,15 @@ from controller.hub.pipelines import PipelineController, PipelineHealth
 from controller.serve.health import HealthServer
 from decisionmodel.api.pipeline import stage_task_queue
 from decisionmodel.api.pipeline_crd import PIPELINE_CRD_NAME, render_pipeline_crd_yaml
+from decisionmodel.pipeline import contracts as p
+from decisionmodel.pipeline.status import run_status
+from decisionmodel.vocabulary import Reason, StageState
 from kube.client import Kube
+from kube.pipelines import PIPELINE_STATUS_MANAGER, apply_pipeline_status
 from localenv.chaos import SilentProxy, kubeconfig_via
 from localenv.cluster import LocalCluster
 from localenv.temporal import TemporalDevServer
+from workflows.pipeline import PipelineWorkflow
 
 
 @pytest.fixture(scope="module")
@@ -64,7 +74,9 @@ async def client(temporal_server: TemporalDevServer) -> AsyncIterator[Client]:
     yield await Client.connect(temporal_server.address, data_converter=pydantic_data_converter)
 
 
-def apply_pipeline(cluster: LocalCluster, namespace: str, clusters: list[str]) -> None:
+def apply_pipeline(
+    cluster: LocalCluster, namespace: str, clusters: list[str], model: str = "laya:en"
+) -> None:
     stages: list[dict[str, Any]] = []
     for index, name in enumerate(clusters):
         stage: dict[str, Any] = {"name": f"s{index}", "cluster": name, "namespace": "models"}
@@ -75,7 +87,7 @@ def apply_pipeline(cluster: LocalCluster, namespace: str, clusters: list[str]) -
         "apiVersion": "decisionmodel.io/v1alpha1",
         "kind": "DecisionModelPipeline",
         "metadata": {"name": "scoring", "namespace": namespace},
-        "spec": {"template": {"spec": {"model": "laya:en"}}, "stages": stages},
+        "spec": {"template": {"spec": {"model": model}}, "stages": stages},
     }
     cluster.kubectl("apply", "-f", "-", input=yaml.safe_dump(doc))
 
@@ -194,6 +206,114 @@ async def test_a_stage_no_worker_serves_holds_the_run_until_one_does(
             )
             assert (await client.get_workflow_handle(status["workflowId"]).describe()).status
             assert (polling() or {}).get("status") == "True"
+        finally:
+            task.cancel()
+            await asyncio.gather(task, return_exceptions=True)
+            await terminate_runs(client, namespace)
+
+
+@workflow.defn(name="PipelineStageWorkflow", sandboxed=False)
+class PromotingStage:
+    """A stage cluster whose rollout promotes at once."""
+
+    @workflow.run
+    async def run(self, inp: p.StageInput) -> p.StageVerdict:
+        return p.StageVerdict(state=StageState.PROMOTED, reason="AsExpected")
+
+
+def hub_activities(kube: Kube, refuse: dict[str, str | None]) -> list[object]:
+    """The hub worker's: a registry that answers the tag or refuses it with ``refuse["reason"]``,
+    and the real status write (run_status, applied under the run's field manager)."""
+
+    @activity.defn(name=p.RESOLVE_FREIGHT)
+    async def resolve(inp: p.ResolveFreightInput) -> p.Freight:
+        if refuse["reason"]:
+            raise ApplicationError(
+                f"{inp.model}: the registry has no such tag", type=refuse["reason"]
+            )
+        return p.Freight(model=inp.model, digest="a" * 64)
+
+    @activity.defn(name=p.RECORD_PIPELINE)
+    async def record(rec: p.PipelineRecord) -> None:
+        ref = rec.pipeline
+        await Kube.run(
+            apply_pipeline_status, kube, ref.namespace, ref.name, ref.uid, run_status(rec),
+            PIPELINE_STATUS_MANAGER,
+        )  # fmt: skip
+
+    return [resolve, record]
+
+
+def freight_pinned(cluster: LocalCluster, namespace: str) -> dict[str, Any]:
+    conditions = pipeline_status(cluster, namespace).get("conditions") or []
+    return next((c for c in conditions if c["type"] == "FreightPinned"), {})
+
+
+async def test_a_tag_that_does_not_resolve_shows_its_revision_failing_and_a_retry_runs_it(
+    cluster: LocalCluster, namespace: str, client: Client
+) -> None:
+    stage_cluster = f"staging-{uuid.uuid4().hex[:6]}"
+    kube = Kube.from_config(str(cluster.kubeconfig))
+    refuse: dict[str, str | None] = {"reason": None}
+    controller = PipelineController(kube, client)
+    task = asyncio.create_task(controller.run())
+    async with contextlib.AsyncExitStack() as stack:
+        try:
+            await stack.enter_async_context(
+                Worker(
+                    client, task_queue=stage_task_queue(stage_cluster), workflows=[PromotingStage]
+                )
+            )
+            await stack.enter_async_context(
+                Worker(
+                    client,
+                    task_queue=p.HUB_TASK_QUEUE,
+                    workflows=[PipelineWorkflow],
+                    activities=hub_activities(kube, refuse),
+                )
+            )
+            apply_pipeline(cluster, namespace, [stage_cluster])
+            first = await eventually(
+                lambda: (
+                    (s := pipeline_status(cluster, namespace)).get("phase") == "Succeeded" and s
+                ),
+                timeout=90,
+                what="the first revision's run promoted its stage",
+            )
+            refuse["reason"] = Reason.MODEL_NOT_FOUND
+            apply_pipeline(cluster, namespace, [stage_cluster], model="laya:gone")
+            failing = await eventually(
+                lambda: (
+                    freight_pinned(cluster, namespace).get("status") == "False"
+                    and pipeline_status(cluster, namespace)
+                ),
+                timeout=60,
+                what="FreightPinned=False on the new revision",
+            )
+            assert failing["revision"] != first["revision"]
+            assert failing["phase"] == "Failed"
+            assert [s["state"] for s in failing["stages"]] == ["Pending"]  # not Promoted
+            assert "freight" not in failing  # not the previous run's
+            pinned = freight_pinned(cluster, namespace)
+            assert pinned["reason"] == Reason.MODEL_NOT_FOUND
+            assert "laya:gone" in pinned["message"]
+            assert "dmrollout pipeline retry scoring" in pinned["message"]
+            # The tag is published; a retry (no spec change) runs the revision again.
+            refuse["reason"] = None
+            cluster.kubectl(
+                "annotate", "dmp", "scoring", "-n", namespace, "decisionmodel.io/retry=1"
+            )
+            retried = await eventually(
+                lambda: (
+                    (s := pipeline_status(cluster, namespace)).get("phase") == "Succeeded" and s
+                ),
+                timeout=90,
+                what="the retried run promoted its stage",
+            )
+            assert retried["revision"] == failing["revision"]
+            assert retried["workflowId"].startswith(f"{failing['workflowId']}/")
+            assert retried["lastRetryToken"] == "1"
+            assert freight_pinned(cluster, namespace)["status"] == "True"
         finally:
             task.cancel()
             await asyncio.gather(task, return_exceptions=True)

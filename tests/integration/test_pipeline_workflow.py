@@ -22,15 +22,22 @@ from harness.time_skipping import register_search_attributes, start_time_skippin
 from temporalio import activity, workflow
 from temporalio.api.enums.v1 import EventType
 from temporalio.api.sdk.v1 import WorkflowMetadata
-from temporalio.client import Client, WorkflowHandle, WorkflowUpdateFailedError
+from temporalio.client import (
+    Client,
+    WorkflowFailureError,
+    WorkflowHandle,
+    WorkflowUpdateFailedError,
+)
+from temporalio.exceptions import ApplicationError
 from temporalio.testing import WorkflowEnvironment
 from temporalio.worker import Worker
 
 from decisionmodel.api.pipeline import DecisionModelPipelineSpec, stage_task_queue
 from decisionmodel.pipeline import contracts as p
-from decisionmodel.vocabulary import PipelinePhase, StageReason, StageState
+from decisionmodel.pipeline.status import run_status
+from decisionmodel.vocabulary import PipelinePhase, Reason, StageReason, StageState
 from workflows import search_attributes as sa
-from workflows.pipeline import APPROVAL_BOUND, PipelineWorkflow
+from workflows.pipeline import APPROVAL_BOUND, RESOLVE_BOUND, PipelineWorkflow
 from workflows.pipeline_attributes import at_start
 from workflows.pipeline_details import ui_path
 from workflows.pipeline_stage import PipelineStageWorkflow
@@ -56,11 +63,20 @@ class Hub:
     digest: str = DIGEST_A
     resolves: int = 0
     records: list[p.PipelineRecord] = field(default_factory=list)
+    refuse: str | None = None  # the resolve fails with this reason (an ApplicationError type)
+    # The first resolve waits for it (the registry never answers: the step times out; the
+    # test server skips no time while an activity runs, so the later ones fail at once with
+    # `refuse`).
+    hang: asyncio.Event | None = None
 
     def activities(self) -> list[object]:
         @activity.defn(name=p.RESOLVE_FREIGHT)
         async def resolve(inp: p.ResolveFreightInput) -> p.Freight:
             self.resolves += 1
+            if self.hang is not None and self.resolves == 1:
+                await self.hang.wait()
+            if self.refuse is not None:
+                raise ApplicationError(f"{inp.model}: no such tag", type=self.refuse)
             return p.Freight(model=inp.model, digest=self.digest)
 
         @activity.defn(name=p.RECORD_PIPELINE)
@@ -82,6 +98,10 @@ class FakeCluster:
     # Set: the apply has begun and waits for `release_apply` (the API server is slow).
     applying: asyncio.Event | None = None
     release_apply: asyncio.Event | None = None
+    # What the promoted stage's DecisionModel looks like when the run asks during a soak.
+    health: p.StageHealth = field(default_factory=lambda: p.StageHealth(serving=True))
+    health_from: int = 1  # the check from which it answers `health` (serving before)
+    checks: int = 0
 
     def activities(self) -> list[object]:
         @activity.defn(name=p.APPLY_STAGE)
@@ -114,7 +134,12 @@ class FakeCluster:
             await self.client.get_workflow_handle(inp.workflow_id).signal("abort", inp.reason)
             return True
 
-        return [apply, rollout, verdict, abort]
+        @activity.defn(name=p.CHECK_STAGE)
+        async def check(inp: p.StageHealthInput) -> p.StageHealth:
+            self.checks += 1
+            return self.health if self.checks >= self.health_from else p.StageHealth(serving=True)
+
+        return [apply, rollout, verdict, abort, check]
 
     def rollout_id(self, namespace: str, name: str) -> str:
         return f"rollout/{namespace}/{name}/{self.name}"
@@ -553,3 +578,196 @@ async def test_an_approval_after_the_window_closed_waits_for_its_next_opening(
 
 def test_a_stage_names_its_clusters_task_queue() -> None:
     assert stage_task_queue("prod-eu") == "dmrollout-stage-prod-eu"
+
+
+def freight_condition(record: p.PipelineRecord) -> dict[str, Any]:
+    conditions = run_status(record)["conditions"]
+    return next(c for c in conditions if c["type"] == "FreightPinned")
+
+
+async def test_a_tag_that_does_not_resolve_shows_on_the_run_and_fails_it_before_any_stage(
+    fleet: Fleet,
+) -> None:
+    """Issue 34: the run shows its own stages (Pending) before it resolves, so the previous
+    run's stages never stand for this revision's; the failed resolve is on FreightPinned with
+    its reason and the fix, the phase Failed, and no stage started."""
+    fleet.hub.refuse = Reason.MODEL_NOT_FOUND
+    for c in fleet.clusters.values():
+        await fleet.start_worker(c)
+    pipeline = spec(
+        fleet,
+        {"name": "staging", "cluster": "staging"},
+        {"name": "prod-eu", "cluster": "prod-eu", "dependsOn": ["staging"]},
+    )
+    with pytest.raises(WorkflowFailureError):
+        await result(await start(fleet, pipeline))
+    first, last = fleet.hub.records[0], fleet.hub.records[-1]
+    assert first.freight is None and first.freight_problem is None
+    assert {s.state for s in first.stages.values()} == {StageState.PENDING}
+    assert run_status(first)["phase"] == PipelinePhase.PROGRESSING
+    assert freight_condition(first)["status"] == "Unknown"
+    shown = run_status(last)
+    assert shown["phase"] == PipelinePhase.FAILED
+    assert {s["state"] for s in shown["stages"]} == {StageState.PENDING}
+    condition = freight_condition(last)
+    assert condition["status"] == "False" and condition["reason"] == Reason.MODEL_NOT_FOUND
+    assert "laya:en" in condition["message"]
+    assert "dmrollout pipeline retry scoring" in condition["message"]
+    assert fleet.hub.resolves == 1  # a permanent reason: not tried again
+    assert all(c.applied == [] for c in fleet.clusters.values())
+
+
+async def test_a_registry_that_never_answers_is_shown_then_bounded(own_fleet: Fleet) -> None:
+    """A hung resolve is a bounded step: each timeout shows on FreightPinned (not final,
+    saying until when it retries), and after RESOLVE_BOUND the run fails, naming the fix.
+    On a server of its own: it skips ten minutes (see ``own_env``)."""
+    fleet = own_fleet
+    fleet.hub.hang = asyncio.Event()
+    fleet.hub.refuse = Reason.REGISTRY_UNAVAILABLE  # after the first: transient, retried
+    for c in fleet.clusters.values():
+        await fleet.start_worker(c)
+    pipeline = spec(fleet, {"name": "staging", "cluster": "staging"})
+    handle = await start(fleet, pipeline)
+    try:
+        with pytest.raises(WorkflowFailureError):
+            await result(handle)
+    finally:
+        fleet.hub.hang.set()
+    problems = [r.freight_problem for r in fleet.hub.records if r.freight_problem]
+    assert problems and not problems[0].final
+    assert problems[0].reason == Reason.REGISTRY_UNAVAILABLE
+    assert "resolving again until" in problems[0].message
+    assert "did not answer" in problems[0].message
+    assert problems[-1].final and "dmrollout pipeline retry" in problems[-1].message
+    assert fleet.hub.resolves > 3  # retried until the bound, then failed
+    assert problems[-1].since == problems[0].since  # one transition, not one per attempt
+    described = await handle.describe()
+    assert described.close_time is not None and described.start_time is not None
+    took = described.close_time - described.start_time
+    assert RESOLVE_BOUND <= took <= RESOLVE_BOUND + timedelta(minutes=2)
+    assert fleet.clusters["staging"].applied == []
+
+
+async def test_a_retry_rolls_out_the_verified_freight_from_where_the_run_failed(
+    own_env: WorkflowEnvironment, own_fleet: Fleet
+) -> None:
+    """Issue 34: a retry of a failed run (decisionmodel.io/retry) carries the freight and the
+    stages the failed run promoted: the tag is not resolved again (it serves other bytes
+    now), staging is not rolled out again, production gets the verified digest, and its soak
+    counts from staging's promotion."""
+    env, fleet = own_env, own_fleet
+    for c in fleet.clusters.values():
+        await fleet.start_worker(c)
+    fleet.hub.digest = DIGEST_B  # the tag moved since staging verified DIGEST_A
+    pipeline = spec(
+        fleet,
+        {"name": "staging", "cluster": "staging"},
+        {"name": "prod-eu", "cluster": "prod-eu", "dependsOn": ["staging"], "soak": "1h"},
+    )
+    promoted_at = (await env.get_current_time()) - timedelta(minutes=20)
+    ref = p.PipelineRef(namespace="hub", name="scoring", uid="u1")
+    revision = uuid.uuid4().hex[:10]
+    inp = p.PipelineInput(
+        pipeline=ref,
+        revision=revision,
+        spec=pipeline,
+        retry_of=f"pipeline/hub/scoring/{revision}",
+        freight=p.Freight(model="laya:en", digest=DIGEST_A),
+        promoted={"staging": promoted_at},
+    )
+    handle: Handle = await fleet.client.start_workflow(
+        PipelineWorkflow.run,
+        inp,
+        id=f"pipeline/hub/scoring/{revision}/r1",
+        task_queue=fleet.hub_queue,
+        search_attributes=at_start(inp),
+    )
+    rec = await stage_reaches(handle, "prod-eu", StageState.SOAKING)
+    assert rec.stages["staging"].state == StageState.PROMOTED
+    assert rec.stages["staging"].reason == StageReason.PROMOTED_BY_EARLIER_RUN
+    assert rec.freight is not None and rec.freight.digest == DIGEST_A
+    fleet.hub.digest = DIGEST_A  # served again: production may fetch exactly those bytes
+    done = await result(handle)
+    assert done.stages["prod-eu"].state == StageState.PROMOTED
+    assert [a["digest"] for a in fleet.clusters["prod-eu"].applied] == [DIGEST_A]
+    assert fleet.clusters["staging"].applied == []  # not rolled out again
+    started = done.stages["prod-eu"].since
+    assert started is not None and started >= promoted_at + timedelta(hours=1)
+    assert started < promoted_at + timedelta(hours=1, minutes=5)  # not a new hour from now
+    # Only the freight-served check asked the registry: never a resolve that pins.
+    assert all(r.freight is None or r.freight.digest == DIGEST_A for r in fleet.hub.records)
+
+
+async def test_a_staging_that_degrades_during_its_soak_stops_production(own_fleet: Fleet) -> None:
+    """Issue 34: the soak watches the stage it soaks on. Staging promoted, then its
+    DecisionModel degrades (or rolls back) half an hour into production's 2 h soak: staging is
+    Failed with the reason and what its cluster said, production Blocked, nothing applied
+    there. On a server of its own (see ``own_env``)."""
+    fleet = own_fleet
+    for c in fleet.clusters.values():
+        await fleet.start_worker(c)
+    pipeline = spec(
+        fleet,
+        {"name": "staging", "cluster": "staging"},
+        {"name": "prod-eu", "cluster": "prod-eu", "dependsOn": ["staging"], "soak": "2h"},
+    )
+    fleet.clusters["staging"].health_from = 30  # the soak checks every minute
+    fleet.clusters["staging"].health = p.StageHealth(
+        serving=False,
+        reason=StageReason.UNHEALTHY,
+        message="DecisionModel models/scoring serves sha256:bbbbbbbbbbbb, not the freight",
+    )
+    done = await result(await start(fleet, pipeline))
+    assert done.stages["staging"].state == StageState.FAILED
+    assert done.stages["staging"].reason == StageReason.UNHEALTHY
+    assert "not the freight" in done.stages["staging"].message
+    assert done.stages["prod-eu"].state == StageState.BLOCKED
+    assert done.stages["prod-eu"].reason == StageReason.DEPENDENCY_FAILED
+    assert "staging" in done.stages["prod-eu"].message
+    assert fleet.clusters["prod-eu"].applied == []
+    assert run_status(done)["phase"] == PipelinePhase.FAILED
+    assert fleet.clusters["staging"].checks == 30  # watched, and stopped at the first bad one
+
+
+async def test_an_approval_binds_the_run_and_the_upstream_verdicts_it_approved(
+    fleet: Fleet,
+) -> None:
+    """Issue 34: an approval for another run, or naming other upstream verdicts than the
+    run's, is refused; the run records the verdicts it accepted, and when staging no longer
+    serves the freight by the time prod-eu would roll out (rolled back after the approval),
+    the approval no longer holds: staging Failed, prod-eu Blocked naming the verdicts, nothing
+    applied in prod."""
+    for c in fleet.clusters.values():
+        await fleet.start_worker(c)
+    staging = fleet.clusters["staging"]
+    staging.health = p.StageHealth(
+        serving=False, reason=StageReason.UNHEALTHY, message="rolled back by its watch"
+    )
+    pipeline = spec(
+        fleet,
+        {"name": "staging", "cluster": "staging"},
+        {"name": "prod-eu", "cluster": "prod-eu", "dependsOn": ["staging"], "approval": "Manual"},
+    )
+    handle = await start(fleet, pipeline)
+    waiting = await stage_reaches(handle, "prod-eu", StageState.AWAITING_APPROVAL)
+    rollout = waiting.stages["staging"].rollout_workflow_id
+    verdicts = {"staging": f"Promoted@{rollout}"}
+    refused = [
+        p.Approval(stage="prod-eu", digest=DIGEST_A, run_id="pipeline/hub/scoring/other"),
+        p.Approval(stage="prod-eu", digest=DIGEST_A, upstream={"staging": "Promoted@elsewhere"}),
+    ]
+    for approval in refused:
+        with pytest.raises(WorkflowUpdateFailedError):
+            await handle.execute_update(PipelineWorkflow.approve, approval)
+    said = await handle.execute_update(
+        PipelineWorkflow.approve,
+        p.Approval(stage="prod-eu", digest=DIGEST_A, run_id=handle.id, upstream=verdicts),
+    )
+    assert f"staging=Promoted@{rollout}" in said
+    done = await result(handle)
+    assert done.stages["staging"].state == StageState.FAILED
+    assert "rolled back by its watch" in done.stages["staging"].message
+    blocked = done.stages["prod-eu"]
+    assert blocked.state == StageState.BLOCKED
+    assert f"the approval was for {verdicts}" in blocked.message
+    assert fleet.clusters["prod-eu"].applied == []

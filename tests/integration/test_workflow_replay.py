@@ -159,3 +159,23 @@ async def test_patched_change_replays(importable: Path) -> None:
     for recorded, name in CASES:
         result = await replayer(changed).replay_workflow(load(name, recorded))
         assert result.replay_failure is None, (recorded, name)
+
+
+# PipelineWorkflow (issue 25), recorded on the code before issue 34's pipeline changes (run
+# shown before the resolve, soak watch, approvals bound to verdicts, retries) by running a
+# staging -> prod-eu pipeline (1 h soak, Manual, approved) on the time-skipping server.
+PIPELINE_HISTORIES = HISTORIES / "pipeline"
+# The run's workflow ID as recorded: its stages' child IDs derive from it.
+PIPELINE_RUNS = {"soak_approval_promoted": "pipeline/hub/scoring/be38cb72a6"}
+
+
+@pytest.mark.parametrize("name", ["soak_approval_promoted"])
+async def test_recorded_pipeline_history_replays(name: str) -> None:
+    from workflows.pipeline import PipelineWorkflow
+
+    text = (PIPELINE_HISTORIES / f"{name}.json").read_text()
+    history = WorkflowHistory.from_json(PIPELINE_RUNS[name], text)
+    last = history.events[-1]
+    assert last.event_type == EventType.EVENT_TYPE_WORKFLOW_EXECUTION_COMPLETED
+    result = await replayer(PipelineWorkflow).replay_workflow(history)
+    assert result.replay_failure is None, result.replay_failure

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from decisionmodel.pipeline.observe import observe, rollout_verdict
-from decisionmodel.vocabulary import RolloutResult, StageState
+from decisionmodel.pipeline.observe import observe, rollout_verdict, stage_health
+from decisionmodel.vocabulary import RolloutResult, StageReason, StageState
 
 G = 3
 
@@ -70,3 +70,20 @@ def test_rollout_results_map_to_stage_states() -> None:
     assert rollout_verdict(RolloutResult.ABORTED) == StageState.ABORTED
     for failed in (RolloutResult.ROLLED_BACK, RolloutResult.FAILED, RolloutResult.SUPERSEDED):
         assert rollout_verdict(failed) == StageState.FAILED
+
+
+FREIGHT = "a" * 64
+
+
+def test_a_promoted_stage_that_serves_the_freight_healthy_is_serving() -> None:
+    assert stage_health(dm(G, ("Degraded", "False", G), stable=FREIGHT), "ns", "m", FREIGHT).serving
+
+
+def test_a_stage_rolled_back_or_degraded_during_a_soak_is_not_serving() -> None:
+    rolled_back = stage_health(dm(G, stable="b" * 64), "ns", "m", FREIGHT)
+    assert not rolled_back.serving and rolled_back.reason == StageReason.UNHEALTHY
+    assert "serves sha256:bbbbbbbbbbbb, not the freight sha256:aaaaaaaaaaaa" in rolled_back.message
+    degraded = stage_health(dm(G, ("Degraded", "True", G), stable=FREIGHT), "ns", "m", FREIGHT)
+    assert not degraded.serving and "Degraded (R: m)" in degraded.message
+    gone = stage_health(None, "ns", "m", FREIGHT)
+    assert not gone.serving and "DecisionModel ns/m is gone" in gone.message

@@ -11,6 +11,7 @@ from decisionmodel.pipeline.stages import (
     dependencies_promoted,
     downstream,
     soaked_at,
+    upstream_verdicts,
 )
 from decisionmodel.vocabulary import StageState
 
@@ -58,3 +59,17 @@ def test_a_failed_dependency_blocks_and_a_pending_one_does_not() -> None:
 def test_downstream_follows_every_path() -> None:
     assert downstream(SPEC.stages, "staging") == ["canary", "prod"]
     assert downstream(SPEC.stages, "prod") == []
+
+
+def test_an_approval_binds_each_dependency_by_its_state_and_its_clusters_rollout() -> None:
+    prod = SPEC.stages[2]
+    progress = {
+        "staging": StageProgress(state=StageState.PROMOTED, rollout_workflow_id="rollout/m/x/1"),
+        "canary": StageProgress(state=StageState.FAILED),
+        "prod": StageProgress(),
+    }
+    assert upstream_verdicts(prod, progress) == {
+        "staging": "Promoted@rollout/m/x/1",
+        "canary": "Failed@-",
+    }
+    assert upstream_verdicts(SPEC.stages[0], progress) == {}
