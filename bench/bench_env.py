@@ -38,8 +38,9 @@ class Product:
 
 def fleet_nodes(size: int) -> tuple[FakeNode, ...]:
     """The default nodes plus a CPU node per 100 DecisionModels (and a fifth more, for
-    prefetch Jobs and candidates): a node holds 110 Pods, and a Pod the scheduler cannot place
-    would hold its rollout (and its activity slot) until a phase deadline."""
+    prefetch Jobs and candidates): a node holds 250 Pods (MAX_PODS), so this leaves room; a
+    Pod the scheduler cannot place would hold its rollout (and its activity slot) until a phase
+    deadline."""
     extra = -(-size * 12 // 1000)  # ceil(1.2 * size / 100)
     cpu = {"dmrollout.dev/node-class": "cpu"}
     return DEFAULT_NODES + tuple(

@@ -66,6 +66,7 @@ MAX_SLOTS = 2 ** (SLOT_PREFIX - ipaddress.ip_network(POD_NETWORK).prefixlen)
 # The slot's name goes into node names and the kubeconfig's context: a DNS label.
 _SLOT_NAME = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?")
 
+MAX_PODS = 250
 GPU_TAINT = {"key": "nvidia.com/gpu", "value": "present", "effect": "NoSchedule"}
 
 
@@ -531,8 +532,11 @@ class LocalCluster:
         nodes = []
         for n in self.nodes:
             # Fake nodes: room for every serving Pod's requests (seed 000's per-model defaults,
-            # ~3.5 Gi each) in the largest fleet benchmark; the pod count stays realistic.
-            capacity = {"cpu": "4000", "memory": "64Ti", "pods": "110"}
+            # ~3.5 Gi each) in the largest fleet benchmark. Pods: 250, the most a /24 Pod CIDR
+            # serves (kubelet's --max-pods is often raised to it); the test session shares one
+            # cluster among ~2,300 tests and at 110 the explorer, late in a worker's share,
+            # found the CPU node full (its prefetch Pods unschedulable: "Too many pods").
+            capacity = {"cpu": "4000", "memory": "64Ti", "pods": str(MAX_PODS)}
             if n.gpus:
                 capacity["nvidia.com/gpu"] = str(n.gpus)
             nodes.append(
