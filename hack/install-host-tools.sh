@@ -8,10 +8,8 @@
 set -euo pipefail
 need="${1:-test}"
 case "$need" in
-  test) programs=(unshare ip flock sha256sum openssl iptables tmux chromium pgrep)
-        packages=(util-linux iproute2 coreutils openssl iptables tmux chromium procps) ;;
-  image) programs=(mmdebstrap buildah podman newuidmap)
-         packages=(mmdebstrap buildah podman uidmap) ;;
+  test) programs=(unshare ip flock sha256sum openssl iptables tmux chromium pgrep) ;;
+  image) programs=(mmdebstrap buildah podman newuidmap) ;;
   *) echo "install-host-tools.sh: unknown need $need (test or image)" >&2; exit 2 ;;
 esac
 missing=0
@@ -22,4 +20,9 @@ done
 sudo=""
 [[ "$(id -u)" != "0" ]] && sudo="sudo"
 $sudo apt-get update -q
-DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -q --no-install-recommends "${packages[@]}"
+export DEBIAN_FRONTEND=noninteractive
+# The packages by name, one install line per need (a reader, or a scan, sees what is installed).
+case "$need" in
+  test) $sudo apt-get install -y -q --no-install-recommends util-linux iproute2 coreutils openssl iptables tmux chromium procps ;;
+  image) $sudo apt-get install -y -q --no-install-recommends mmdebstrap buildah podman uidmap ;;
+esac

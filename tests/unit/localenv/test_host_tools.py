@@ -62,11 +62,14 @@ def test_the_scan_sees_a_program_started_by_subprocess() -> None:
 def test_the_install_script_installs_every_listed_program_of_its_need() -> None:
     script = (REPO_ROOT / "hack" / "install-host-tools.sh").read_text()
     for need in ("test", "image"):
-        block = re.search(
-            rf"^\s*{need}\) programs=\(([^)]*)\)\s*packages=\(([^)]*)\)", script, re.M
+        block = re.search(rf"^\s*{need}\) programs=\(([^)]*)\)", script, re.M)
+        install = re.search(
+            rf"^\s*{need}\) \$sudo apt-get install -y -q --no-install-recommends (.*) ;;$",
+            script,
+            re.M,
         )
-        assert block is not None, need
-        programs, packages = block.group(1).split(), block.group(2).split()
+        assert block is not None and install is not None, need
+        programs, packages = block.group(1).split(), install.group(1).split()
         for line in (REPO_ROOT / "hack" / "host-tools.txt").read_text().splitlines():
             if line.strip() and not line.startswith("#") and line.split()[2] == need:
                 program, package = line.split()[:2]
