@@ -267,8 +267,10 @@ class Checker:
         events = self.life.cluster.kubectl("-n", self.life.namespace, "get", "events", "-o", "json")
         self._no_marker("Events", events.stdout)
         self._no_marker("status", json.dumps((self.life.dm() or {}).get("status")))
-        for log in sorted(self.life.logs.glob("*.log")):
-            self._no_marker(f"log {log.name}", log.read_text(errors="replace"))
+        # Every build's worker logs in a folder of its own (b1, b2, b1-draining, ...).
+        for log in sorted(self.life.logs.rglob("*.log")):
+            where = f"log {log.relative_to(self.life.logs)}"
+            self._no_marker(where, log.read_text(errors="replace"))
         return len(histories)
 
     def _no_marker(self, where: str, text: str) -> None:

@@ -143,7 +143,10 @@ class Lifecycle:
         chart runs one: the release's build takes new rollouts; a draining one (``promote``
         false) finishes those pinned to it."""
         build = f"b{self.build}"
-        logs = self.logs / build
+        # A draining build is the same build started again: a log folder of its own, so that
+        # its log does not overwrite the one its first process wrote (the no-secret check
+        # reads both).
+        logs = self.logs / (build if promote else f"{build}-draining")
         logs.mkdir(parents=True, exist_ok=True)
         env = {
             "DMROLLOUT_WORKER_DEPLOYMENT_NAME": self.queue,

@@ -160,8 +160,10 @@ async def settle(
             rested_at = time.monotonic()
         elif time.monotonic() - rested_at >= STEADY_SECONDS:
             return status
-        if not judged and still.for_long(await asyncio.to_thread(life.dm) or {}):
-            return (await asyncio.to_thread(life.dm) or {}).get("status") or {}
+        if not judged:
+            obj = await asyncio.to_thread(life.dm) or {}
+            if still.for_long(obj):
+                return dict(obj.get("status") or {})
         await asyncio.sleep(2)
     obj = await asyncio.to_thread(life.dm) or {}
     status = obj.get("status") or {}
