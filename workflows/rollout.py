@@ -1053,11 +1053,8 @@ class RolloutWorkflow:
     def _stop_if_asked_before(self, error: ActivityError) -> None:
         """A step that failed while the run waited for its cancellation (the step's worker died,
         so the cancel never reached it and the attempt timed out): the stop wins."""
-        asked = self._state.abort_reason is not None or _cancel_requested()
-        current = asyncio.current_task()
-        mine = current is self._main and self._state.stoppable
         # patched() last: only a history that meets this case carries the marker.
-        if asked and mine and workflow.patched(STOP_WINS_OVER_A_STEP_FAILURE):
+        if self._stop_asked() and workflow.patched(STOP_WINS_OVER_A_STEP_FAILURE):
             raise asyncio.CancelledError() from error
 
     def _stop_if_requested(self) -> None:
@@ -1071,11 +1068,15 @@ class RolloutWorkflow:
         there forever). Every step of the main task checks after it returns. The request is part
         of history, so the check replays identically.
         """
+        if self._stop_asked():
+            raise asyncio.CancelledError()
+
+    def _stop_asked(self) -> bool:
+        """An abort or a cancel reached the main task while it may still stop."""
         current = asyncio.current_task()
         if current is None or current is not self._main or not self._state.stoppable:
-            return
-        if self._state.abort_reason is not None or current.cancelling() > 0:
-            raise asyncio.CancelledError()
+            return False
+        return self._state.abort_reason is not None or current.cancelling() > 0
 
 
 def _cancel_requested() -> bool:
