@@ -80,7 +80,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--ready-file", type=Path, default=None)
     args = parser.parse_args(argv)
     routes: list[tuple[Sequence[str], PodDirectory]] = [
-        (cidrs.split(","), KubePodDirectory(Path(state), kubeconfig=kubeconfig))
+        (cidrs.split(","), KubePodDirectory(Path(state), kubeconfig=kubeconfig, follow=True))
         for kubeconfig, state, cidrs in args.cluster
     ]
     app = make_app(RoutedPodDirectory(routes))

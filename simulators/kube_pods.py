@@ -6,8 +6,11 @@ allocatable `nvidia.com/gpu`, and which volume is mounted at OLLAYA_MODELS: a PV
 `<state-dir>/volumes/<namespace>/<claimName>/` (simulators.volumes), an emptyDir to
 `<state-dir>/emptydir/<pod-uid>/<volume>/`. Answers are cached about a second, so annotations
 toggled by a test take effect within that time and one API round: a Pod seen within two
-seconds is re-read in the background while its requests are answered from the cache. The
-blocking `kubernetes` client runs in a thread.
+seconds is re-read in the background while its requests are answered from the cache. With
+``follow=True`` (the simulator processes) the Pod events of the API server (simulators.pod_watch)
+drop a cached IP at once when its Pod is deleted or the IP is handed to another Pod: a real
+runtime at an IP is the process of the Pod holding it now. The blocking `kubernetes` client runs
+in a thread.
 
 Fault annotations (`sim.dmrollout.dev/*`) may also sit on the Pod's Namespace: they apply to
 every Pod in it (a Pod's own annotation wins). A test sets them before a rollout starts, so a
@@ -20,11 +23,13 @@ import asyncio
 import base64
 import logging
 import math
+import threading
 import time
 from collections.abc import Callable
 from pathlib import Path, PurePosixPath
 from typing import Any
 
+from simulators.pod_watch import start_following
 from simulators.pods import SimPod
 from simulators.volumes import volume_dir
 
@@ -60,9 +65,10 @@ class KubePodDirectory:
         api: Any = None,
         ttl_seconds: float = DEFAULT_TTL_SECONDS,
         monotonic: Callable[[], float] = time.monotonic,
+        follow: bool = False,
     ) -> None:
         """`api` is a CoreV1Api (or a stand-in with the same methods); made from `kubeconfig`
-        on first use when not given."""
+        on first use when not given. `follow`: watch Pod events from the first lookup on."""
         self.state_dir = Path(state_dir)
         self._kubeconfig = kubeconfig
         self._api = api
@@ -71,8 +77,14 @@ class KubePodDirectory:
         self._cache: dict[str, tuple[float, SimPod | None]] = {}
         self._locks: dict[str, asyncio.Lock] = {}
         self._refreshing: dict[str, asyncio.Task[SimPod | None]] = {}
+        self._follow = follow
+        self._following: threading.Event | None = None
+        # Bumped when an event drops an IP: an API round begun before it does not cache.
+        self._epoch: dict[str, int] = {}
 
     async def lookup(self, ip: str) -> SimPod | None:
+        if self._follow and self._following is None:
+            self._start_following()
         cached = self._cache.get(ip)
         age = self._monotonic() - cached[0] if cached is not None else math.inf
         if cached is not None and cached[1] is not None and age < 2 * self._ttl:
@@ -84,6 +96,31 @@ class KubePodDirectory:
             # entries (an IP maybe reused by a new Pod) are re-read first, as before.
             return cached[1]
         return await self._fetch(ip)
+
+    def _start_following(self) -> None:
+        loop = asyncio.get_running_loop()
+
+        def on_event(kind: str, pod: Any) -> None:  # the watch thread: hand over to the loop
+            loop.call_soon_threadsafe(self.forget, kind, pod)
+
+        self._following = start_following(self._core, on_event)
+
+    def stop_following(self) -> None:
+        if self._following is not None:
+            self._following.set()
+
+    def forget(self, kind: str, pod: Any) -> None:
+        """A Pod event: drop the cached answer for its IP when that answer is now wrong (the
+        Pod is deleted, or another Pod holds the IP)."""
+        ip = pod.status.pod_ip if pod.status is not None else None
+        if not ip:
+            return
+        cached = self._cache.get(ip)
+        known = cached[1].uid if cached is not None and cached[1] is not None else None
+        # Nothing cached yet: an API round in flight may have read the IP before the event.
+        if cached is None or (kind == "DELETED") == (known == str(pod.metadata.uid)):
+            self._cache.pop(ip, None)
+            self._epoch[ip] = self._epoch.get(ip, 0) + 1
 
     def _refresh_in_background(self, ip: str) -> None:
         if ip in self._refreshing:
@@ -102,13 +139,15 @@ class KubePodDirectory:
             cached = self._cache.get(ip)
             if cached is not None and self._monotonic() - cached[0] < self._ttl:
                 return cached[1]
+            epoch = self._epoch.get(ip, 0)
             try:
                 pod = await asyncio.to_thread(self.lookup_sync, ip)
             except Exception:
                 log.exception("looking up the Pod with IP %s", ip)
                 # A flaky API server should not make a known Pod vanish for a second.
                 return cached[1] if cached is not None else None
-            self._cache[ip] = (self._monotonic(), pod)
+            if self._epoch.get(ip, 0) == epoch:
+                self._cache[ip] = (self._monotonic(), pod)
             return pod
 
     def _core(self) -> Any:

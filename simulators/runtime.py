@@ -421,7 +421,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--kubeconfig", default=None, help="default: KUBECONFIG or in-cluster")
     parser.add_argument("--ready-file", type=Path, default=None)
     args = parser.parse_args(argv)
-    directory = KubePodDirectory(args.state_dir, kubeconfig=args.kubeconfig)
+    directory = KubePodDirectory(args.state_dir, kubeconfig=args.kubeconfig, follow=True)
     app = make_app(directory)
     asyncio.run(serve_until_signal(app, args.host, args.port, ready_file=args.ready_file))
 

@@ -247,3 +247,50 @@ async def test_api_errors_keep_the_last_answer(tmp_path: Path) -> None:
     now[0] = 5.0
     assert await directory.lookup("10.244.1.1") == first
     assert await directory.lookup("10.244.1.2") is None
+
+
+async def test_a_pod_event_drops_an_ip_whose_pod_is_gone_or_replaced(tmp_path: Path) -> None:
+    """kwok hands a freed IP to the next Pod at once: the Pod events make the directory answer
+    as the Pod that holds the IP now, not the cached deleted one (simulators.pod_watch)."""
+    api = fake_api()
+    old = pod("old", "10.244.0.11")
+    api.pods = [old]
+    now = [0.0]
+    directory = KubePodDirectory(tmp_path, api=api, monotonic=lambda: now[0])
+    assert (found := await directory.lookup("10.244.0.11")) is not None and found.name == "old"
+    directory.forget("MODIFIED", old)  # the same Pod changed: the cache stands
+    directory.forget("DELETED", pod("other", "10.244.0.11"))  # not the cached Pod
+    assert api.calls == 1 and (await directory.lookup("10.244.0.11")) == found
+    new = pod("new", "10.244.0.11", created=5)
+    api.pods = [new]
+    directory.forget("ADDED", new)  # another Pod holds the IP now, before the TTL
+    assert (found := await directory.lookup("10.244.0.11")) is not None and found.name == "new"
+    api.pods = []
+    directory.forget("DELETED", new)
+    assert await directory.lookup("10.244.0.11") is None
+    assert api.calls == 3
+
+
+async def test_an_api_round_begun_before_a_pod_event_is_not_cached(tmp_path: Path) -> None:
+    api = fake_api()
+    old = pod("old", "10.244.0.12")
+    api.pods = [old]
+    directory = KubePodDirectory(tmp_path, api=api)
+    started, release = threading.Event(), threading.Event()
+    read = directory.lookup_sync
+
+    def slow_read(ip: str) -> Any:
+        found = read(ip)
+        started.set()
+        release.wait(5)
+        return found
+
+    directory.lookup_sync = slow_read  # type: ignore[method-assign]
+    pending = asyncio.create_task(directory.lookup("10.244.0.12"))
+    await asyncio.to_thread(started.wait, 5)
+    api.pods = [pod("new", "10.244.0.12", created=5)]
+    directory.forget("DELETED", old)  # while the round that read "old" is in flight
+    release.set()
+    assert (found := await pending) is not None and found.name == "old"  # what it read
+    directory.lookup_sync = read  # type: ignore[method-assign]
+    assert (found := await directory.lookup("10.244.0.12")) is not None and found.name == "new"
