@@ -130,10 +130,10 @@ async def test_a_replaced_pod_of_a_held_candidate_is_warmed_and_the_approval_pro
     )
 
     def approve() -> bool:
-        # The runtime simulator answers for an IP from a cache of up to 2 s (simulators/
-        # kube_pods.py): a replacement that reuses the deleted Pod's IP may be warmed "in" the
-        # old Pod's state at first, and its next inspection takes the gate back (seen in
-        # one run). An approval is then refused, saying so, never rolled back: approve again.
+        # A Pod whose inspection takes its gate back between the controller's look and the
+        # approval's check makes the approval refused, saying so, never rolled back: approve
+        # again. (The runtime simulator once answered a replacement that reused the deleted
+        # Pod's IP as that Pod for up to 2 s; it follows Pod events now: simulators/pod_watch.)
         answer = cli(ctl, "promote", "replaced", "-n", ctl.namespace)
         if answer.returncode != 0:
             assert "is not model-ready" in answer.stderr, answer.stderr
