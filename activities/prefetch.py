@@ -29,6 +29,7 @@ from typing import Any
 from temporalio import activity
 
 from activities import step_status
+from activities.held_pods import HeldPods
 from activities.step_status import writes_step_status
 from activities.typed_errors import show_guards, typed_errors
 from decisionmodel.engine.render import render_prefetch_job, render_store_pvc
@@ -42,9 +43,16 @@ from decisionmodel.engine.render.prefetch_job import (
 from decisionmodel.engine.scrub import scrub_line
 from decisionmodel.errors import DigestMismatch, DmrolloutError, ModelNotFound, PrefetchFailed
 from decisionmodel.rollout import render_params
-from decisionmodel.rollout.contracts import PREFETCH, PrefetchResult, RevisionObjectsInput
+from decisionmodel.rollout.contracts import PREFETCH, DMRef, PrefetchResult, RevisionObjectsInput
 from decisionmodel.rollout.settings import RolloutSettings
-from decisionmodel.vocabulary import JOB_FAILED, JOB_FAILURE_TARGET, ConditionStatus, ConditionType
+from decisionmodel.vocabulary import (
+    JOB_FAILED,
+    JOB_FAILURE_TARGET,
+    ConditionStatus,
+    ConditionType,
+    Phase,
+    Reason,
+)
 from kube.client import Kube
 from kube.secrets import SecretCapability, SecretReader
 from kube.wait import wait_until
@@ -67,7 +75,7 @@ def _condition(job: dict[str, Any], type_: str) -> dict[str, Any] | None:
 
 def job_counts(job: dict[str, Any]) -> dict[str, int]:
     status = job.get("status") or {}
-    return {k: int(status.get(k) or 0) for k in ("active", "succeeded", "failed")}
+    return {k: int(status.get(k) or 0) for k in ("active", "ready", "succeeded", "failed")}
 
 
 def job_failure(job: dict[str, Any]) -> dict[str, Any] | None:
@@ -164,13 +172,22 @@ class PrefetchActivities:
             await self.kube.ensure_owned(pvc, uid, poll, activity.heartbeat)
             created = await self.kube.ensure_owned(job, uid, poll, activity.heartbeat)
             await guard.passed()
-            return await self._wait(created, pvc["metadata"]["name"])
+            return await self._wait(inp.dm, created, pvc["metadata"]["name"])
 
-    async def _wait(self, job: dict[str, Any], pvc: str) -> PrefetchResult:
+    async def _wait(self, dm: DMRef, job: dict[str, Any], pvc: str) -> PrefetchResult:
         """Until the Job completes or fails, woken by its watch events (kube.wait), with a
         heartbeat of its counts every poll interval."""
         meta = job["metadata"]
         name, ns = meta["name"], meta["namespace"]
+        held = HeldPods(
+            self.kube,
+            dm,
+            ConditionType.CACHED,
+            Phase.CACHING,
+            what=f"the prefetch Job {name} cannot start its Pod",
+            deadline="spec.rollout.timeouts.caching (CacheTimeout)",
+            going_on=(Reason.PREFETCHING, f"prefetch Job {name}: its Pod is starting"),
+        )
 
         async def finished(jobs: list[dict[str, Any]]) -> PrefetchResult | None:
             current = next((j for j in jobs if j["metadata"]["name"] == name), None)
@@ -188,6 +205,12 @@ class PrefetchActivities:
                     self.kube.list_pods, ns, {JOB_CONTROLLER_UID_LABEL: meta["uid"]}
                 )
                 raise classify_failure(current, failure, pods)
+            if counts["active"] and not counts["ready"]:
+                # No Pod of the Job runs: ask the Pods why (a list per look only while none
+                # runs; the Job's own status says nothing of scheduling).
+                await held.look(
+                    await Kube.run(self.kube.list_pods, ns, {JOB_CONTROLLER_UID_LABEL: meta["uid"]})
+                )
             activity.heartbeat({"job": name, **counts})
             return None
 

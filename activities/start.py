@@ -4,7 +4,9 @@ The Deployment's Pods carry the readiness gate ``decisionmodel.io/model-ready``,
 no Service until warmup_inspect has proven the model; this step only waits until the desired
 number of Pods runs with a Pod IP and ContainersReady (what warmup_inspect needs to probe them,
 REFERENCE "Readiness gate"). Scheduling or image problems keep it waiting, heartbeating what it
-sees, until the workflow's starting deadline ends it (StartTimeout).
+sees, until the workflow's starting deadline ends it (StartTimeout); the Promoted condition says
+so from the first look that sees them (activities.held_pods: PodsUnschedulable,
+PodsNotStarting), and the step goes on by itself once the cluster starts the Pods.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ from typing import Any
 
 from temporalio import activity
 
+from activities.held_pods import HeldPods
 from activities.step_status import enters_step
 from activities.typed_errors import show_guards, step_phase, typed_errors
 from decisionmodel.engine.render import render_serving_deployment
@@ -20,7 +23,7 @@ from decisionmodel.engine.render.labels import selector_labels
 from decisionmodel.rollout import render_params
 from decisionmodel.rollout.contracts import START, RevisionObjectsInput, StartResult
 from decisionmodel.rollout.settings import RolloutSettings
-from decisionmodel.vocabulary import ConditionType, Reason
+from decisionmodel.vocabulary import ConditionType, Phase, Reason
 from kube.client import Kube
 from kube.pod_gate import condition_true
 from kube.rollout_status import show_guard
@@ -97,8 +100,18 @@ class StartActivities:
             # guard's reason and phase, still shown from the last window, go now.
             await guard.passed()
             selector = selector_labels(inp.dm.name, inp.record.hash)
+            held = HeldPods(
+                self.kube,
+                inp.dm,
+                ConditionType.PROMOTED,
+                Phase.STARTING,
+                what=f"the candidate's Pods (Deployment {name}) cannot start",
+                deadline="spec.rollout.timeouts.starting (StartTimeout)",
+                going_on=(Reason.PODS_STARTING, f"Deployment {name}: its Pods are starting"),
+            )
 
             async def started(pods: list[dict[str, Any]]) -> StartResult | None:
+                await held.look(pods)
                 summary = pods_summary(pods)
                 # Every look is progress, the last one too (it shows how the Pods ended up).
                 activity.heartbeat({"deployment": name, "replicas": inp.replicas, **summary})

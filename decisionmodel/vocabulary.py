@@ -289,6 +289,10 @@ class Reason(enum.StrEnum):
     PREFETCHED = "Prefetched"  # Cached=True: the store holds the verified digest
     PREFETCH_SUCCEEDED = "PrefetchSucceeded"
     PODS_STARTING = "PodsStarting"
+    # A Pod a step waits for cannot be placed / its container cannot start (pod_trouble):
+    # shown while the step waits for its deadline, which it ends as CacheTimeout/StartTimeout.
+    PODS_UNSCHEDULABLE = "PodsUnschedulable"
+    PODS_NOT_STARTING = "PodsNotStarting"
     MODEL_READY = "ModelReady"  # also the readiness gate's True reason
     EVALUATING = "Evaluating"
     EVALUATION_PASSED = "EvaluationPassed"
@@ -437,6 +441,8 @@ GATE_REASONS: Final = (
 # Pod condition types of Kubernetes itself that the gate logic reads.
 POD_READY: Final = "Ready"
 POD_CONTAINERS_READY: Final = "ContainersReady"
+POD_SCHEDULED: Final = "PodScheduled"
+POD_UNSCHEDULABLE: Final = "Unschedulable"  # the scheduler's PodScheduled=False reason
 # Job condition types of Kubernetes itself: the Job has failed for good (FailureTarget first).
 JOB_FAILED: Final = "Failed"
 JOB_FAILURE_TARGET: Final = "FailureTarget"
