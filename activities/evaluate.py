@@ -61,7 +61,7 @@ from decisionmodel.evaluation import (
 )
 from decisionmodel.evaluation.case_records import CaseRecord
 from decisionmodel.evaluation.decimal_format import quantize4
-from decisionmodel.evaluation.decision import decide, ece_seed
+from decisionmodel.evaluation.decision import decide
 from decisionmodel.evaluation.intervals import negative_flip_count
 from decisionmodel.evaluation.phase_memory import PhaseMemory, PhaseMemoryStore
 from decisionmodel.evaluation.spread import Lane, spread_cases
@@ -157,7 +157,7 @@ def _phase_key(phase: str, revision: str, digest: str | None) -> tuple[str, ...]
 
 
 def seed_parts(inp: EvaluateInput, digest: str) -> tuple[str, str, str]:
-    """What seeds the bootstrap: the dataset and both revisions."""
+    """What the decision record names: the dataset and both revisions."""
     return digest, inp.candidate.hash, inp.stable.hash if inp.stable else ""
 
 
@@ -274,7 +274,7 @@ class EvaluateActivities:
         ticker: HeartbeatTicker,
     ) -> PhaseMemory | None:
         """Run the cases not done yet over every model-ready Pod of the phase's revision; the
-        phase's memory (case records, bootstrap sums) when it covers every case, else None."""
+        phase's memory (case records) when it covers every case, else None."""
         if phase == "candidate":
             record, model, progress = inp.candidate, inp.model, state.candidate
         else:
@@ -283,9 +283,8 @@ class EvaluateActivities:
         assert progress is not None
         policy = inp.policy
         digest = state.dataset_digest or ""
-        seed = ece_seed(seed_parts(inp, digest)) if policy.confidence is not None else None
         key = _phase_key(phase, record.hash, digest)
-        memory = PHASES.memory(key, progress.next_case_index, seed)
+        memory = PHASES.memory(key, progress.next_case_index)
         if policy.needs_case_records and len(memory.records) != progress.next_case_index:
             # Another worker ran the cases so far: intervals need every case's own outcome,
             # which never leaves a worker, so the phase runs again from its first case.
@@ -364,7 +363,6 @@ class EvaluateActivities:
                 base_ran.records if base_ran else None,
                 seed_parts(inp, digest),
                 inp.policy.slices,
-                fed=(cand.resamples, base_ran.resamples if base_ran else None),
             )
             found = decision_verdict(decision)
         figures = candidate.rendered()

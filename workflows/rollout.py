@@ -44,6 +44,7 @@ from decisionmodel.vocabulary import ConditionStatus
 with workflow.unsafe.imports_passed_through():
     from decisionmodel.api.spec import format_duration
     from decisionmodel.engine.render.labels import revision_objects, store_pvc_name
+    from decisionmodel.evaluation.decision import undecided_point_failures
     from decisionmodel.rollout import step_status
     from decisionmodel.rollout.contracts import (
         CHECK_CANDIDATE,
@@ -133,6 +134,9 @@ APPROVAL_CHECKS_CANDIDATE = "approval-checks-candidate"
 # step was on a killed worker waited out the step's heartbeat timeout and ended Failed/
 # StartTimeout, recording a failure of a revision nobody asked for any more).
 STOP_WINS_OVER_A_STEP_FAILURE = "stop-wins-over-a-step-failure"
+# onInconclusive Promote promotes only when every undecided gate's estimate passes (the point
+# gate); otherwise the candidate is held for a person as with Hold (issue 35).
+PROMOTE_NEEDS_POINT_PASS = "inconclusive-promote-needs-point-pass"
 # One round of a status write's retries outside compensation: the old fixed window.
 _ROUND = timedelta(minutes=10)
 
@@ -358,16 +362,24 @@ class RolloutWorkflow:
         outcome: EvaluationOutcome,
     ) -> None:
         """4b. The intervals decided no gate: spec.rollout.evaluation.onInconclusive says what
-        happens. Promote goes on; Reject rolls back; Hold waits for a person, bound to the
-        evidence shown, until timeouts.decision rejects it."""
+        happens. Promote goes on when every undecided gate's estimate passes, else holds; Reject
+        rolls back; Hold waits for a person, bound to the evidence shown, until
+        timeouts.decision rejects it."""
         action = policy.inconclusive_action
+        why = ""
         if action == "Promote":
-            return
+            short = undecided_point_failures(outcome.decision) if outcome.decision else []
+            if not short or not workflow.patched(PROMOTE_NEEDS_POINT_PASS):
+                return
+            why = (
+                "onInconclusive Promote promotes only when every undecided gate's estimate "
+                f"passes, and {'; '.join(short)}: held for a person. "
+            )
         if action == "Reject":
             raise RolloutFailure(
                 Reason.INCONCLUSIVE_REJECTED, f"onInconclusive Reject: {outcome.message}"
             )
-        await self._hold_inconclusive(inp, policy, record, outcome)
+        await self._hold_inconclusive(inp, policy, record, outcome, why)
 
     async def _hold_inconclusive(
         self,
@@ -375,8 +387,10 @@ class RolloutWorkflow:
         policy: EvaluationPolicy,
         record: RevisionRecord,
         outcome: EvaluationOutcome,
+        why: str = "",
     ) -> None:
-        """onInconclusive Hold: AwaitingPromotion until promote, reject or timeouts.decision."""
+        """onInconclusive Hold: AwaitingPromotion until promote, reject or timeouts.decision;
+        ``why`` says why a Promote policy holds instead."""
         state = self._state
         evidence = outcome.decision.evidence if outcome.decision else None
         state.expected_approval = approval_token(
@@ -394,7 +408,7 @@ class RolloutWorkflow:
             "awaiting decision (inconclusive)",
             Reason.EVALUATION_INCONCLUSIVE,
             event_message=f"candidate {record.hash} held, evaluation {how}",
-            message=f"candidate {record.hash} held, evaluation {how}. {outcome.message}",
+            message=f"{why}candidate {record.hash} held, evaluation {how}. {outcome.message}",
         )
         await self._wait_for_decision(deadline, outcome.message)
 

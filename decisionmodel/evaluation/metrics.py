@@ -29,7 +29,7 @@ def expected_calibration_error(
     counts: Sequence[float], correct: Sequence[float], confidence_sums: Sequence[float]
 ) -> float:
     """ECE from per-bin counts, calibration-correct counts and confidence sums (counts may be
-    weighted, as in the bootstrap's resamples)."""
+    fractional when weighted)."""
     total = sum(counts)
     if total == 0:
         return 0.0

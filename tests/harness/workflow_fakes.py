@@ -46,6 +46,8 @@ class FakeCluster:
     fail_once: dict[str, ApplicationError] = field(default_factory=dict)
     # check_candidate's answer: this many model-ready (None: all of the candidate's replicas).
     candidate_ready: int | None = None
+    # The decision record an evaluation returns (with ``confidence``), when given.
+    evaluation_decision: Any = None
 
     def activities(self) -> list[Any]:
         cluster = self
@@ -171,6 +173,7 @@ class FakeCluster:
             cases=10,
             failed_cases=0,
             dataset_digest="d" * 64,
+            decision=self.evaluation_decision,
         )
 
     async def _write(self, update: c.StatusUpdate) -> None:

@@ -320,6 +320,51 @@ async def test_on_inconclusive_promote_and_reject_act_at_once(
         assert outcome.result == result, action
 
 
+def _decision(estimate: str) -> Any:
+    """One inconclusive minAccuracy gate at 0.90 whose estimate is ``estimate``."""
+    from decisionmodel.evaluation.decision import EvaluationDecision, FigureInterval, GateDecision
+
+    shown = FigureInterval(
+        figure="accuracy", estimate=estimate, lower="0.8700", upper="0.9200", cases=500,
+        method="clopper-pearson",
+    )  # fmt: skip
+    gate = GateDecision(
+        gate="minAccuracy", interval=shown, threshold="0.90", side="min",
+        verdict=c.EvaluationResult.INCONCLUSIVE, more_cases=900,
+    )  # fmt: skip
+    return EvaluationDecision(
+        confidence="0.95", result=c.EvaluationResult.INCONCLUSIVE, gates=[gate],
+        dataset_digest="d" * 64,
+    ).sealed()  # fmt: skip
+
+
+async def test_promote_on_inconclusive_needs_every_undecided_estimate_to_pass(
+    client: Client, queue: str, cluster: FakeCluster
+) -> None:
+    """Issue 35: onInconclusive Promote is never more permissive than the point gate: an
+    undecided gate whose estimate fails holds the candidate for a person, saying why; one whose
+    estimate passes promotes."""
+    cluster.evaluation_result = "Inconclusive"
+    base = make_input(stable=True, evaluation=True)
+    assert base.evaluation is not None
+    policy = base.evaluation.model_copy(update={"confidence": "0.95", "on_inconclusive": "Promote"})
+    cluster.evaluation_decision = _decision("0.8950")
+    held = base.model_copy(
+        update={"evaluation": policy, "requested_revision": "u" + uuid.uuid4().hex[:15]}
+    )
+    handle = await start(client, queue, held)
+    progress = await wait_phase(handle, c.Phase.AWAITING_PROMOTION)
+    said = [u.message or "" for s in cluster.statuses for u in s.conditions]
+    assert any("minAccuracy: accuracy 0.8950 < 0.90: held for a person" in m for m in said), said
+    await handle.execute_update(RolloutWorkflow.approve, progress.expected_approval or "")
+    assert (await handle.result()).result == c.RolloutResult.PROMOTED
+    cluster.evaluation_decision = _decision("0.9050")
+    passing = base.model_copy(
+        update={"evaluation": policy, "requested_revision": "u" + uuid.uuid4().hex[:15]}
+    )
+    assert (await (await start(client, queue, passing)).result()).result == c.RolloutResult.PROMOTED
+
+
 async def test_early_approval_is_refused(client: Client, queue: str, cluster: FakeCluster) -> None:
     cluster.block_prefetch = asyncio.Event()
     handle = await start(client, queue, make_input(stable=True, promotion="Manual"))

@@ -1,0 +1,139 @@
+"""One-sided confidence bounds of the binned ECE that hold at small n (issue 35).
+
+With ``μ_b`` the mean of ``(calibration-correct - confidence)`` of bin ``b``'s points, weighted
+by its share of the points, the evaluation's ECE (metrics.expected_calibration_error) is
+``Σ_b |μ_b|``: a sum of absolute values of means. Its plug-in value is biased *upwards* (noise
+in a bin whose true gap is 0 still adds its absolute value), most at few cases: a percentile
+bootstrap carried the bias into both bounds, and the old gate failed a perfectly calibrated
+model at 50 cases 82 % of the time. Each bound here is built for its side:
+
+- **Upper bound** (a pass needs it at or below ``maxECE``). ``|x|`` is convex, so for each bin
+  ``|μ̂_b| ≥ |μ_b| + s_b (μ̂_b - μ_b)`` with ``s_b`` the sign of the true gap: the true ECE is at
+  most the plug-in minus one *linear* statistic, a mean over the points whose variance has a
+  closed form (cases as clusters, the ratio estimator's linearised variance, never below the
+  binomial error of the correct rate). ``plug-in + z · se`` bounds it at one-sided level
+  ``alpha``. The signs are the observed ones: a bin whose sign may be wrong has a gap within its
+  noise, which the plug-in's upward bias covers (measured: ``make bench-gates``).
+- **Lower bound** (a fail needs it above ``maxECE``). ``Σ_b t_b μ_b ≤ Σ_b |μ_b|`` for any signs
+  ``t`` fixed in advance, and a linear statistic has no selection bias. Cross-fitting: the even
+  cases are scored with the signs the odd cases show and the reverse, so no case picks its own
+  sign. Where the true gap is 0 the two halves' signs and values are correlated (each half's
+  sign is the other's noise); that adds at most ``2/π`` to the variance, so the standard error
+  is inflated by ``√(1 + 2/π)``. Noise does not add to the estimate: a calibrated model's lower
+  bound is about 0, and it is never failed for the plug-in's bias. The fail side is judged at
+  ``alpha / 10`` (one share per bin), not ``alpha``: at 50 cases a level-``alpha`` bound still
+  fails a calibrated model against ``maxECE: "0.05"`` in 0.6 % of runs (its sampling error is
+  larger than the threshold), and a calibration rollback must not be a coin that lands wrong
+  once in 200 rollouts; the cost is power at few cases, stated in docs/evaluation.md.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from statistics import NormalDist
+from typing import Final
+
+from decisionmodel.evaluation.case_records import CaseRecord
+from decisionmodel.evaluation.intervals import Interval
+from decisionmodel.evaluation.metrics import ECE_BINS
+
+ECE_BOUNDS: Final = "linearised upper, cross-fitted lower bound"
+ECE_DIFFERENCE: Final = "candidate and stable ECE bounds, each at half the level"
+# Where a true gap is 0 the cross-fitted halves are correlated: variance times at most 1 + 2/π.
+CROSS_FIT_INFLATION: Final = math.sqrt(1 + 2 / math.pi)
+FAIL_SIDE_SHARE: Final = ECE_BINS  # the lower bound is judged at alpha / this
+
+
+def _gaps(records: Sequence[CaseRecord]) -> list[float]:
+    """Σ (calibration-correct - confidence) per bin."""
+    gaps = [0.0] * ECE_BINS
+    for record in records:
+        for b, confidence, right in record.points:
+            gaps[b] += right - confidence
+    return gaps
+
+
+def _signed(record: CaseRecord, signs: Sequence[float]) -> float:
+    return sum(signs[b] * (right - confidence) for b, confidence, right in record.points)
+
+
+def _mean_and_se(values: Sequence[tuple[float, int]], total: int) -> tuple[float, float] | None:
+    """The ratio Σy / total over cases (y, points) and its cluster-robust standard error."""
+    used = [(y, m) for y, m in values if m]
+    n = len(used)
+    if n < 2:
+        return None
+    mean = sum(y for y, _ in used) / total
+    spread = sum((y - mean * m) ** 2 for y, m in used)
+    return mean, math.sqrt(n / (n - 1) * spread) / total
+
+
+def _binomial_floor(records: Sequence[CaseRecord], total: int) -> float:
+    right = sum(int(r) for record in records for _, _, r in record.points)
+    q = (right + 1) / (total + 2)
+    return math.sqrt(q * (1 - q) / total)
+
+
+def upper_bound(records: Sequence[CaseRecord], alpha: float) -> float:
+    """At least the true ECE, but with probability ``alpha`` (1.0 with fewer than 2 cases)."""
+    gaps = _gaps(records)
+    total = sum(len(r.points) for r in records)
+    signs = [1.0 if g >= 0 else -1.0 for g in gaps]
+    found = _mean_and_se([(_signed(r, signs), len(r.points)) for r in records], total)
+    if found is None:
+        return 1.0
+    se = max(found[1], _binomial_floor(records, total))
+    plug_in = sum(abs(g) for g in gaps) / total
+    return min(1.0, plug_in + NormalDist().inv_cdf(1 - alpha) * se)
+
+
+def lower_bound(records: Sequence[CaseRecord], alpha: float) -> float:
+    """At most the true ECE, but with probability ``alpha / FAIL_SIDE_SHARE`` (0.0 with fewer
+    than 2 cases)."""
+    halves = (_gaps(records[1::2]), _gaps(records[0::2]))  # case i is scored by the other half
+    signs = [[1.0 if g >= 0 else -1.0 for g in half] for half in halves]
+    total = sum(len(r.points) for r in records)
+    found = _mean_and_se(
+        [(_signed(r, signs[i % 2]), len(r.points)) for i, r in enumerate(records)], total
+    )
+    if found is None:
+        return 0.0
+    z = NormalDist().inv_cdf(1 - alpha / FAIL_SIDE_SHARE)
+    return max(0.0, found[0] - z * found[1] * CROSS_FIT_INFLATION)
+
+
+def ece_bounds(records: Sequence[CaseRecord], alpha: float) -> Interval:
+    """The plug-in ECE between its lower and upper bound (each side's miss as above)."""
+    total = sum(len(r.points) for r in records)
+    if total == 0:
+        return Interval(0.0, 0.0, 1.0, len(records), ECE_BOUNDS)
+    plug_in = sum(abs(g) for g in _gaps(records)) / total
+    lower = min(plug_in, lower_bound(records, alpha))
+    upper = max(plug_in, upper_bound(records, alpha))
+    return Interval(plug_in, lower, upper, len(records), ECE_BOUNDS)
+
+
+def ece_interval(records: Sequence[CaseRecord], confidence: float) -> Interval:
+    """At ``confidence``: the upper bound misses at most ``(1 - confidence)/2``, the lower
+    bound a tenth of that."""
+    return ece_bounds(records, (1 - confidence) / 2)
+
+
+def ece_difference(
+    candidate: Sequence[CaseRecord], stable: Sequence[CaseRecord], confidence: float
+) -> Interval:
+    """Candidate - stable ECE on the same cases: from the candidate's lower bound minus the
+    stable's upper to the reverse, each revision's bounds at half the level (a union bound:
+    neither the estimator's bias nor the pairing is assumed away)."""
+    if len(candidate) != len(stable):
+        raise ValueError("paired figures need the same cases")
+    alpha = (1 - confidence) / 4
+    own, base = ece_bounds(candidate, alpha), ece_bounds(stable, alpha)
+    return Interval(
+        own.estimate - base.estimate,
+        max(-1.0, own.lower - base.upper),
+        min(1.0, own.upper - base.lower),
+        len(candidate),
+        ECE_DIFFERENCE,
+    )
