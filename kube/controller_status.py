@@ -143,6 +143,12 @@ async def apply_controller_status(
     DecisionModel as last seen (no read when nothing changed; kube.status.apply_owned_status)."""
 
     def build(current: Mapping[str, Any], generation: int, now: datetime) -> dict[str, Any] | None:
+        if dm.generation and generation != dm.generation:
+            # The spec changed since ``want`` was made (a 409 re-read found a newer generation):
+            # stamping that generation on it would claim the new spec's state (Ready=True at the
+            # new generation while the old stable serves: kubectl wait returned 0 on CI). The
+            # reconcile the spec change triggers writes the new generation's status.
+            return None
         status = build_controller_status(current, want, generation, now)
         return None if status == recorded_controller_status(current) else status
 
