@@ -211,6 +211,8 @@ class PrefetchActivities:
                 await held.look(
                     await Kube.run(self.kube.list_pods, ns, {JOB_CONTROLLER_UID_LABEL: meta["uid"]})
                 )
+            elif counts["ready"]:
+                await held.look([])  # placed and running: what was shown goes (no write else)
             activity.heartbeat({"job": name, **counts})
             return None
 

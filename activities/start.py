@@ -111,11 +111,13 @@ class StartActivities:
             )
 
             async def started(pods: list[dict[str, Any]]) -> StartResult | None:
-                await held.look(pods)
                 summary = pods_summary(pods)
                 # Every look is progress, the last one too (it shows how the Pods ended up).
                 activity.heartbeat({"deployment": name, "replicas": inp.replicas, **summary})
-                return StartResult(deployment=name) if summary["started"] >= inp.replicas else None
+                if summary["started"] >= inp.replicas:
+                    return StartResult(deployment=name)
+                await held.look(pods)  # not on the look that ends the step (a surge Pod)
+                return None
 
             # Woken by the Pods' watch events (kube.wait), not a poll.
             src = source("Pod", inp.dm.namespace, labels=selector)

@@ -143,7 +143,8 @@ async def apply_controller_status(
     DecisionModel as last seen (no read when nothing changed; kube.status.apply_owned_status)."""
 
     def build(current: Mapping[str, Any], generation: int, now: datetime) -> dict[str, Any] | None:
-        if dm.generation and generation != dm.generation:
+        stamped = bool(want.conditions) or want.observed_generation is not None
+        if stamped and dm.generation and generation != dm.generation:
             # The spec changed since ``want`` was made (a 409 re-read found a newer generation):
             # stamping that generation on it would claim the new spec's state (Ready=True at the
             # new generation while the old stable serves: kubectl wait returned 0 on CI). The

@@ -101,7 +101,7 @@ class KubePodDirectory:
         loop = asyncio.get_running_loop()
 
         def on_event(kind: str, pod: Any) -> None:  # the watch thread: hand over to the loop
-            loop.call_soon_threadsafe(self.forget, kind, pod)
+            loop.call_soon_threadsafe(self.forget, kind, pod)  # RuntimeError once it closed
 
         self._following = start_following(self._core, on_event)
 

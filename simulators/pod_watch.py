@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -26,28 +27,38 @@ PodEvent = Callable[[str, Any], None]  # (ADDED | MODIFIED | DELETED, V1Pod)
 
 
 def follow_pods(api: Callable[[], Any], on_event: PodEvent, stop: threading.Event) -> None:
-    """Call ``on_event`` for every Pod event of every namespace until ``stop`` is set. ``api``
-    makes the CoreV1Api (here, in the thread: a kubeconfig that cannot be read is retried)."""
+    """Call ``on_event`` for every Pod event of every namespace until ``stop`` is set or
+    ``on_event`` raises (its event loop closed). ``api`` makes the CoreV1Api. Each stream goes
+    on from the last one's resourceVersion; an error (a 410, the API server away) lists again
+    after a pause, as does a stream that ends at once."""
     from kubernetes import watch
 
+    version: str | None = None
     while not stop.is_set():
-        stream = watch.Watch()
+        stream, began = watch.Watch(), time.monotonic()
+        options: dict[str, Any] = {"timeout_seconds": STREAM_SECONDS}
+        if version:
+            options["resource_version"] = version
         try:
             for event in stream.stream(
                 api().list_pod_for_all_namespaces,
-                timeout_seconds=STREAM_SECONDS,
                 _request_timeout=REQUEST_TIMEOUT_SECONDS,
+                **options,
             ):
                 if stop.is_set():
-                    stream.stop()
                     break
                 if isinstance(event, dict) and event.get("type") != "ERROR":
                     on_event(str(event["type"]), event["object"])
+            version = stream.resource_version
+        except RuntimeError:  # the event loop that takes the events is closed
+            return
         except Exception as exc:  # the API server restarting, a 410: list and watch again
             log.debug("pod watch ended (%s); watching again", exc)
-            stop.wait(RETRY_PAUSE_SECONDS)
+            version = None
         finally:
             stream.stop()
+        if time.monotonic() - began < RETRY_PAUSE_SECONDS:
+            stop.wait(RETRY_PAUSE_SECONDS)
 
 
 def start_following(api: Callable[[], Any], on_event: PodEvent) -> threading.Event:

@@ -584,7 +584,9 @@ class EvaluationSpec(WireModel):
         description=(
             "With confidence: what an inconclusive evaluation does. Hold (default) parks the "
             "candidate in AwaitingPromotion with the evidence until dmrollout promote or reject "
-            "(or timeouts.decision rejects it); Reject rolls it back; Promote promotes it."
+            "(or timeouts.decision rejects it); Reject rolls it back; Promote promotes it when "
+            "every undecided gate's estimate passes (never more often than the point gate), "
+            "else holds it as Hold does."
         ),
     )
 
@@ -651,7 +653,8 @@ class Timeouts(WireModel):
     decision: TimeoutDuration = Field(
         default="24h",
         description=(
-            "How long a candidate held on an inconclusive evaluation (onInconclusive: Hold) "
+            "How long a candidate held on an inconclusive evaluation (onInconclusive: Hold, or "
+            "Promote with an undecided estimate that fails) "
             "waits for dmrollout promote or reject before it is rejected, as a Go duration "
             "between 1m and 24h."
         ),

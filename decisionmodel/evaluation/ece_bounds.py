@@ -18,13 +18,16 @@ model at 50 cases 82 % of the time. Each bound here is built for its side:
   ``t`` fixed in advance, and a linear statistic has no selection bias. Cross-fitting: the even
   cases are scored with the signs the odd cases show and the reverse, so no case picks its own
   sign. Where the true gap is 0 the two halves' signs and values are correlated (each half's
-  sign is the other's noise); that adds at most ``2/π`` to the variance, so the standard error
-  is inflated by ``√(1 + 2/π)``. Noise does not add to the estimate: a calibrated model's lower
-  bound is about 0, and it is never failed for the plug-in's bias. The fail side is judged at
-  ``alpha / 10`` (one share per bin), not ``alpha``: at 50 cases a level-``alpha`` bound still
-  fails a calibrated model against ``maxECE: "0.05"`` in 0.6 % of runs (its sampling error is
-  larger than the threshold), and a calibration rollback must not be a coin that lands wrong
-  once in 200 rollouts; the cost is power at few cases, stated in docs/evaluation.md.
+  sign is the other's noise): at a true gap of 0 that multiplies the variance by ``1 + 2/π``, so
+  the standard error is inflated by ``√(1 + 2/π)`` (near a gap of one standard error the factor
+  is larger, up to about 2.5, but there the sign errors bias the estimate downwards: measured,
+  the lower bound misses far less often than its level). Noise does not add to the estimate: a
+  calibrated model's lower bound is about 0, and it is never failed for the plug-in's bias. The
+  fail side is judged at ``alpha / 10`` (one share per bin), not ``alpha``: at 50 cases a
+  level-``alpha`` bound still fails a calibrated model against ``maxECE: "0.05"`` in 0.6 % of
+  runs (its sampling error is larger than the threshold), and a calibration rollback must not be
+  a coin that lands wrong once in 200 rollouts; the cost is power at few cases, stated in
+  docs/evaluation.md.
 """
 
 from __future__ import annotations
@@ -40,7 +43,7 @@ from decisionmodel.evaluation.metrics import ECE_BINS
 
 ECE_BOUNDS: Final = "linearised upper, cross-fitted lower bound"
 ECE_DIFFERENCE: Final = "candidate and stable ECE bounds, each at half the level"
-# Where a true gap is 0 the cross-fitted halves are correlated: variance times at most 1 + 2/π.
+# Where a true gap is 0 the cross-fitted halves are correlated: the variance times 1 + 2/π.
 CROSS_FIT_INFLATION: Final = math.sqrt(1 + 2 / math.pi)
 FAIL_SIDE_SHARE: Final = ECE_BINS  # the lower bound is judged at alpha / this
 
@@ -125,14 +128,17 @@ def ece_difference(
 ) -> Interval:
     """Candidate - stable ECE on the same cases: from the candidate's lower bound minus the
     stable's upper to the reverse, each revision's bounds at half the level (a union bound:
-    neither the estimator's bias nor the pairing is assumed away)."""
+    neither the estimator's bias nor the pairing is assumed away). The fail side (the lower
+    end) uses the stable's upper bound at the fail side's level too, so it misses at most a
+    tenth of ``(1 - confidence)/2`` as ``maxECE``'s does."""
     if len(candidate) != len(stable):
         raise ValueError("paired figures need the same cases")
     alpha = (1 - confidence) / 4
     own, base = ece_bounds(candidate, alpha), ece_bounds(stable, alpha)
+    strict_upper = max(base.estimate, upper_bound(stable, alpha / FAIL_SIDE_SHARE))
     return Interval(
         own.estimate - base.estimate,
-        max(-1.0, own.lower - base.upper),
+        max(-1.0, own.lower - strict_upper),
         min(1.0, own.upper - base.lower),
         len(candidate),
         ECE_DIFFERENCE,

@@ -90,14 +90,14 @@ def design_effect(records: Sequence[CaseRecord]) -> float:
     n = len(records)
     pairs = sum(r.pairs for r in records)
     correct = sum(r.correct for r in records)
-    if n == 0 or pairs == n:  # one question per case: the binomial is exact
+    if n == 0 or all(r.pairs == 1 for r in records):  # one question a case: binomial
         return 1.0
-    if correct in (0, pairs):
+    if correct in (0, pairs) or n < 2:  # nothing to tell how alike a case's questions are
         return max(1.0, pairs / n)
     p = correct / pairs
     binomial = p * (1 - p) / pairs
     spread = sum((r.correct - p * r.pairs) ** 2 for r in records) / pairs**2
-    clustered = spread * n / (n - 1) if n > 1 else spread
+    clustered = spread * n / (n - 1)
     return max(1.0, clustered / binomial)
 
 
@@ -156,7 +156,7 @@ def _difference_design_effect(diffs: Sequence[int], pairs: Sequence[int], discor
     """The cluster variance of Σ d / Σ m over the one of independent pairs, at least 1; with no
     discordant pair seen, the mean questions per case (the most it can be)."""
     n, total = len(diffs), sum(pairs)
-    if total == n:  # one question per case: independent pairs
+    if all(m == 1 for m in pairs):  # one question per case: independent pairs
         return 1.0
     if discordant == 0 or n < 2:
         return max(1.0, total / n) if n else 1.0

@@ -196,3 +196,12 @@ def test_phase_memory_resumes_only_what_the_heartbeat_counts() -> None:
     lagging = store.memory(("wf", "1", "candidate"), 2)
     assert lagging.records == memory.records[:2]
     assert store.memory(("wf", "1", "candidate"), 5).records == []  # more than kept
+
+
+def test_one_case_of_several_questions_counts_as_one_case() -> None:
+    """A single case has no spread to show how alike its questions are: its ten questions are
+    not ten independent pairs."""
+    one = [CaseRecord.of([PairOutcome(i < 7, 0.8, i < 7) for i in range(10)])]
+    found = iv.accuracy(one, iv.z_of(0.95))
+    lower, upper = proportion_confint(0.7, 1, alpha=0.05, method="beta")
+    assert found.lower == pytest.approx(lower, abs=1e-9) and found.upper == pytest.approx(upper)

@@ -357,3 +357,18 @@ async def test_a_status_made_for_an_older_generation_is_not_stamped_with_a_newer
     assert await apply_controller_status(cast(Kube, fake), current, _steady_wants()) is not None
     [(status, _, _)] = fake.applies
     assert {c["observedGeneration"] for c in status["conditions"]} == {2}
+
+
+async def test_a_record_that_names_no_generation_is_written_whatever_the_generation() -> None:
+    """The retry token consumed and the re-resolve schedule carry no generation: a newer spec
+    read back does not hold them (a skipped token would be consumed twice)."""
+    obj = {
+        "metadata": {"name": "router", "namespace": "ns", "generation": 5, "resourceVersion": "9"},
+        "status": {"phase": "Failed", "observedGeneration": 4},
+    }
+    fake = FakeKube(obj)
+    stale = DMRef(namespace="ns", name="router", uid="u", generation=4)
+    want = ControllerStatus(last_retry_token="t1")
+    assert await apply_controller_status(cast(Kube, fake), stale, want) is not None
+    [(status, _, _)] = fake.applies
+    assert status["lastRetryToken"] == "t1"
