@@ -14,7 +14,7 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
-from harness.helpers import async_assert_eventually
+from harness.helpers import async_assert_eventually, eventually
 from harness.workflow_fakes import FakeCluster, make_input, start, wait_phase
 from temporalio.api.enums.v1 import EventType
 from temporalio.client import Client, WorkflowHandle, WorkflowHistory, WorkflowUpdateFailedError
@@ -354,8 +354,14 @@ async def test_promote_on_inconclusive_needs_every_undecided_estimate_to_pass(
     )
     handle = await start(client, queue, held)
     progress = await wait_phase(handle, c.Phase.AWAITING_PROMOTION)
-    said = [u.message or "" for s in cluster.statuses for u in s.conditions]
-    assert any("minAccuracy: accuracy 0.8950 < 0.90: held for a person" in m for m in said), said
+
+    def held_saying_why() -> bool:
+        said = [u.message or "" for s in cluster.statuses for u in s.conditions]
+        return any("minAccuracy: accuracy 0.8950 < 0.90: held for a person" in m for m in said)
+
+    # The phase is the workflow's state; the status that says why is written by an activity
+    # right after it (CI: asserted before that write landed).
+    await eventually(held_saying_why, 30, what="the hold's reason written")
     await handle.execute_update(RolloutWorkflow.approve, progress.expected_approval or "")
     assert (await handle.result()).result == c.RolloutResult.PROMOTED
     cluster.evaluation_decision = _decision("0.9050")
