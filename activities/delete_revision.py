@@ -13,6 +13,7 @@ Deleting what is already gone is success, so a retry is harmless.
 from __future__ import annotations
 
 import logging
+from typing import Any
 
 from temporalio import activity
 
@@ -86,6 +87,11 @@ class DeleteRevisionActivities:
             if inp.revision in (selected_revision(service), stable):
                 log.info("revision %s of %s is live; kept (%s)", inp.revision, dm.name, inp.reason)
                 return DeleteRevisionResult(deleted=[], kept_selected=True)
+            if inp.keep_if_rolling_out and inp.revision in _rolling_out(status):
+                # An undo right after a promotion: the rollback's run adopts these objects (its
+                # warmup saw the Pods, then this delete took them: CI, the undo e2e test).
+                log.info("revision %s of %s is rolled out again; kept", inp.revision, dm.name)
+                return DeleteRevisionResult(deleted=[], kept_selected=True)
             deployment = await Kube.run(
                 self.kube.get, "Deployment", dm.namespace, deployment_name(dm.name, inp.revision)
             )
@@ -101,3 +107,10 @@ class DeleteRevisionActivities:
                 if await Kube.run(self._delete, kind, dm.namespace, name, dm.uid):
                     deleted.append(f"{kind}/{name}")
             return DeleteRevisionResult(deleted=deleted)
+
+
+def _rolling_out(status: dict[str, Any]) -> set[str]:
+    """The revision a rollout in flight is bringing (back): its candidate. (Not the rollbackTo
+    record: it outlives its rollout, and would keep a later previous revision for ever.)"""
+    candidate = (status.get(StatusKey.CANDIDATE_REVISION) or {}).get("hash")
+    return {str(candidate)} if candidate else set()

@@ -642,7 +642,7 @@ class RolloutWorkflow:
             if remaining > timedelta(0):
                 await workflow.sleep(remaining, summary="rest of the grace after a cancel")
         self._state.step = "delete previous"
-        await self._delete_revision(previous, "superseded by promotion")
+        await self._delete_revision(previous, "superseded by promotion", keep_if_rolling_out=True)
 
     # -- failure, cancellation -------------------------------------------------------------
     async def _fail(self, reason: str, message: str) -> RolloutOutcome:
@@ -949,15 +949,20 @@ class RolloutWorkflow:
             workflow.upsert_search_attributes(list(self._attributes.values()))
             self._attributes.clear()
 
-    async def _delete_revision(self, revision: str, why: str) -> None:
+    async def _delete_revision(
+        self, revision: str, why: str, *, keep_if_rolling_out: bool = False
+    ) -> None:
         """Delete a revision's objects: compensation, never given up (``_until_done``)."""
         inp = self._state.require_input()
         self._flush_attributes()
+        asked = DeleteRevisionInput(
+            dm=inp.dm, revision=revision, reason=why, keep_if_rolling_out=keep_if_rolling_out
+        )
 
         async def attempt(window: timedelta) -> None:
             await workflow.execute_activity(
                 DELETE_REVISION,
-                DeleteRevisionInput(dm=inp.dm, revision=revision, reason=why),
+                asked,
                 result_type=DeleteRevisionResult,
                 start_to_close_timeout=timedelta(seconds=60),
                 schedule_to_close_timeout=window,

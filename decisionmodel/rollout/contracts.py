@@ -482,6 +482,9 @@ class DeleteRevisionInput(Contract):
     revision: str
     # Objects the live Service selects are never deleted, whatever the caller asks.
     reason: str = ""
+    # The previous revision after the grace: kept when a newer rollout is rolling it out again
+    # (status.candidateRevision names it: an undo right after a promotion).
+    keep_if_rolling_out: bool = False
 
 
 class DeleteRevisionResult(Contract):
