@@ -22,6 +22,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import urllib.error
 import urllib.request
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -213,6 +214,8 @@ class LocalCluster:
         self.audit_log = state_dir / "audit" / "audit.log"
         self.processes: list[ManagedProcess] = []
         self._pki: pki.Pki | None = None
+        self._tls_ctx: ssl.SSLContext | None = None
+        self._tls_for: pki.Pki | None = None
         self.start_seconds: float | None = None
 
     @property
@@ -317,13 +320,32 @@ class LocalCluster:
         self.kubectl("apply", "-f", "-", input=yaml.safe_dump_all(docs))
 
     def api_get(self, path: str) -> Any:
-        """A raw GET with the admin client certificate (used for readiness checks)."""
-        assert self._pki is not None
-        ctx = ssl.create_default_context(cafile=str(self._pki.ca_cert))
-        ctx.load_cert_chain(str(self._pki.admin_cert), str(self._pki.admin_key))
-        with urllib.request.urlopen(f"{self.server}{path}", context=ctx, timeout=5) as r:
+        """A raw GET with the admin client certificate (readiness checks, and the reads a test
+        makes every second or two: a ``kubectl`` process each would cost a tenth of a core)."""
+        with urllib.request.urlopen(f"{self.server}{path}", context=self._tls(), timeout=5) as r:
             body = r.read()
         return json.loads(body) if body.startswith(b"{") else body.decode()
+
+    def api_read(self, path: str) -> Any:
+        """:meth:`api_get`, or None when the object is not there (404)."""
+        try:
+            return self.api_get(path)
+        except urllib.error.HTTPError as e:
+            if e.code == 404:
+                return None
+            raise
+
+    def _tls(self) -> ssl.SSLContext:
+        # Built once per PKI (a restart with a new one builds it again): loading the chain is
+        # most of a read's cost.
+        pki_now = self._pki
+        assert pki_now is not None
+        if self._tls_for is not pki_now:
+            ctx = ssl.create_default_context(cafile=str(pki_now.ca_cert))
+            ctx.load_cert_chain(str(pki_now.admin_cert), str(pki_now.admin_key))
+            self._tls_ctx, self._tls_for = ctx, pki_now
+        assert self._tls_ctx is not None
+        return self._tls_ctx
 
     def establish_crd(self, path: Path, name: str, timeout: float = 90) -> None:
         """Apply the CRD at ``path`` and wait until ``name`` is Established and its group is

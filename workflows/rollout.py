@@ -137,6 +137,10 @@ STOP_WINS_OVER_A_STEP_FAILURE = "stop-wins-over-a-step-failure"
 # onInconclusive Promote promotes only when every undecided gate's estimate passes (the point
 # gate); otherwise the candidate is held for a person as with Hold (issue 35).
 PROMOTE_NEEDS_POINT_PASS = "inconclusive-promote-needs-point-pass"
+# The change id of "an approval is refused once the run is asked to stop" when the stop comes
+# while the approval's check runs (issue 34, explorer seed 6013: a run superseded by a policy
+# change took approvals, and refused them for Pods its cancelled hold no longer warmed).
+APPROVAL_REFUSED_WHEN_STOPPING = "approval-refused-when-stopping"
 # One round of a status write's retries outside compensation: the old fixed window.
 _ROUND = timedelta(minutes=10)
 
@@ -767,6 +771,12 @@ class RolloutWorkflow:
         if not state.approved and workflow.patched(APPROVAL_CHECKS_CANDIDATE):
             # The wait for the check may have let the phase or the approval change: again.
             why = await self._candidate_not_ready() or state.approval_problem(approval)
+            if (
+                why is None
+                and self._stopping()
+                and workflow.patched(APPROVAL_REFUSED_WHEN_STOPPING)
+            ):
+                why = self._stopping()
             if why is not None and not state.is_repeated_approval(approval):
                 raise ApplicationError(why, type=Reason.APPROVAL_REJECTED)
         state.approved = True
@@ -815,11 +825,25 @@ class RolloutWorkflow:
 
     @approve.validator
     def _validate_approve(self, approval: str) -> None:
+        # Validators do not run on replay: a refusal here needs no patch.
         if self._state.is_repeated_approval(approval):
             return
-        why = self._state.approval_problem(approval)
+        why = self._state.approval_problem(approval) or self._stopping()
         if why is not None:
             raise ValueError(why)
+
+    def _stopping(self) -> str | None:
+        """Why an approval cannot promote this run any more although it still shows the
+        candidate waiting: it was asked to stop (an abort, or the controller's cancel for a newer
+        revision or a changed policy) and is removing its candidate."""
+        main = self._main
+        if self._state.abort_reason is None and (main is None or main.cancelling() == 0):
+            return None
+        return (
+            "approval refused: this rollout is being stopped (aborted, or superseded by a change "
+            "of the spec) and removes its candidate; approve the rollout that follows once it "
+            "awaits promotion (dmrollout status)"
+        )
 
     @workflow.update
     async def reject(self, approval: str) -> str:

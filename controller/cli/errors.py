@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Final
 
 import pydantic
+from temporalio.client import WorkflowUpdateRPCTimeoutOrCancelledError
 from temporalio.service import RPCError, RPCStatusCode
 
 from controller.temporal.client import SETUP_COMMAND, NamespaceNotReady
@@ -103,6 +104,13 @@ def _temporal(error: BaseException, where: Where) -> CliError | None:
         )
     if isinstance(error, NamespaceNotReady | PayloadKeysInvalid):
         return CliError(ExitCode.SETUP, short(error))
+    if isinstance(error, WorkflowUpdateRPCTimeoutOrCancelledError):
+        return CliError(
+            ExitCode.UNREACHABLE,
+            f"the rollout did not answer in time ({where.temporal()}): its worker may be busy "
+            "or restarting; the approval may still be applied, `dmrollout status` shows it, "
+            "and sending the same one again is harmless",
+        )
     if not isinstance(error, RPCError):
         return None
     if error.status in (RPCStatusCode.UNAVAILABLE, RPCStatusCode.DEADLINE_EXCEEDED):

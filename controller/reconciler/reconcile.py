@@ -118,6 +118,10 @@ class RolloutStep:
     clear_re_resolve: bool = False
     # Why no worker can take a running rollout's next task, naming the fix (None: one can).
     stranded: str | None = None
+    # A run of the revision enforcing another policy was cancelled; the revision starts again
+    # once it has closed (explorer seed 6013: meanwhile the DecisionModel still said
+    # AwaitingPromotion, and approvals went to the run being stopped).
+    replaced: bool = False
 
 
 @dataclass
@@ -370,6 +374,7 @@ class Reconciler:
             refusal=refusal,
             running=running,
             stranded=stranded,
+            replaced=bool(decision.replaced),
         )
 
     async def _re_resolving(
@@ -596,6 +601,8 @@ class Reconciler:
             # Seed 001: Pending is "accepted, not yet processed"; the first rollout cannot start
             # while Temporal is away (TemporalReachable says why), and an empty phase column
             # says nothing (explorer seed 3519: no phase for 40 s under a refused credential).
+            new_phase = Phase.PENDING
+        if step.replaced:
             new_phase = Phase.PENDING
         if step.queued:
             new_phase = Phase.PENDING
@@ -837,6 +844,15 @@ def reconciling_condition(
     reason: str
     if step.queued:
         reason, doing = Reason.ROLLOUT_QUEUED, "waits for a rollout slot"
+    elif step.replaced:
+        reason, doing = (
+            Reason.POLICY_MISMATCH,
+            (
+                "changed spec.rollout's policy (evaluation, gates, promotion): the run enforcing "
+                "the old one is stopping (it removes its candidate first) and the revision is "
+                "rolled out again under the new one; approve that run once it awaits promotion"
+            ),
+        )
     elif step.temporal_down is not None:
         reason, doing = step.temporal_reason, "waits for Temporal"
     elif step.in_flight:

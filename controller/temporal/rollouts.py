@@ -48,6 +48,10 @@ log = logging.getLogger("dmrollout.controller.rollouts")
 # Every call to Temporal is bounded (a frontend that accepts and never answers must not hang a
 # reconcile or a CLI command); a timed-out call raises RPCError DEADLINE_EXCEEDED.
 RPC_TIMEOUT: Final = timedelta(seconds=10)
+# An approval's answer waits for the candidate's check (check_candidate: at most 60 s with its
+# retries, e.g. while the runtime's Secret is being fixed): longer, so the answer arrives
+# (explorer seed 6013: 10 s ended in "internal error" while the check retried).
+APPROVAL_RPC_TIMEOUT: Final = timedelta(seconds=75)
 # How long a worker may hold one workflow task (the server's default is 10 s). A task takes
 # milliseconds of CPU, but on a saturated host (600 rollouts at once on 2 cores, issue 14) a
 # taken task waited past 10 s for the process, timed out and was redone from scratch: more
@@ -409,7 +413,7 @@ class Rollouts:
         update = RolloutWorkflow.reject if reject else RolloutWorkflow.approve
         try:
             await self.client.get_workflow_handle(wid).execute_update(
-                update, approval, rpc_timeout=RPC_TIMEOUT
+                update, approval, rpc_timeout=APPROVAL_RPC_TIMEOUT
             )
         except WorkflowUpdateFailedError as e:
             return str(e.cause) if e.cause else str(e)

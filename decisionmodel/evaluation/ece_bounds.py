@@ -33,12 +33,12 @@ model at 50 cases 82 % of the time. Each bound here is built for its side:
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from statistics import NormalDist
 from typing import Final
 
 from decisionmodel.evaluation.case_records import CaseRecord
-from decisionmodel.evaluation.intervals import Interval
+from decisionmodel.evaluation.intervals import Interval, cluster_ratio
 from decisionmodel.evaluation.metrics import ECE_BINS
 
 ECE_BOUNDS: Final = "linearised upper, cross-fitted lower bound"
@@ -60,19 +60,23 @@ def _gaps(records: Sequence[CaseRecord]) -> list[float]:
     return gaps
 
 
+def _signs(gaps: Sequence[float]) -> list[float]:
+    return [1.0 if g >= 0 else -1.0 for g in gaps]
+
+
 def _signed(record: CaseRecord, signs: Sequence[float]) -> float:
     return sum(signs[b] * (right - confidence) for b, confidence, right in record.points)
 
 
-def _mean_and_se(values: Sequence[tuple[float, int]], total: int) -> tuple[float, float] | None:
-    """The ratio Σy / total over cases (y, points) and its cluster-robust standard error."""
-    used = [(y, m) for y, m in values if m]
-    n = len(used)
-    if n < 2:
-        return None
-    mean = sum(y for y, _ in used) / total
-    spread = sum((y - mean * m) ** 2 for y, m in used)
-    return mean, math.sqrt(n / (n - 1) * spread) / total
+def _mean_and_se(
+    records: Sequence[CaseRecord], signs_of: Callable[[int], Sequence[float]]
+) -> tuple[float, float] | None:
+    """Σ signed gaps / points over the cases that have points, and its cluster-robust standard
+    error; ``signs_of(i)`` the bin signs case ``i`` is scored with."""
+    used = [(i, r) for i, r in enumerate(records) if r.points]
+    return cluster_ratio(
+        [_signed(r, signs_of(i)) for i, r in used], [len(r.points) for _, r in used]
+    )
 
 
 def _binomial_floor(records: Sequence[CaseRecord], total: int) -> float:
@@ -85,8 +89,8 @@ def upper_bound(records: Sequence[CaseRecord], alpha: float) -> float:
     """At least the true ECE, but with probability ``alpha`` (1.0 with fewer than 2 cases)."""
     gaps = _gaps(records)
     total = sum(len(r.points) for r in records)
-    signs = [1.0 if g >= 0 else -1.0 for g in gaps]
-    found = _mean_and_se([(_signed(r, signs), len(r.points)) for r in records], total)
+    signs = _signs(gaps)
+    found = _mean_and_se(records, lambda _: signs)
     if found is None:
         return 1.0
     se = max(found[1], _binomial_floor(records, total))
@@ -98,11 +102,8 @@ def lower_bound(records: Sequence[CaseRecord], alpha: float) -> float:
     """At most the true ECE, but with probability ``alpha / FAIL_SIDE_SHARE`` (0.0 with fewer
     than 2 cases)."""
     halves = (_gaps(records[1::2]), _gaps(records[0::2]))  # case i is scored by the other half
-    signs = [[1.0 if g >= 0 else -1.0 for g in half] for half in halves]
-    total = sum(len(r.points) for r in records)
-    found = _mean_and_se(
-        [(_signed(r, signs[i % 2]), len(r.points)) for i, r in enumerate(records)], total
-    )
+    signs = [_signs(half) for half in halves]
+    found = _mean_and_se(records, lambda i: signs[i % 2])
     if found is None:
         return 0.0
     z = NormalDist().inv_cdf(1 - alpha / FAIL_SIDE_SHARE)

@@ -96,9 +96,8 @@ def design_effect(records: Sequence[CaseRecord]) -> float:
         return max(1.0, pairs / n)
     p = correct / pairs
     binomial = p * (1 - p) / pairs
-    spread = sum((r.correct - p * r.pairs) ** 2 for r in records) / pairs**2
-    clustered = spread * n / (n - 1)
-    return max(1.0, clustered / binomial)
+    _, se = cluster_ratio([r.correct for r in records], [r.pairs for r in records]) or (p, 0.0)
+    return max(1.0, se**2 / binomial)
 
 
 def accuracy(records: Sequence[CaseRecord], z: float) -> Interval:
@@ -116,16 +115,27 @@ def accuracy(records: Sequence[CaseRecord], z: float) -> Interval:
     )
 
 
+def cluster_ratio(
+    numerators: Sequence[float], denominators: Sequence[int]
+) -> tuple[float, float] | None:
+    """Σy / Σm over cases (a case's questions are one cluster) and its cluster-robust standard
+    error; None with fewer than 2 cases or no question."""
+    n, total = len(numerators), sum(denominators)
+    if n < 2 or total == 0:
+        return None
+    ratio = sum(numerators) / total
+    spread = sum((y - ratio * m) ** 2 for y, m in zip(numerators, denominators, strict=True))
+    return ratio, math.sqrt(n / (n - 1) * spread) / total
+
+
 def _ratio(
     numerators: Sequence[float], denominators: Sequence[int], z: float, floor: float = 0.0
 ) -> Interval:
-    n, total = len(numerators), sum(denominators)
-    if n < 2 or total == 0:
-        return Interval(0.0, -1.0, 1.0, n, RATIO_Z)
-    ratio = sum(numerators) / total
-    spread = sum((y - ratio * m) ** 2 for y, m in zip(numerators, denominators, strict=True))
-    se = max(math.sqrt(n / (n - 1) * spread) / total, floor)
-    return Interval(ratio, ratio - z * se, ratio + z * se, n, RATIO_Z)
+    found = cluster_ratio(numerators, denominators)
+    if found is None:
+        return Interval(0.0, -1.0, 1.0, len(numerators), RATIO_Z)
+    ratio, se = found[0], max(found[1], floor)
+    return Interval(ratio, ratio - z * se, ratio + z * se, len(numerators), RATIO_Z)
 
 
 def brier(records: Sequence[CaseRecord], z: float) -> Interval:
@@ -160,11 +170,9 @@ def _difference_design_effect(diffs: Sequence[int], pairs: Sequence[int], discor
         return 1.0
     if discordant == 0 or n < 2:
         return max(1.0, total / n) if n else 1.0
-    ratio = sum(diffs) / total
+    ratio, se = cluster_ratio(diffs, pairs) or (0.0, 0.0)
     independent = (discordant / total - ratio * ratio) / total
-    spread = sum((d - ratio * m) ** 2 for d, m in zip(diffs, pairs, strict=True))
-    clustered = n / (n - 1) * spread / total**2
-    return max(1.0, clustered / independent) if independent > 0 else max(1.0, total / n)
+    return max(1.0, se**2 / independent) if independent > 0 else max(1.0, total / n)
 
 
 def brier_difference(

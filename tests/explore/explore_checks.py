@@ -157,7 +157,7 @@ class Checker:
         if self.life.foreign_service:
             return
         stable = ((obj.get("status") or {}).get("stableRevision") or {}).get("hash")
-        service = self.life.h.get("service", L.service_name(DM))
+        service = self.life.get("v1", "services", L.service_name(DM))
         if not stable or service is None:
             return
         selected = (service["spec"].get("selector") or {}).get(L.LABEL_REVISION)
@@ -178,18 +178,17 @@ class Checker:
             said = self._stable_answers(slices, model)
             self.persisting("the stable answers", bool(said), said, ANSWER_GRACE)
 
-    def _endpoint_slices(self) -> dict[str, Any]:
+    def _endpoint_slices(self) -> list[dict[str, Any]]:
         selector = f"kubernetes.io/service-name={L.service_name(DM)}"
-        args = ("-n", self.life.namespace, "get", "endpointslices", "-l", selector, "-o", "json")
-        return dict(self.life.cluster.kubectl_json(*args))
+        return self.life.items("discovery.k8s.io/v1", "endpointslices", selector)
 
-    def _stable_answers(self, slices: dict[str, Any], model: str) -> str:
+    def _stable_answers(self, slices: list[dict[str, Any]], model: str) -> str:
         """Empty when a ready endpoint of the Service answers a decision; else what went wrong
         (the Service is what the model's clients call: DESIGN.md, the stable answers whenever
         no fault targets it)."""
         addresses = [
             a
-            for s in slices["items"]
+            for s in slices
             for ep in s.get("endpoints") or []
             if (ep.get("conditions") or {}).get("ready")
             for a in ep.get("addresses") or []
@@ -213,15 +212,10 @@ class Checker:
             errors.append(f"{address}: {r.status_code} {r.text[:80]}")
         return "no ready endpoint answers: " + "; ".join(errors)
 
-    def _endpoint_strays(self, slices: dict[str, Any], stable: str) -> list[str]:
-        pods = {
-            p["metadata"]["name"]: p
-            for p in self.life.cluster.kubectl_json(
-                "-n", self.life.namespace, "get", "pods", "-o", "json"
-            )["items"]
-        }
+    def _endpoint_strays(self, slices: list[dict[str, Any]], stable: str) -> list[str]:
+        pods = {p["metadata"]["name"]: p for p in self.life.items("v1", "pods")}
         strays = []
-        for s in slices["items"]:
+        for s in slices:
             for ep in s.get("endpoints") or []:
                 name = (ep.get("targetRef") or {}).get("name", "")
                 if not (ep.get("conditions") or {}).get("ready"):
@@ -235,11 +229,14 @@ class Checker:
     def objects_left(self, stable: str) -> list[str]:
         """Revision objects of any revision but the stable one."""
         left = []
-        for kind in ("deployments", "persistentvolumeclaims", "jobs", "pods"):
-            items = self.life.cluster.kubectl_json(
-                "-n", self.life.namespace, "get", kind, "-l", f"{L.LABEL_NAME}={DM}", "-o", "json"
-            )["items"]
-            for item in items:
+        kinds = {
+            "deployments": "apps/v1",
+            "persistentvolumeclaims": "v1",
+            "jobs": "batch/v1",
+            "pods": "v1",
+        }
+        for kind, api in kinds.items():
+            for item in self.life.items(api, kind, f"{L.LABEL_NAME}={DM}"):
                 rev = (item["metadata"].get("labels") or {}).get(L.LABEL_REVISION)
                 if rev and rev != stable and not item["metadata"].get("deletionTimestamp"):
                     left.append(f"{kind}/{item['metadata']['name']}")

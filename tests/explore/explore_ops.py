@@ -18,6 +18,9 @@ from typing import Any, Final
 GOOD_TAGS: Final = ("v1", "v2", "v3")
 BAD_TAG: Final = "bad"
 RUNTIME_FAULTS: Final = ("digest", "device", "load-fails", "unauthorized", "latency-ms")
+# A CPU request no node of the local cluster has: the candidate's Pods stay Pending
+# (PodsUnschedulable) until a later spec change, or the healing at the end, asks for less.
+UNSCHEDULABLE_CPU: Final = "9000"
 
 # Weights: what a platform team does often weighs more than what happens rarely. Faults of the
 # whole environment (Temporal, the API server) are rare and short: each stops every lifecycle
@@ -29,6 +32,7 @@ WEIGHTS: Final[dict[str, int]] = {
     "promotion": 4,
     "republish": 3,
     "resources": 2,
+    "unschedulable": 2,
     "pin": 2,
     "manual_promotion_field": 1,
     "approve": 6,
@@ -138,7 +142,7 @@ class Desired:
             d.pinned, d.pin_stale = op.arg == "on", False
         elif op.kind == "republish" and op.arg == d.tag and d.pinned:
             d.pin_stale = True
-        elif op.kind == "resources":
+        elif op.kind in ("resources", "unschedulable"):
             d.cpu = op.arg
         elif op.kind == "manual_promotion_field":
             d.manual, d.manual_field = op.arg == "true", op.arg == "true"
@@ -164,6 +168,8 @@ def _arg(kind: str, rng: random.Random, desired: Desired) -> str:
         return rng.choice(GOOD_TAGS)
     if kind == "resources":
         return "200m" if desired.cpu == "100m" else "100m"
+    if kind == "unschedulable":
+        return UNSCHEDULABLE_CPU
     if kind == "pin":
         return "off" if desired.pinned else "on"
     if kind == "manual_promotion_field":

@@ -15,6 +15,7 @@ import json
 import subprocess
 import sys
 import time
+import urllib.parse
 import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -40,7 +41,16 @@ from localenv.temporal import TemporalDevServer
 from simulators.pod_faults import PREFIX as SIM
 
 SPEC_KINDS = frozenset(
-    {"tag", "replicas", "gate", "promotion", "resources", "pin", "manual_promotion_field"}
+    {
+        "tag",
+        "replicas",
+        "gate",
+        "promotion",
+        "resources",
+        "unschedulable",
+        "pin",
+        "manual_promotion_field",
+    }
 )
 # The CLI's verbs that write only the DecisionModel (an annotation), with no Temporal address.
 KUBE_ONLY_VERBS = frozenset({"retry", "undo"})
@@ -258,7 +268,7 @@ class Lifecycle:
 
     def _apply_foreign_or_runtime(self, op: Op) -> str:
         if op.kind == "foreign_service":
-            if self.h.get("service", L.service_name(DM)) is not None:
+            if self.get("v1", "services", L.service_name(DM)) is not None:
                 return "a Service is there already"
             self.foreign_service = True
             return self._kubectl("create", "service", "clusterip", DM, "--tcp=80:80")
@@ -352,8 +362,27 @@ class Lifecycle:
         return f"{fault.name} for {op.arg}s"
 
     # -- reads ----------------------------------------------------------------------------------
+    # The checker and the settles read every couple of seconds in every lane: straight from the
+    # API server, not by a kubectl process each (most of the explorer's CPU before).
+    def get(self, api: str, kind: str, name: str) -> dict[str, Any] | None:
+        """One object of the lifecycle's namespace (``api`` "v1" or "group/version"), or None
+        when it is not there."""
+        root = "/api/v1" if api == "v1" else f"/apis/{api}"
+        found = self.cluster.api_read(f"{root}/namespaces/{self.namespace}/{kind}/{name}")
+        return dict(found) if found is not None else None
+
+    def items(self, api: str, kind: str, selector: str = "") -> list[dict[str, Any]]:
+        root = "/api/v1" if api == "v1" else f"/apis/{api}"
+        query = f"?labelSelector={urllib.parse.quote(selector)}" if selector else ""
+        listed = self.cluster.api_get(f"{root}/namespaces/{self.namespace}/{kind}{query}")
+        return list(listed["items"])
+
     def dm(self) -> dict[str, Any] | None:
-        return self.h.get("dm", DM)
+        """The DecisionModel, or None when it is not there or cannot be read now."""
+        try:
+            return self.get("decisionmodel.io/v1alpha1", "decisionmodels", DM)
+        except OSError:  # the API server paused or restarting (URLError is an OSError)
+            return None
 
     def stable_hash(self) -> str:
         obj = self.dm() or {}
@@ -368,8 +397,7 @@ class Lifecycle:
         }
 
     def _pods(self) -> list[str]:
-        out = self._kubectl("get", "pods", "-l", f"{L.LABEL_NAME}={DM}", "-o", "name")
-        return [line.split("/", 1)[1] for line in out.splitlines() if "/" in line]
+        return [p["metadata"]["name"] for p in self.items("v1", "pods", f"{L.LABEL_NAME}={DM}")]
 
     # -- helpers --------------------------------------------------------------------------------
     def _commit(self) -> str:

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from explore_checks import ROLLOUT_PHASES, Checker, Violation
-from explore_ops import BAD_TAG, GOOD_TAGS, Desired, Op, Sequence
+from explore_ops import BAD_TAG, GOOD_TAGS, UNSCHEDULABLE_CPU, Desired, Op, Sequence
 from explore_rig import Faults, Lifecycle
 from temporalio.client import Client
 
@@ -128,6 +128,8 @@ async def _operations(life: Lifecycle, checker: Checker, seq: Sequence, trace: T
 async def _heal(life: Lifecycle, trace: Trace) -> None:
     """Every fault the sequence left in force ends, as an operator would mend it."""
     said = await asyncio.to_thread(life.heal_runtime)
+    if life.desired.cpu == UNSCHEDULABLE_CPU:  # the request no node has: the spec is mended
+        said += " " + await life.apply(Op("resources", "100m"))
     if life.foreign_service:
         said += " " + await life.apply(Op("foreign_service_gone"))
     if life.secret_unlabelled:

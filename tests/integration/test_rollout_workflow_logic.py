@@ -232,6 +232,38 @@ async def test_an_approval_of_a_candidate_not_model_ready_is_refused_not_rolled_
     assert (await handle.result()).result == c.RolloutResult.PROMOTED
 
 
+async def test_an_approval_of_a_run_being_stopped_is_refused_saying_so(
+    client: Client, queue: str, cluster: FakeCluster
+) -> None:
+    """Explorer seed 6013: a held run cancelled for a newer spec stays open while it removes
+    its candidate (here: its cleanup retried while the API server is away). An approval then
+    is refused as "being stopped", not taken (nor checked against Pods its cancelled hold no
+    longer warms up)."""
+    cluster.cleanup_down = asyncio.Event()
+    handle = await start(client, queue, make_input(stable=True, promotion="Manual"))
+    token = (await wait_phase(handle, c.Phase.AWAITING_PROMOTION)).expected_approval
+    assert token is not None
+    await handle.cancel()
+
+    async def cleaning_up() -> bool:
+        history = await handle.fetch_history()
+        scheduled = [
+            e.activity_task_scheduled_event_attributes.activity_type.name
+            for e in history.events
+            if e.event_type == EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED
+        ]
+        assert c.DELETE_REVISION in scheduled
+        return True
+
+    await async_assert_eventually(cleaning_up, what="the superseded run's cleanup")
+    with pytest.raises(WorkflowUpdateFailedError) as err:
+        await handle.execute_update(RolloutWorkflow.approve, token)
+    assert "being stopped" in str(err.value.cause)
+    cluster.cleanup_down.set()
+    outcome = await handle.result()
+    assert outcome.result == c.RolloutResult.SUPERSEDED and c.PROMOTE not in cluster.calls
+
+
 def foreign_service() -> ApplicationError:
     return ApplicationError("Service ns/dm is foreign", type="ResourceConflict", non_retryable=True)
 

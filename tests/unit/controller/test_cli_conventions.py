@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from temporalio.client import WorkflowUpdateRPCTimeoutOrCancelledError
 from temporalio.service import RPCError, RPCStatusCode
 
 from controller.cli.completion import completion_script
@@ -22,6 +23,8 @@ WHERE = Where(temporal_address="t:7233", temporal_namespace="ns", kube_server="h
     [
         (RuntimeError("Failed client connect: Connection refused"), ExitCode.UNREACHABLE, "t:7233"),
         (RPCError("x", RPCStatusCode.UNAVAILABLE, b""), ExitCode.UNREACHABLE, "t:7233"),
+        # An approval whose answer did not come in time (explorer seed 6013: "internal error").
+        (WorkflowUpdateRPCTimeoutOrCancelledError(), ExitCode.UNREACHABLE, "dmrollout status"),
         (RPCError("x", RPCStatusCode.PERMISSION_DENIED, b""), ExitCode.SETUP, "API key"),
         (Unavailable("timed out"), ExitCode.UNREACHABLE, "https://k:6443"),
         (Forbidden("x", status=403, reason="Forbidden"), ExitCode.SETUP, "RBAC"),

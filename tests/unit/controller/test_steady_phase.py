@@ -75,6 +75,11 @@ def test_reconciling_while_the_spec_is_on_its_way_and_absent_once_current() -> N
     )
     queued = reconciling_condition(model, RolloutStep(queued=True), "Pending")
     assert queued is not None and queued.reason == "RolloutQueued"
+    # A run replaced for its policy is stopping and the revision starts again (explorer seed
+    # 6013): said, not shown as the old run's AwaitingPromotion.
+    replaced = reconciling_condition(model, RolloutStep(replaced=True, in_flight=True), "Pending")
+    assert replaced is not None and replaced.reason == "PolicyMismatch"
+    assert "approve that run once it awaits promotion" in replaced.message
     away = reconciling_condition(model, RolloutStep(temporal_down="temporal:7233"), "Ready")
     assert away is not None and away.reason == "TemporalUnavailable"
     # Current (the spec serves), refused (its own condition says what to change), or nothing
