@@ -58,6 +58,18 @@ MSG_INCONCLUSIVE_NEEDS_CONFIDENCE: Final = (
     "onInconclusive needs confidence: without it the gates compare point values and are "
     'never inconclusive; set confidence (e.g. "0.95") or remove onInconclusive'
 )
+# With confidence a gate passes only when the whole interval is on its side, and an interval
+# always has width: these thresholds could never pass (issue 35, bad input).
+MSG_MARGIN_ZERO: Final = (
+    "{field} 0 can never pass with confidence set (the interval always reaches above 0): set "
+    'a margin above 0 (e.g. "0.02"), or remove confidence to compare point values'
+)
+MSG_FLOOR_ONE: Final = (
+    "{field} 1 can never pass with confidence set (the interval always reaches below 1): set "
+    'it below 1 (e.g. "0.99"), or remove confidence to compare point values'
+)
+# The ceilings judged on an interval (wire names; slices' under slices).
+MARGIN_GATES: Final = ("maxAccuracyDrop", "maxECE", "maxECEIncrease", "maxNegativeFlipRate")
 MSG_SECRET_OPTIONAL: Final = "optional is not supported: the referenced Secret and key must exist"
 
 # --- patterns (Go RE2 and Rust regex agree on all of them) ---------------------------------
@@ -503,8 +515,42 @@ class DatasetRef(WireModel):
         return self
 
 
+def _margin_rules(fields: tuple[str, ...], guard: str) -> list[dict[str, str]]:
+    """CEL: each ceiling in ``fields`` above 0 and minAccuracy below 1 when ``guard`` holds (the
+    gates are judged on intervals)."""
+    rules = [
+        cel_rule(
+            f"{guard}!has(self.{f}) || double(self.{f}) > 0.0",
+            MSG_MARGIN_ZERO.format(field=f),
+            f".{f}",
+        )
+        for f in fields
+    ]
+    floor = cel_rule(
+        f"{guard}!has(self.minAccuracy) || double(self.minAccuracy) < 1.0",
+        MSG_FLOOR_ONE.format(field="minAccuracy"),
+        ".minAccuracy",
+    )
+    return [*rules, floor]
+
+
+def _margin_problem(gates: dict[str, str | None]) -> str | None:
+    """The pydantic side of :func:`_margin_rules` (``gates``: wire name → value)."""
+    for name, value in gates.items():
+        if value is None:
+            continue
+        if name == "minAccuracy" and Decimal(value) >= 1:
+            return MSG_FLOOR_ONE.format(field=name)
+        if name != "minAccuracy" and Decimal(value) <= 0:
+            return MSG_MARGIN_ZERO.format(field=name)
+    return None
+
+
 class SliceGatesSpec(WireModel):
-    """Gates applied to each slice of the golden set (cases carrying ``"slice": "<name>"``)."""
+    """Gates applied to each slice of the golden set (cases carrying ``"slice": "<name>"``).
+    Slices need confidence, so their gates are always judged on intervals."""
+
+    model_config = ConfigDict(json_schema_extra=cel_rules(*_margin_rules(("maxAccuracyDrop",), "")))
 
     min_accuracy: DecimalFraction | None = Field(
         default=None, description="Lowest accepted accuracy of every slice, in [0, 1]."
@@ -520,6 +566,14 @@ class SliceGatesSpec(WireModel):
         description="A slice with fewer cases is reported, not gated.",
     )
 
+    @model_validator(mode="after")
+    def _gates_can_pass(self) -> SliceGatesSpec:
+        gates = {"maxAccuracyDrop": self.max_accuracy_drop, "minAccuracy": self.min_accuracy}
+        problem = _margin_problem(gates)
+        if problem is not None:
+            raise ValueError(f"slices: {problem}")
+        return self
+
 
 class EvaluationSpec(WireModel):
     """Golden-dataset evaluation of a candidate and the gates it must pass before promotion."""
@@ -534,6 +588,7 @@ class EvaluationSpec(WireModel):
             cel_rule(
                 "!has(self.slices) || has(self.confidence)", MSG_SLICES_NEED_CONFIDENCE, ".slices"
             ),
+            *_margin_rules(MARGIN_GATES, "!has(self.confidence) || "),
         )
     )
 
@@ -605,6 +660,17 @@ class EvaluationSpec(WireModel):
             raise ValueError(MSG_INCONCLUSIVE_NEEDS_CONFIDENCE)
         if self.slices is not None and self.confidence is None:
             raise ValueError(MSG_SLICES_NEED_CONFIDENCE)
+        if self.confidence is not None:
+            gates = {
+                "maxAccuracyDrop": self.max_accuracy_drop,
+                "maxECE": self.max_ece,
+                "maxECEIncrease": self.max_ece_increase,
+                "maxNegativeFlipRate": self.max_negative_flip_rate,
+                "minAccuracy": self.min_accuracy,
+            }
+            problem = _margin_problem(gates)
+            if problem is not None:
+                raise ValueError(problem)
         return self
 
     @property
