@@ -82,7 +82,9 @@ def _accuracy_cases(
 def min_accuracy(threshold: float) -> Verdict:
     def run(rng: random.Random, n: int, q: int, level: float) -> EvaluationResult:
         found = iv.accuracy(_accuracy_cases(rng, n, q, threshold), iv.z_of(level))
-        return judge(Gate.MIN_ACCURACY, "accuracy", found, Decimal(str(threshold)), "min").verdict
+        return judge(
+            Gate.MIN_ACCURACY, "accuracy", found, Decimal(str(threshold)), "min", z=iv.z_of(level)
+        ).verdict
 
     return run
 
@@ -110,7 +112,9 @@ def max_accuracy_drop(margin: float) -> Verdict:
     def run(rng: random.Random, n: int, q: int, level: float) -> EvaluationResult:
         candidate, stable = _paired(rng, n, q, margin)
         drop = iv.accuracy_difference(candidate, stable, iv.z_of(level)).negated()
-        return judge(Gate.MAX_ACCURACY_DROP, "drop", drop, Decimal(str(margin))).verdict
+        return judge(
+            Gate.MAX_ACCURACY_DROP, "drop", drop, Decimal(str(margin)), z=iv.z_of(level)
+        ).verdict
 
     return run
 
@@ -130,7 +134,7 @@ def _calibration_cases(rng: random.Random, n: int, q: int, over: float) -> Recor
 def max_ece(threshold: float, truth: float) -> Verdict:
     def run(rng: random.Random, n: int, q: int, level: float) -> EvaluationResult:
         found = ece_bounds.ece_interval(_calibration_cases(rng, n, q, truth), level)
-        return judge(Gate.MAX_ECE, "ECE", found, Decimal(str(threshold))).verdict
+        return judge(Gate.MAX_ECE, "ECE", found, Decimal(str(threshold)), z=iv.z_of(level)).verdict
 
     return run
 
@@ -144,7 +148,9 @@ def max_ece_increase(margin: float) -> Verdict:
             stable.append(_case([(rng.random() < c + e, c) for c in cs]))
             candidate.append(_case([(rng.random() < c - margin + e, c) for c in cs]))
         found = ece_bounds.ece_difference(candidate, stable, level)
-        return judge(Gate.MAX_ECE_INCREASE, "ECE increase", found, Decimal(str(margin))).verdict
+        return judge(
+            Gate.MAX_ECE_INCREASE, "ECE increase", found, Decimal(str(margin)), z=iv.z_of(level)
+        ).verdict
 
     return run
 
@@ -162,7 +168,9 @@ def max_negative_flip_rate(rate: float) -> Verdict:
                 answers[rng.randrange(q)] = False
             candidate.append(_case(list(zip(answers, c, strict=True))))
         negative, _ = iv.flip_rates(candidate, stable, iv.z_of(level))
-        return judge(Gate.MAX_NEGATIVE_FLIP_RATE, "flips", negative, Decimal(str(rate))).verdict
+        return judge(
+            Gate.MAX_NEGATIVE_FLIP_RATE, "flips", negative, Decimal(str(rate)), z=iv.z_of(level)
+        ).verdict
 
     return run
 

@@ -199,7 +199,15 @@ class GateDecisionStatus(WireModel):
     more_cases: int | None = Field(
         default=None,
         ge=0,
-        description="Inconclusive: about how many more cases would decide it at this confidence.",
+        description=(
+            "Inconclusive: about how many more cases would decide it at this confidence half "
+            "the time, if the true figure is the estimate."
+        ),
+    )
+    more_cases_80: int | None = Field(
+        default=None,
+        ge=0,
+        description="Inconclusive: as moreCases, for a decision 80 % of the time.",
     )
 
 

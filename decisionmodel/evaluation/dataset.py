@@ -53,6 +53,7 @@ QuestionType = Literal["choice", "noul", "score"]
 
 MAX_DATASET_BYTES: Final = 1 << 20  # 1 MiB, REFERENCE.md "Evaluation"
 DEFAULT_MAX_CASES: Final = 500  # REFERENCE.md spec.rollout.evaluation.maxCases default
+MAX_CASES: Final = 5000  # the most spec.rollout.evaluation.maxCases allows (api.spec)
 DEFAULT_SCORE_TOLERANCE: Final = Decimal("0.5")  # REFERENCE.md: "|pred - expected| ≤ 0.5"
 MAX_QUESTIONS: Final = 256  # RUNTIME_API.md: 1-256 questions per request
 CHOICE_OPTIONS: Final = (2, 255)  # RUNTIME_API.md: choice criteria, 2-255 options

@@ -39,7 +39,9 @@ def evidence_html(decision: EvaluationDecisionStatus | None) -> str:
 def _gates(decision: EvaluationDecisionStatus) -> str:
     rows = []
     for g in decision.gates:
-        more = f"~{g.more_cases} more cases" if g.more_cases else ""
+        more = f"~{g.more_cases} more cases (half the time)" if g.more_cases else ""
+        if g.more_cases and g.more_cases_80:
+            more += f", ~{g.more_cases_80} for 80 %"
         sign = "≥" if g.side == "min" else "≤"
         rows.append(
             f"<tr><th>{escape(g.gate)}</th><td>{escape(g.interval.figure)}</td>"

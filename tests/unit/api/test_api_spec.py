@@ -239,3 +239,12 @@ def test_wrong_kind_is_refused() -> None:
 def test_missing_spec_is_refused() -> None:
     with pytest.raises(DecisionModelInvalid, match=r"spec: Field required"):
         DecisionModel.from_k8s({"metadata": {"name": "x"}})
+
+
+def test_the_evaluations_case_limit_is_the_specs() -> None:
+    """The "more cases" hint names the limit maxCases allows (decisionmodel.evaluation cannot
+    import the API's constant: layers)."""
+    from decisionmodel.api.spec import MAX_MAX_CASES
+    from decisionmodel.evaluation.dataset import MAX_CASES
+
+    assert MAX_CASES == MAX_MAX_CASES
