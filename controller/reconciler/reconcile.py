@@ -805,8 +805,17 @@ def stalled_condition(
 ) -> ConditionUpdate | None:
     """kstatus' Stalled (Helm 4 --wait, Flux, Argo CD health): the spec's revision failed and
     nothing will retry it by itself, so only a change by the user moves it (a ModelNotFound is
-    re-resolved by itself, a refused placement shows PlacementRefused), or a rollout in flight
-    that no worker can serve (RolloutStranded: the message names the fix). None: not stalled."""
+    re-resolved by itself), the spec's placement is refused (PlacementRefused: before, no
+    kstatus condition, so kstatus read a refused spec as Current; issue 38), or a rollout in
+    flight that no worker can serve (RolloutStranded: the message names the fix). None: not
+    stalled."""
+    if step.refusal is not None:
+        return Cond(
+            ConditionType.STALLED,
+            ConditionStatus.TRUE,
+            Reason.PLACEMENT_REFUSED,
+            f"{step.refusal}; nothing rolls out until the spec changes",
+        )
     if step.stranded is not None:
         return Cond(
             ConditionType.STALLED, ConditionStatus.TRUE, Reason.ROLLOUT_STRANDED, step.stranded

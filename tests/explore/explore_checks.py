@@ -19,6 +19,7 @@ from typing import Any
 
 import httpx
 from explore_rig import DATASET_MARKER, DM, SECRET_MARKER, Lifecycle
+from harness.argocd_health import health
 from temporalio.client import WorkflowExecutionStatus, WorkflowHistory
 from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.worker import Replayer
@@ -151,6 +152,13 @@ class Checker:
             claims and stable != asked and not rollback,
             f"Ready True at generation {ready.get('observedGeneration')}, spec {asked}, "
             f"stable {stable}",
+        )
+        # Argo CD's health (deploy/argocd, run by its Lua) says Healthy on the same terms.
+        argo = health(obj)
+        self.persisting(
+            "Argo CD Healthy means the spec serves",
+            argo.status == "Healthy" and stable != asked and not rollback,
+            f"Healthy ({argo.message[:120]}) with spec {asked}, stable {stable}",
         )
 
     def _service(self, obj: dict[str, Any]) -> None:

@@ -17,6 +17,7 @@ from typing import Any
 from explore_checks import ROLLOUT_PHASES, Checker, Violation
 from explore_ops import BAD_TAG, GOOD_TAGS, UNSCHEDULABLE_CPU, Desired, Op, Sequence
 from explore_rig import Faults, Lifecycle
+from harness.argocd_health import health
 from temporalio.client import Client
 
 from decisionmodel.vocabulary import Phase
@@ -260,6 +261,11 @@ async def _next_steps(life: Lifecycle, checker: Checker, trace: Trace) -> None:
         status = await settle(life, checker, f"after the retry of {tag}", tag)
     if _serving(status, life.repo) != tag:
         checker.flag("the next spec change is served", f"{tag} asked: {_brief(status)}")
+    else:
+        now = await asyncio.to_thread(life.dm)
+        argo = health(now) if now is not None else None
+        if argo is None or argo.status != "Healthy":  # what GitOps shows of the commit served
+            checker.flag("Argo CD shows Healthy once the spec serves", f"{argo}")
     await _nothing_left(life, checker, status)
 
 

@@ -80,6 +80,9 @@ async def test_a_control_plane_toleration_is_refused_the_stable_serves_and_the_f
     status = ctl.status("cp")
     assert status["stableRevision"]["hash"] == stable and status["phase"] == "Ready"
     assert ctl.condition("cp", "Ready")["status"] == "True"
+    # kstatus (Flux, Helm 4 --wait) reads the refused spec as failed, not Current (issue 38).
+    stalled = ctl.condition("cp", "Stalled")
+    assert (stalled.get("status"), stalled.get("reason")) == ("True", "PlacementRefused")
     assert ctl.names("deployment") == [f"cp-{stable}"]
     assert CONTROL_PLANE not in pod_tolerations(ctl, "cp")
 
@@ -94,6 +97,7 @@ async def test_a_control_plane_toleration_is_refused_the_stable_serves_and_the_f
         what="the fixed spec promoted",
     )
     assert refused(ctl, "cp") is None
+    assert ctl.condition("cp", "Stalled").get("status") != "True"
     assert CONTROL_PLANE not in pod_tolerations(ctl, "cp")
     assert "dedicated" in pod_tolerations(ctl, "cp")
 

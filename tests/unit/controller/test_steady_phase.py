@@ -86,6 +86,16 @@ def test_reconciling_while_the_spec_is_on_its_way_and_absent_once_current() -> N
     # working on it (stalled: Stalled says so): absent.
     assert reconciling_condition(model, AT_STABLE, "Ready") is None
     assert reconciling_condition(model, RolloutStep(refusal="no", in_flight=True), "Ready") is None
+
+
+def test_a_refused_spec_is_stalled_for_kstatus() -> None:
+    """Issue 38: a refused placement carried no kstatus condition, so kstatus (Flux, Helm 4
+    --wait) read it as Current; it is Stalled, naming the refusal and its fix."""
+    model = dm({"model": "laya:x"}, {})
+    step = RolloutStep(refusal="PlacementRefused: spec.replicas 9 exceeds 4; lower it")
+    found = stalled_condition(model, step, "Ready")
+    assert found is not None and (found.status, found.reason) == ("True", "PlacementRefused")
+    assert "lower it" in found.message
     assert reconciling_condition(model, IDLE, "RolledBack") is None
 
 
