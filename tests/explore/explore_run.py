@@ -12,7 +12,7 @@ import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from explore_checks import ROLLOUT_PHASES, Checker, Violation
 from explore_ops import BAD_TAG, GOOD_TAGS, UNSCHEDULABLE_CPU, Desired, Op, Sequence
@@ -24,6 +24,7 @@ from decisionmodel.vocabulary import Phase
 from localenv.cluster import LocalCluster
 from localenv.temporal import TemporalDevServer
 
+T = TypeVar("T")
 SETTLE_SECONDS = 300.0
 LEFTOVER_SECONDS = 90.0
 SAMPLE_SECONDS = 2.0
@@ -208,9 +209,17 @@ async def _resting(life: Lifecycle, checker: Checker, tag: str | None) -> dict[s
         return {}
     if phase == Phase.AWAITING_PROMOTION:
         return status
-    if phase in ROLLOUT_PHASES or await checker.running_runs():
+    if phase in ROLLOUT_PHASES or await _quiet(life, checker.running_runs()):
         return {}
     return status
+
+
+async def _quiet(life: Lifecycle, read: Awaitable[T]) -> T:
+    """A read of Temporal made while no environment fault is in force (another lane may stop
+    Temporal: its faults are taken under the same lock; a read during one failed the whole
+    explorer run once, 8 lanes in)."""
+    async with life.faults.lock:
+        return await read
 
 
 def _tags_spoken_of(status: dict[str, Any], repo: str) -> set[str]:
@@ -316,10 +325,12 @@ async def _nothing_left(life: Lifecycle, checker: Checker, status: dict[str, Any
         await asyncio.sleep(3)
     if left:
         checker.flag("nothing left behind", ", ".join(left))
-    stranded = await checker.unserved_pins()
+    stranded = await _quiet(life, checker.unserved_pins())
     if stranded:
         checker.flag("no run pinned to a build no worker serves", "; ".join(stranded))
-    if status.get("phase") != Phase.AWAITING_PROMOTION and await checker.running_runs():
+    if status.get("phase") != Phase.AWAITING_PROMOTION and await _quiet(
+        life, checker.running_runs()
+    ):
         checker.flag("no run left open", f"runs still open with phase {status.get('phase')}")
 
 

@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 from explore_budget import Budget, budget
+from explore_checks import Violation
 from explore_ops import GLOBAL_KINDS, Sequence, generate
 from explore_run import Env, Outcome, run, shrink
 
@@ -75,7 +76,11 @@ async def _explore(env: Env, plan: Budget) -> list[Outcome]:
             if seed is None:
                 return
             seq = Sequence(seed, generate(seed, plan.ops, allow_global=index == 0))
-            outcomes.append(await run(env, seq, f"seed-{seed}"))
+            try:
+                outcomes.append(await run(env, seq, f"seed-{seed}"))
+            except Exception as e:  # the explorer's own failure: reported, the lanes go on
+                broken = Violation("the explorer runs each lifecycle to its end", repr(e), 0.0)
+                outcomes.append(Outcome(seq, [broken], [f"explorer error {e!r}"], 0, 0, 0.0))
 
     await asyncio.gather(*(lane(i) for i in range(plan.parallel)))
     return outcomes
