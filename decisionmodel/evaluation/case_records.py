@@ -3,7 +3,8 @@
 A :class:`CaseRecord` lives only in the evaluate activity's memory (never in a heartbeat, a
 result or history): the statistics resample cases, so they need each case's own numbers, but
 what leaves the activity is figures and intervals. A record holds no dataset content: pair
-counts, the Brier sum and (bin, confidence, calibration-correct) per pair.
+counts, the Brier sum, (bin, confidence, calibration-correct) per pair and whether each pair
+was right, by position.
 
 phase_memory.py keeps them per phase in the worker process, for a retried attempt.
 """
@@ -26,6 +27,9 @@ class CaseRecord:
     brier: float
     points: tuple[tuple[int, float, bool], ...]
     slice: str | None = None
+    # Each expected question right or wrong, in the case's order: figures by position
+    # ("question 3"), never by question id (dataset content).
+    rights: tuple[bool, ...] = ()
 
     @property
     def right(self) -> bool:
@@ -46,4 +50,5 @@ class CaseRecord:
             brier=brier,
             points=tuple(points),
             slice=slice,
+            rights=tuple(o.correct for o in outcomes),
         )

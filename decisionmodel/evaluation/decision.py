@@ -43,6 +43,9 @@ from decisionmodel.vocabulary import EvaluationResult, Gate, Reason
 Side = Literal["min", "max"]
 # The chance of deciding that the "more cases" hint also states (issue 35 item 6).
 POWER: Final = 0.8
+# Figures by question position, for the first this many positions (status keeps 64 figures:
+# 8 overall and paired, up to 20 slices, these).
+POSITIONS: Final = 8
 
 
 class FigureInterval(BaseModel):
@@ -203,6 +206,7 @@ def decide(
         slice_gates, slice_figures = _slices(slices, level, candidate, stable if paired else None)
         judged += slice_gates
         figures += slice_figures
+    figures += _by_position(candidate, z)
     return EvaluationDecision(
         confidence=str(confidence),
         result=_overall(judged),
@@ -252,6 +256,24 @@ def _slices(
             limit = Decimal(gates.max_accuracy_drop)
             judged.append(judge(where, f"slice {name} accuracy drop", drop, limit, z=z))
     return judged, figures
+
+
+def _by_position(candidate: Sequence[CaseRecord], z: float) -> list[FigureInterval]:
+    """Accuracy of the j-th expected question over the cases that have one (exact binomial:
+    one question per case), for cases of several questions: a question the model gets wrong
+    everywhere shows, though its id is never named (issue 35 item 7). Reported, not gated."""
+    most = max((len(r.rights) for r in candidate), default=0)
+    if most < 2:
+        return []
+    found = []
+    for j in range(min(most, POSITIONS)):
+        at = [
+            CaseRecord(pairs=1, correct=int(r.rights[j]), brier=0.0, points=())
+            for r in candidate
+            if len(r.rights) > j
+        ]
+        found.append(FigureInterval.of(f"question {j + 1} accuracy", iv.accuracy(at, z)))
+    return found
 
 
 def judge(

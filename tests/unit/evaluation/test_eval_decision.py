@@ -139,3 +139,23 @@ def test_the_evidence_digest_binds_the_figures_and_is_deterministic() -> None:
     other = decide(g, Decimal("0.95"), cand[:-1], None, SEED)
     assert first.evidence and other.evidence != first.evidence
     assert len(first.evidence) == 16
+
+
+def test_figures_by_question_position_show_a_question_answered_wrong_everywhere() -> None:
+    """Issue 35 item 7: per-question figures by position (a question id is dataset content)."""
+    cand = [
+        CaseRecord.of(
+            [PairOutcome(True, 0.9, True), PairOutcome(False, 0.9, False)]
+            + ([PairOutcome(i % 2 == 0, 0.7, i % 2 == 0)] if i < 60 else [])
+        )
+        for i in range(100)
+    ]
+    found = decide(gates(minAccuracy="0.30"), Decimal("0.95"), cand, None, SEED)
+    by_name = {f.figure: f for f in found.figures}
+    first, second, third = (by_name[f"question {j} accuracy"] for j in (1, 2, 3))
+    assert (first.estimate, second.estimate, third.estimate) == ("1.0000", "0.0000", "0.5000")
+    assert (first.cases, second.cases, third.cases) == (100, 100, 60)
+    assert Decimal(second.upper) < Decimal("0.05")  # exact: 0 of 100 bounds it near 0
+    # One question per case: the overall accuracy says it all, no position figures.
+    single = decide(gates(minAccuracy="0.30"), Decimal("0.95"), records(50, 0.9, 4), None, SEED)
+    assert not [f for f in single.figures if f.figure.startswith("question ")]
