@@ -1,7 +1,8 @@
 -- Argo CD health of a DecisionModel (docs/gitops.md). Healthy only when the spec's generation
--- serves; Suspended while a candidate waits for a person's approval; Degraded when a rollout
--- failed or was rolled back for cause (Stalled), or a guard or a refusal needs a fix
--- (Degraded); Progressing otherwise. Reads the kstatus conditions the controller writes.
+-- serves (a warning it serves through is named in the message); Suspended while a candidate
+-- waits for a person's approval; Degraded when a rollout failed or was rolled back for cause
+-- (Stalled), or a guard, a refusal or lost replicas need a fix (Degraded); Progressing
+-- otherwise. Reads the kstatus conditions the controller writes.
 local hs = {}
 
 local function conditions(status)
@@ -35,7 +36,16 @@ if c.Stalled ~= nil and c.Stalled.status == "True" then
   hs.message = said(c.Stalled)
   return hs
 end
+local serving = c.Ready ~= nil and c.Ready.status == "True" and c.Ready.observedGeneration == generation
+local settled = c.Reconciling == nil or c.Reconciling.status ~= "True"
 if c.Degraded ~= nil and c.Degraded.status == "True" then
+  -- A warning the model serves through (CacheNotShareable, CacheSpecImmutable: "phase
+  -- unchanged") leaves the committed spec serving: Healthy, the warning in the message.
+  if serving and settled and status.phase == "Ready" then
+    hs.status = "Healthy"
+    hs.message = said(c.Ready) .. "; warning " .. said(c.Degraded)
+    return hs
+  end
   hs.status = "Degraded"
   hs.message = said(c.Degraded)
   return hs
@@ -49,7 +59,7 @@ if c.Reconciling ~= nil and c.Reconciling.status == "True" then
   hs.message = said(c.Reconciling)
   return hs
 end
-if c.Ready ~= nil and c.Ready.status == "True" and c.Ready.observedGeneration == generation then
+if serving then
   hs.status = "Healthy"
   hs.message = said(c.Ready)
   return hs
