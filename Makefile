@@ -100,8 +100,9 @@ dev-up: venv testenv ## only the local environment: cluster, Temporal (UI), simu
 bench: venv testenv ## every benchmark in one run, one table beside the figures before (~45 min; BENCH_ARGS=--quick ~15 min); also build/bench/
 	hack/in-netns.sh $(BIN)/python bench/all.py $(BENCH_ARGS)
 
-bench-gates: venv ## each gate's false pass and false fail at its threshold beside (1-c)/2, 4,000 seeded runs per cell (pure; exits 1 when a cell is over; ~30 min, BENCH_ARGS=--quick ~1 min)
+bench-gates: venv ## each gate's false pass and false fail at its threshold beside (1-c)/2, 4,000 seeded runs per cell, then looks and retries, fixed-n beside sequential (pure; exits 1 when a cell is over; ~40 min, BENCH_ARGS=--quick ~1.5 min)
 	$(BIN)/python bench/gate_errors.py $(BENCH_ARGS)
+	$(BIN)/python bench/gate_looks.py $(BENCH_ARGS)
 
 bench-startup: venv testenv ## print start-up timings of the local environment
 	hack/in-netns.sh $(BIN)/python bench/startup.py

@@ -27,3 +27,18 @@ def test_every_gate_errs_at_its_threshold_no_more_often_than_confidence_allows(
     )
     assert found.returncode == 0, found.stdout + found.stderr
     assert " 0 cell(s) over" in f" {found.stdout.splitlines()[-1]}"
+
+
+def test_sequential_gates_hold_under_looks_and_retries(pytestconfig: pytest.Config) -> None:
+    """``bench/gate_looks.py --quick``: the always-valid gate stays within its bound with a look
+    after every case and with retries that continue its ledger (the fixed-n rows beside it go
+    over, which is why it exists)."""
+    found = subprocess.run(
+        [sys.executable, str(ROOT / "bench" / "gate_looks.py"), "--quick"],
+        cwd=ROOT, capture_output=True, text=True, timeout=300, check=False,
+    )  # fmt: skip
+    run_summaries.add(
+        pytestconfig, Summary("gate looks (quick)", found.stdout, "build/gate-looks.txt")
+    )
+    assert found.returncode == 0, found.stdout + found.stderr
+    assert "sequential, a look after every case" in found.stdout

@@ -1,0 +1,167 @@
+"""Benchmark: repeated looks, retries and cases to a decision, fixed-n gates beside the
+always-valid (sequential) ones (issue 35 items 1 and 4).
+
+A candidate exactly at ``minAccuracy`` t (one question per case, every case right with
+probability t): how often it ends Passed or Failed when
+
+- **looks**: the gate is judged after every tenth of the dataset and the evaluation stops at
+  the first verdict (a person adding cases after each Inconclusive, or a dashboard that stops
+  when it sees a verdict): the fixed-n interval (`decide`'s Clopper-Pearson) is judged at each
+  look; the sequential gate (decisionmodel/evaluation/sequential.py) after every case;
+- **retries**: the whole evaluation run again on fresh cases up to four times while it stays
+  Inconclusive (``dmrollout retry``): fixed-n starts a fresh test each time; the sequential
+  gate continues the same bettors (the ledger a later evaluation carries).
+
+The bound is ``(1 - c)/2`` per side. A cell over it by more than 2.58 Monte Carlo standard
+errors prints OVER; only the sequential rows must hold (the fixed-n rows show why a sequential
+design is needed), and the exit status is 1 when one of them is over.
+
+Cases to a decision: a candidate one margin (0.05) above t, the mean number of cases the
+sequential gate uses with the cap at which it passes 80 % of the time, beside the exact fixed-n
+sample with 80 % power (Clopper-Pearson, one side at ``(1 - c)/2``).
+
+    .venv/bin/python bench/gate_looks.py [--runs 4000] [--cases 200 500 2000] [--quick]
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import random
+import statistics
+from decimal import Decimal
+
+from decisionmodel.evaluation import intervals as iv
+from decisionmodel.evaluation.case_records import CaseRecord
+from decisionmodel.evaluation.decision import judge
+from decisionmodel.evaluation.exact_binomial import clopper_pearson
+from decisionmodel.evaluation.scoring import PairOutcome
+from decisionmodel.evaluation.sequential import SequentialGate, run_until_decided
+from decisionmodel.vocabulary import EvaluationResult, Gate
+
+LOOKS = 10
+RETRIES = 4
+THRESHOLD = 0.90
+MARGIN = 0.05
+
+
+def _outcomes(rng: random.Random, p: float, n: int) -> list[float]:
+    return [1.0 if rng.random() < p else 0.0 for _ in range(n)]
+
+
+def _fixed(outcomes: list[float], level: float) -> EvaluationResult:
+    records = [CaseRecord.of([PairOutcome(x > 0.5, 0.8, x > 0.5)]) for x in outcomes]
+    z = iv.z_of(level)
+    found = iv.accuracy(records, z)
+    return judge(Gate.MIN_ACCURACY, "accuracy", found, Decimal(str(THRESHOLD)), "min", z=z).verdict
+
+
+def fixed_looks(rng: random.Random, n: int, level: float) -> EvaluationResult:
+    outcomes = _outcomes(rng, THRESHOLD, n)
+    for k in range(1, LOOKS + 1):
+        verdict = _fixed(outcomes[: n * k // LOOKS], level)
+        if verdict != EvaluationResult.INCONCLUSIVE:
+            return verdict
+    return EvaluationResult.INCONCLUSIVE
+
+
+def fixed_retries(rng: random.Random, n: int, level: float) -> EvaluationResult:
+    for _ in range(1 + RETRIES):
+        verdict = _fixed(_outcomes(rng, THRESHOLD, n), level)
+        if verdict != EvaluationResult.INCONCLUSIVE:
+            return verdict
+    return EvaluationResult.INCONCLUSIVE
+
+
+def sequential(rng: random.Random, n: int, level: float, tries: int) -> EvaluationResult:
+    gate = SequentialGate(THRESHOLD, "min", (1 - level) / 2)
+    for _ in range(tries):  # each try continues the same bettors on fresh cases
+        gate, _ = run_until_decided(gate, _outcomes(rng, THRESHOLD, n))
+        if gate.verdict() != EvaluationResult.INCONCLUSIVE:
+            break
+    return gate.verdict()
+
+
+def fixed_n_for_power(t: float, p: float, alpha: float, power: float = 0.8) -> int:
+    """The smallest n whose exact one-sided test passes a true ``p`` with ``power``."""
+    n = 10
+    while n < 20000:
+        k = (
+            next(k for k in range(n + 1) if clopper_pearson(k, n, alpha)[0] >= t)
+            if (clopper_pearson(n, n, alpha)[0] >= t)
+            else n + 1
+        )
+        chance = sum(math.comb(n, j) * p**j * (1 - p) ** (n - j) for j in range(k, n + 1))
+        if chance >= power:
+            return n
+        n += max(1, n // 50)
+    return n
+
+
+def cases_to_decision(runs: int, level: float) -> tuple[int, float, int]:
+    """(cap for 80 % power, mean cases used with it, fixed-n for 80 % power)."""
+    rng = random.Random("cases-to-decision")
+    p, alpha = THRESHOLD + MARGIN, (1 - level) / 2
+    stops = []
+    for _ in range(runs):
+        gate, used = run_until_decided(
+            SequentialGate(THRESHOLD, "min", alpha), _outcomes(rng, p, 4000)
+        )
+        stops.append(used if gate.verdict() == EvaluationResult.PASSED else 10**9)
+    stops.sort()
+    cap = stops[int(0.8 * runs)]
+    return cap, statistics.mean(min(s, cap) for s in stops), fixed_n_for_power(THRESHOLD, p, alpha)
+
+
+def _over(rate: float, bound: float, runs: int) -> bool:
+    return rate > bound + 2.58 * math.sqrt(bound * (1 - bound) / runs)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--runs", type=int, default=4000)
+    parser.add_argument("--cases", type=int, nargs="+", default=[200, 500, 2000])
+    parser.add_argument("--confidence", type=float, default=0.95)
+    parser.add_argument("--quick", action="store_true", help="CI: 400 runs, n 200")
+    # `make bench-gates BENCH_ARGS=...` passes gate_errors.py's options too: ignored here.
+    args = parser.parse_known_args(argv)[0]
+    if args.quick:
+        args.runs, args.cases = 400, [200]
+    level, bound = args.confidence, (1 - args.confidence) / 2
+    print(f"minAccuracy {THRESHOLD}, a candidate exactly at it; confidence {level}: bound "
+          f"{bound:.4f} per side; {args.runs} seeded runs per cell")  # fmt: skip
+    print(f"{'design':<44} {'cases':>5}  {'false pass':>10}  {'false fail':>10}  result")
+    designs = [
+        (f"fixed-n, {LOOKS} looks, stop at a verdict", fixed_looks, False),
+        (f"fixed-n, up to {RETRIES} retries on fresh cases", fixed_retries, False),
+        ("sequential, a look after every case", lambda r, n, c: sequential(r, n, c, 1), True),
+        (
+            f"sequential, up to {RETRIES} retries (ledger)",
+            lambda r, n, c: sequential(r, n, c, 1 + RETRIES),
+            True,
+        ),
+    ]
+    bad = 0
+    for name, design, held in designs:
+        for n in args.cases:
+            verdicts = [
+                design(random.Random(f"{name}|{n}|{s}"), n, level) for s in range(args.runs)
+            ]
+            fp = verdicts.count(EvaluationResult.PASSED) / args.runs
+            ff = verdicts.count(EvaluationResult.FAILED) / args.runs
+            over = _over(fp, bound, args.runs) or _over(ff, bound, args.runs)
+            bad += over and held
+            shown = ("OVER" if held else "over (expected)") if over else "ok"
+            print(f"{name:<44} {n:>5}  {fp:>10.4f}  {ff:>10.4f}  {shown}", flush=True)
+    cap, mean, fixed = cases_to_decision(max(200, args.runs // 10), level)
+    print()
+    print(
+        f"cases to a decision, true accuracy {THRESHOLD + MARGIN:.2f} (one margin above): "
+        f"sequential passes 80 % within {cap} cases, using {mean:.0f} on average; the fixed-n "
+        f"test needs {fixed} for 80 % power ({mean / fixed:.0%} of it; goal 60 %)"
+    )
+    return 1 if bad else 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
