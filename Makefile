@@ -31,10 +31,11 @@ $(STAMP): pyproject.toml
 
 venv: $(STAMP) ## create .venv and install the project with its dev extras
 
-testenv: ## build (once) etcd, kube-apiserver, controller-manager, scheduler, kwok, helm into the cache; fetch Temporal's time-skipping test server; the Debian programs the tests run (iptables, chromium, ...)
+testenv: ## build (once) etcd, kube-apiserver, controller-manager, scheduler, kwok, helm and the kstatus checker into the cache; fetch Temporal's time-skipping test server; the Debian programs the tests run (iptables, chromium, ...)
 	bash hack/install-host-tools.sh test
 	bash hack/testenv.sh
 	bash hack/test-server.sh
+	bash hack/kstatus.sh
 
 doctor: ## list every program the tests, the demo, the chaos faults and the image need, and which are missing
 	bash hack/doctor.sh

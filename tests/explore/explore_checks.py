@@ -11,6 +11,7 @@ once. The final ones run once the faults are healed and the model has settled.
 from __future__ import annotations
 
 import asyncio
+import functools
 import json
 import time
 from collections import Counter
@@ -20,6 +21,7 @@ from typing import Any
 import httpx
 from explore_rig import DATASET_MARKER, DM, SECRET_MARKER, Lifecycle
 from harness.argocd_health import health
+from harness.kstatus import KStatusChecker
 from temporalio.client import WorkflowExecutionStatus, WorkflowHistory
 from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.worker import Replayer
@@ -33,6 +35,14 @@ from workflows.rollout import RolloutWorkflow
 from workflows.search_attributes import DM_REVISION
 
 GRACE = 25.0
+
+
+@functools.cache
+def kstatus() -> KStatusChecker:
+    """One checker process for the whole explorer run (it answers one line per object)."""
+    return KStatusChecker()
+
+
 # A superseded run closes once its step has stopped (cleanup must not race a step still
 # running): when that step was on a killed worker, after the step's heartbeat timeout (30 s),
 # then its cleanup (explorer seed 3524).
@@ -153,12 +163,19 @@ class Checker:
             f"Ready True at generation {ready.get('observedGeneration')}, spec {asked}, "
             f"stable {stable}",
         )
-        # Argo CD's health (deploy/argocd, run by its Lua) says Healthy on the same terms.
+        # Argo CD's health (deploy/argocd, run by its Lua) and kstatus (Flux, Helm 4 --wait:
+        # the library itself, hack/kstatus) say Healthy / Current on the same terms.
         argo = health(obj)
         self.persisting(
             "Argo CD Healthy means the spec serves",
             argo.status == "Healthy" and stable != asked and not rollback,
             f"Healthy ({argo.message[:120]}) with spec {asked}, stable {stable}",
+        )
+        found = kstatus().check(obj)
+        self.persisting(
+            "kstatus Current means the spec serves",
+            found.status == "Current" and stable != asked and not rollback,
+            f"Current ({found.message[:120]}) with spec {asked}, stable {stable}",
         )
 
     def _service(self, obj: dict[str, Any]) -> None:

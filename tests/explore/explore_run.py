@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
 
-from explore_checks import ROLLOUT_PHASES, Checker, Violation
+from explore_checks import ROLLOUT_PHASES, Checker, Violation, kstatus
 from explore_ops import BAD_TAG, GOOD_TAGS, UNSCHEDULABLE_CPU, Desired, Op, Sequence
 from explore_rig import Faults, Lifecycle
 from harness.argocd_health import health
@@ -275,6 +275,9 @@ async def _next_steps(life: Lifecycle, checker: Checker, trace: Trace) -> None:
         argo = health(now) if now is not None else None
         if argo is None or argo.status != "Healthy":  # what GitOps shows of the commit served
             checker.flag("Argo CD shows Healthy once the spec serves", f"{argo}")
+        found = kstatus().check(now) if now is not None else None
+        if found is None or found.status != "Current":
+            checker.flag("kstatus reads Current once the spec serves", f"{found}")
     await _nothing_left(life, checker, status)
 
 
