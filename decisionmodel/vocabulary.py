@@ -155,6 +155,10 @@ class PipelineCondition(enum.StrEnum):
     # The run's: its template's tag resolved to the digest every stage rolls out (the run
     # writes it, the controller never does: each owns its own conditions).
     FREIGHT_PINNED = "FreightPinned"
+    # kstatus (Flux, Helm 4 --wait, kpt): True while the revision's run goes on by itself /
+    # once it cannot without a change (failed, aborted, invalid, a stage with no worker).
+    RECONCILING = "Reconciling"
+    STALLED = "Stalled"
 
 
 class PipelineReason(enum.StrEnum):

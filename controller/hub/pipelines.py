@@ -69,6 +69,9 @@ STALL_SECONDS: Final = 120.0
 ENDED_PHASES: Final = frozenset(
     {PipelinePhase.SUCCEEDED.value, PipelinePhase.FAILED.value, PipelinePhase.ABORTED.value}
 )
+STALLED_PHASES: Final = frozenset(
+    {PipelinePhase.FAILED.value, PipelinePhase.ABORTED.value, PipelinePhase.INVALID.value}
+)
 RPC_TIMEOUT: Final = timedelta(seconds=10)
 # Running runs looked at per full list; more are found by the lists after.
 ORPHAN_SCAN_LIMIT: Final = 1000
@@ -94,6 +97,28 @@ def condition(kind: PipelineCondition, ok: bool, reason: str, message: str) -> d
         "reason": reason,
         "message": message[:1024],
     }
+
+
+def kstatus_conditions(phase: str | None, blocked: dict[str, Any] | None) -> list[dict[str, Any]]:
+    """kstatus' Reconciling or Stalled for the revision's run in ``phase`` (None: not started
+    or not written yet); ``blocked``: a False Accepted or StageWorkersPolling condition, which
+    only a change (or an installed worker) ends. Without them kstatus read every pipeline as
+    Current, a running or failed one included (issue 38)."""
+    if blocked is not None:
+        return [condition(PipelineCondition.STALLED, True, blocked["reason"], blocked["message"])]
+    if phase in STALLED_PHASES:
+        message = (
+            f"the run of this revision ended {phase}: change the spec, or set a new "
+            "decisionmodel.io/retry value"
+        )
+        return [condition(PipelineCondition.STALLED, True, str(phase), message)]
+    if phase == PipelinePhase.SUCCEEDED.value:
+        return []
+    doing = f"is {phase}" if phase else "is starting"
+    reason = phase or PipelineReason.RESOLVING.value
+    return [
+        condition(PipelineCondition.RECONCILING, True, reason, f"the run of this revision {doing}")
+    ]
 
 
 def stamped(conditions: list[dict[str, Any]], obj: Obj) -> list[dict[str, Any]]:
@@ -191,7 +216,8 @@ class PipelineController:
             # it; only a pipeline that never had one shows phase Invalid.
             kept = {k: status[k] for k in ("revision", "workflowId") if status.get(k)}
             phase = {} if kept else {"phase": PipelinePhase.INVALID.value}
-            await self._write(obj, {**kept, **phase, "conditions": [invalid]})
+            stalled = kstatus_conditions(None, invalid)
+            await self._write(obj, {**kept, **phase, "conditions": [invalid, *stalled]})
             return
         revision = pipeline_revision(spec)
         base = pipeline_workflow_id(meta["namespace"], meta["name"], revision)
@@ -209,7 +235,8 @@ class PipelineController:
             # A stage no worker serves would wait forever once reached, after the stages
             # before it rolled out: the run waits to start (nothing applied anywhere), and the
             # next reconcile (a change, or the resync) looks again.
-            await self._write(obj, {"conditions": [accepted, polling]})
+            stalled = kstatus_conditions(None, polling)
+            await self._write(obj, {"conditions": [accepted, polling, *stalled]})
             return
         # A run that ended is the record of its revision: never started again, even once
         # Temporal's retention has deleted it (status is the durable record).
@@ -224,7 +251,10 @@ class PipelineController:
         consumed = retry.token if retry else status.get(StatusKey.LAST_RETRY_TOKEN)
         if consumed:
             fields[StatusKey.LAST_RETRY_TOKEN.value] = consumed
-        await self._write(obj, {**fields, "conditions": [accepted, polling]})
+        # The phase is the run's (its activity writes it): this revision's once it has written.
+        run_phase = status.get("phase") if status.get("workflowId") == wid else None
+        kstatus = kstatus_conditions(run_phase, None)
+        await self._write(obj, {**fields, "conditions": [accepted, polling, *kstatus]})
 
     async def abort_orphans(self, listed: set[tuple[str, str]]) -> None:
         """Abort the running runs whose pipeline is not in the full list (deleted while no

@@ -12,10 +12,11 @@ import pytest
 import yaml
 from harness.kstatus import KStatusChecker
 
-DATA = (
-    Path(__file__).resolve().parents[2]
-    / "deploy/argocd/resource_customizations/decisionmodel.io/DecisionModel/testdata"
+KINDS = (
+    Path(__file__).resolve().parents[2] / "deploy/argocd/resource_customizations/decisionmodel.io"
 )
+DATA = KINDS / "DecisionModel" / "testdata"
+PIPELINES = KINDS / "DecisionModelPipeline" / "testdata"
 EXPECTED = {
     # kstatus' own rule: an object without status.observedGeneration and conditions is
     # Current. Before the controller's first reconcile (its first write, normally under a
@@ -64,3 +65,23 @@ def test_a_refused_placement_is_failed_not_current(kstatus: KStatusChecker) -> N
          "message": "spec.replicas 9 exceeds 4; lower it", "observedGeneration": 3},
     ]  # fmt: skip
     assert kstatus.check(obj).status == "Failed"
+
+
+PIPELINE_EXPECTED = {
+    "no_status": "Current",  # kstatus' rule for an object with no status, as above
+    "progressing": "InProgress",
+    "awaiting_approval": "InProgress",
+    "succeeded": "Current",
+    "failed": "Failed",
+    "invalid": "Failed",
+    "no_stage_worker": "Failed",
+}
+
+
+@pytest.mark.parametrize(("case", "expected"), sorted(PIPELINE_EXPECTED.items()))
+def test_kstatus_of_each_pipeline_state(kstatus: KStatusChecker, case: str, expected: str) -> None:
+    """The pipeline controller writes Reconciling/Stalled from its run's phase (before, every
+    pipeline read Current)."""
+    assert {p.stem for p in PIPELINES.glob("*.yaml")} == set(PIPELINE_EXPECTED)
+    found = kstatus.check(yaml.safe_load((PIPELINES / f"{case}.yaml").read_text()))
+    assert found.status == expected, found

@@ -30,6 +30,7 @@ from typing import Any
 import pytest
 import yaml
 from harness.helpers import eventually, scratch_namespace
+from harness.kstatus import KStatusChecker
 from temporalio import activity, workflow
 from temporalio.client import Client
 from temporalio.contrib.pydantic import pydantic_data_converter
@@ -96,6 +97,19 @@ def pipeline_status(cluster: LocalCluster, namespace: str) -> dict[str, Any]:
     out = cluster.kubectl("get", "dmp", "scoring", "-n", namespace, "-o", "json").stdout
     status: dict[str, Any] = json.loads(out).get("status") or {}
     return status
+
+
+@pytest.fixture(scope="module")
+def kstatus() -> Iterator[KStatusChecker]:
+    checker = KStatusChecker()
+    yield checker
+    checker.close()
+
+
+def kstatus_is(checker: KStatusChecker, cluster: LocalCluster, namespace: str, want: str) -> bool:
+    """kstatus (the library, hack/kstatus) reads the live pipeline as ``want`` (issue 38)."""
+    out = cluster.kubectl("get", "dmp", "scoring", "-n", namespace, "-o", "json").stdout
+    return checker.check(json.loads(out)).status == want
 
 
 def probe(port: int, path: str) -> int:
@@ -168,7 +182,7 @@ class StandInStage:
 
 
 async def test_a_stage_no_worker_serves_holds_the_run_until_one_does(
-    cluster: LocalCluster, namespace: str, client: Client
+    cluster: LocalCluster, namespace: str, client: Client, kstatus: KStatusChecker
 ) -> None:
     served, missing = (f"{n}-{uuid.uuid4().hex[:6]}" for n in ("staging", "nowhere"))
     apply_pipeline(cluster, namespace, [served, missing])
@@ -195,6 +209,7 @@ async def test_a_stage_no_worker_serves_holds_the_run_until_one_does(
             assert stage_task_queue(missing) in held["message"] and "s0" not in held["message"]
             assert "no stage rolls out" in held["message"]
             assert "DMROLLOUT_STAGE_CLUSTER" in held["message"]
+            assert kstatus_is(kstatus, cluster, namespace, "Failed")  # Stalled: needs a worker
             await stack.enter_async_context(
                 Worker(client, task_queue=stage_task_queue(missing), workflows=[StandInStage])
             )
@@ -206,6 +221,7 @@ async def test_a_stage_no_worker_serves_holds_the_run_until_one_does(
             )
             assert (await client.get_workflow_handle(status["workflowId"]).describe()).status
             assert (polling() or {}).get("status") == "True"
+            assert not kstatus_is(kstatus, cluster, namespace, "Failed")
         finally:
             task.cancel()
             await asyncio.gather(task, return_exceptions=True)
@@ -250,7 +266,7 @@ def freight_pinned(cluster: LocalCluster, namespace: str) -> dict[str, Any]:
 
 
 async def test_a_tag_that_does_not_resolve_shows_its_revision_failing_and_a_retry_runs_it(
-    cluster: LocalCluster, namespace: str, client: Client
+    cluster: LocalCluster, namespace: str, client: Client, kstatus: KStatusChecker
 ) -> None:
     stage_cluster = f"staging-{uuid.uuid4().hex[:6]}"
     kube = Kube.from_config(str(cluster.kubeconfig))
@@ -280,6 +296,10 @@ async def test_a_tag_that_does_not_resolve_shows_its_revision_failing_and_a_retr
                 timeout=90,
                 what="the first revision's run promoted its stage",
             )
+            # kstatus: Current once the run succeeded (the controller's next reconcile).
+            await eventually(
+                lambda: kstatus_is(kstatus, cluster, namespace, "Current"), 60, what="Current"
+            )
             refuse["reason"] = Reason.MODEL_NOT_FOUND
             apply_pipeline(cluster, namespace, [stage_cluster], model="laya:gone")
             failing = await eventually(
@@ -298,6 +318,9 @@ async def test_a_tag_that_does_not_resolve_shows_its_revision_failing_and_a_retr
             assert pinned["reason"] == Reason.MODEL_NOT_FOUND
             assert "laya:gone" in pinned["message"]
             assert "dmrollout pipeline retry scoring" in pinned["message"]
+            await eventually(
+                lambda: kstatus_is(kstatus, cluster, namespace, "Failed"), 60, what="Failed"
+            )
             # The tag is published; a retry (no spec change) runs the revision again.
             refuse["reason"] = None
             cluster.kubectl(
@@ -314,6 +337,9 @@ async def test_a_tag_that_does_not_resolve_shows_its_revision_failing_and_a_retr
             assert retried["workflowId"].startswith(f"{failing['workflowId']}/")
             assert retried["lastRetryToken"] == "1"
             assert freight_pinned(cluster, namespace)["status"] == "True"
+            await eventually(
+                lambda: kstatus_is(kstatus, cluster, namespace, "Current"), 60, what="Current"
+            )
         finally:
             task.cancel()
             await asyncio.gather(task, return_exceptions=True)

@@ -65,3 +65,26 @@ def test_a_resync_keeps_the_transition_time() -> None:
     assert again[0]["lastTransitionTime"] == "2026-01-01T00:00:00Z"
     flipped = stamped([{"type": "Accepted", "status": "False"}], stored)
     assert flipped[0]["lastTransitionTime"] != "2026-01-01T00:00:00Z"
+
+
+def test_kstatus_conditions_follow_the_runs_phase() -> None:
+    """Issue 38: without Reconciling/Stalled kstatus read every pipeline as Current."""
+    from controller.hub.pipelines import condition, kstatus_conditions
+    from decisionmodel.vocabulary import PipelineCondition
+
+    def shown(phase: str | None) -> list[tuple[str, str, str]]:
+        return [(c["type"], c["status"], c["reason"]) for c in kstatus_conditions(phase, None)]
+
+    assert shown(None) == [("Reconciling", "True", "Resolving")]  # not started or not written
+    assert shown("Progressing") == [("Reconciling", "True", "Progressing")]
+    assert shown("AwaitingApproval") == [("Reconciling", "True", "AwaitingApproval")]
+    assert shown("Succeeded") == []
+    for ended in ("Failed", "Aborted", "Invalid"):
+        assert shown(ended) == [("Stalled", "True", ended)]
+    blocked = condition(PipelineCondition.STAGE_WORKERS_POLLING, False, "NoStageWorker", "x")
+    [stalled] = kstatus_conditions("Progressing", blocked)
+    assert (stalled["type"], stalled["reason"], stalled["message"]) == (
+        "Stalled",
+        "NoStageWorker",
+        "x",
+    )
