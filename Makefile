@@ -31,11 +31,12 @@ $(STAMP): pyproject.toml
 
 venv: $(STAMP) ## create .venv and install the project with its dev extras
 
-testenv: ## build (once) etcd, kube-apiserver, controller-manager, scheduler, kwok, helm and the kstatus checker into the cache; fetch Temporal's time-skipping test server; the Debian programs the tests run (iptables, chromium, ...)
+testenv: ## build (once) etcd, kube-apiserver, controller-manager, scheduler, kwok, helm 3 and 4 and the kstatus checker into the cache; fetch Temporal's time-skipping test server; the Debian programs the tests run (iptables, chromium, ...)
 	bash hack/install-host-tools.sh test
 	bash hack/testenv.sh
 	bash hack/test-server.sh
 	bash hack/kstatus.sh
+	bash hack/helm4.sh
 
 doctor: ## list every program the tests, the demo, the chaos faults and the image need, and which are missing
 	bash hack/doctor.sh
@@ -84,7 +85,7 @@ format: venv ## apply ruff's formatting and fixes
 
 manifests: venv ## regenerate the CRD (deploy/ and the chart) and docs/api.md from the API types
 	$(BIN)/dmrollout crd > deploy/crd/decisionmodels.decisionmodel.io.yaml
-	cp deploy/crd/decisionmodels.decisionmodel.io.yaml charts/dmrollout/crds/
+	cp deploy/crd/decisionmodels.decisionmodel.io.yaml charts/dmrollout/files/
 	$(BIN)/python -m decisionmodel.api.crd --docs > docs/api.md
 	$(BIN)/python -m decisionmodel.api.pipeline_crd > deploy/pipelines/hub/decisionmodelpipelines.decisionmodel.io.yaml
 	cp deploy/pipelines/hub/decisionmodelpipelines.decisionmodel.io.yaml charts/dmrollout/files/

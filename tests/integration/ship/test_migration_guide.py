@@ -75,7 +75,11 @@ def test_nothing_the_guide_applies_is_something_the_chart_creates(tmp_path: Path
     """Helm refuses to install over an object it did not create: the guide must not apply one
     (the admission policies are the chart's, under the same names as deploy/admission's)."""
     applied = guide_applies()
-    assert "deploy/crd" in applied
+    # The chart applies the CRD (templates/crd.yaml); the guide hands the existing one over.
+    assert "deploy/crd" not in applied
+    steps = guide_steps()
+    assert "meta.helm.sh/release-name=dmrollout" in steps
+    assert "app.kubernetes.io/managed-by=Helm" in steps
     chart = {(o["kind"], o["metadata"]["name"]) for o in render_guide(tmp_path)}
     for path in applied:
         clash = {(o["kind"], o["metadata"]["name"]) for o in applied_objects(path)} & chart
