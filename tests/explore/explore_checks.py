@@ -286,7 +286,9 @@ class Checker:
                 await replayer.replay_workflow(history)
             except Exception as e:
                 self.flag("every history replays", f"{history.workflow_id}: {e!r}"[:300])
-        events = self.life.cluster.kubectl("-n", self.life.namespace, "get", "events", "-o", "json")
+        events = await asyncio.to_thread(
+            self.life.cluster.kubectl, "-n", self.life.namespace, "get", "events", "-o", "json"
+        )
         self._no_marker("Events", events.stdout)
         self._no_marker("status", json.dumps((self.life.dm() or {}).get("status")))
         # Every build's worker logs in a folder of its own (b1, b2, b1-draining, ...).

@@ -60,13 +60,17 @@ class Outcome:
 
 
 async def run(env: Env, seq: Sequence, name: str) -> Outcome:
-    life = Lifecycle(env.cluster, env.temporal, env.client, env.logs / name, env.faults)
-    checker = Checker(life)
     t0 = time.monotonic()
     # Not while Temporal or the API server is down for another lifecycle: its set-up is no
-    # operation of the sequence, and the final reads below are none either.
+    # operation of the sequence, and the final reads below are none either. Built in a thread:
+    # the harness's constructor calls kubectl, and a blocked event loop cannot heal the fault
+    # another lane holds (an 8-lane run hung so: the API server stopped, never started again).
     async with env.faults.lock:
+        life = await asyncio.to_thread(
+            Lifecycle, env.cluster, env.temporal, env.client, env.logs / name, env.faults
+        )
         await asyncio.to_thread(life.prepare)
+    checker = Checker(life)
     trace = Trace(life.logs / "trace.txt", t0)
     trace.note(f"seed {seq.seed}, namespace {life.namespace}: {' '.join(map(str, seq.ops))}")
     life.supervise()
