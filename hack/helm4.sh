@@ -7,24 +7,18 @@
 #   hack/helm4.sh --print    print the path without building
 set -euo pipefail
 
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+# shellcheck source=build-once.sh
+source "$here/build-once.sh"
 version=v4.3.2
 cache="${DMROLLOUT_CACHE:-$HOME/.cache/dmrollout}"
-dir="$cache/helm-$version"
-exe="$dir/helm"
+exe="$cache/helm-$version/helm"
 
-if [[ "${1:-}" == "--print" || -x "$exe" ]]; then
-  echo "$exe"
-  exit 0
-fi
-command -v go >/dev/null || { echo "helm4.sh: the Go toolchain is required (go not on PATH)" >&2; exit 1; }
-mkdir -p "$dir"
-exec 9>"$cache/.helm4.lock"
-flock 9
-if [[ ! -x "$exe" ]]; then
+build() {
   echo "helm4.sh: building helm $version" >&2
-  GOBIN="$dir/.gobin" CGO_ENABLED=0 GOFLAGS="-buildvcs=false -trimpath" \
+  GOBIN="$(dirname "$exe")/.gobin" CGO_ENABLED=0 GOFLAGS="-buildvcs=false -trimpath" \
     go install -ldflags "-s -w" "helm.sh/helm/v4/cmd/helm@$version"
-  mv "$dir/.gobin/helm" "$exe"
-  rmdir "$dir/.gobin"
-fi
-echo "$exe"
+  mv "$(dirname "$exe")/.gobin/helm" "$exe"
+  rmdir "$(dirname "$exe")/.gobin"
+}
+BUILD_ONCE_PRINT="${1:-}" build_once "$exe" helm4 build

@@ -8,22 +8,15 @@
 set -euo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+# shellcheck source=build-once.sh
+source "$here/build-once.sh"
 src="$here/kstatus"
 cache="${DMROLLOUT_CACHE:-$HOME/.cache/dmrollout}"
 key="$(cat "$src/go.mod" "$src/go.sum" "$src/main.go" | sha256sum | cut -c1-12)"
 exe="$cache/kstatus-$key/kstatus"
 
-if [[ "${1:-}" == "--print" || -x "$exe" ]]; then
-  echo "$exe"
-  exit 0
-fi
-command -v go >/dev/null || { echo "kstatus.sh: the Go toolchain is required (go not on PATH)" >&2; exit 1; }
-mkdir -p "$cache"
-exec 9>"$cache/.kstatus.lock"
-flock 9
-if [[ ! -x "$exe" ]]; then
-  mkdir -p "$(dirname "$exe")"
+build() {
   (cd "$src" && CGO_ENABLED=0 GOFLAGS="-mod=readonly -buildvcs=false -trimpath" \
     go build -o "$exe.tmp" . && mv "$exe.tmp" "$exe")
-fi
-echo "$exe"
+}
+BUILD_ONCE_PRINT="${1:-}" build_once "$exe" kstatus build

@@ -15,30 +15,30 @@ from harness.run_summaries import Summary
 ROOT = Path(__file__).resolve().parents[3]
 
 
+def quick_bench(config: pytest.Config, script: str, title: str, out: str) -> str:
+    """Run ``bench/<script> --quick``, keep its table for the run's summary, and return it;
+    the bench exits non-zero when a cell it holds to its bound is over."""
+    found = subprocess.run(
+        [sys.executable, str(ROOT / "bench" / script), "--quick"],
+        cwd=ROOT, capture_output=True, text=True, timeout=540, check=False,
+    )  # fmt: skip
+    run_summaries.add(config, Summary(title, found.stdout, out))
+    assert found.returncode == 0, found.stdout + found.stderr
+    return found.stdout
+
+
 def test_every_gate_errs_at_its_threshold_no_more_often_than_confidence_allows(
     pytestconfig: pytest.Config,
 ) -> None:
-    found = subprocess.run(
-        [sys.executable, str(ROOT / "bench" / "gate_errors.py"), "--quick"],
-        cwd=ROOT, capture_output=True, text=True, timeout=540, check=False,
-    )  # fmt: skip
-    run_summaries.add(
-        pytestconfig, Summary("gate error rates (quick)", found.stdout, "build/gate-errors.txt")
+    table = quick_bench(
+        pytestconfig, "gate_errors.py", "gate error rates (quick)", "build/gate-errors.txt"
     )
-    assert found.returncode == 0, found.stdout + found.stderr
-    assert " 0 cell(s) over" in f" {found.stdout.splitlines()[-1]}"
+    assert " 0 cell(s) over" in f" {table.splitlines()[-1]}"
 
 
 def test_sequential_gates_hold_under_looks_and_retries(pytestconfig: pytest.Config) -> None:
     """``bench/gate_looks.py --quick``: the always-valid gate stays within its bound with a look
     after every case and with retries that continue its ledger (the fixed-n rows beside it go
     over, which is why it exists)."""
-    found = subprocess.run(
-        [sys.executable, str(ROOT / "bench" / "gate_looks.py"), "--quick"],
-        cwd=ROOT, capture_output=True, text=True, timeout=300, check=False,
-    )  # fmt: skip
-    run_summaries.add(
-        pytestconfig, Summary("gate looks (quick)", found.stdout, "build/gate-looks.txt")
-    )
-    assert found.returncode == 0, found.stdout + found.stderr
-    assert "sequential, a look after every case" in found.stdout
+    table = quick_bench(pytestconfig, "gate_looks.py", "gate looks (quick)", "build/gate-looks.txt")
+    assert "sequential, a look after every case" in table
