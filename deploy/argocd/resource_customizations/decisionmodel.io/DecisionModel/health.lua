@@ -3,6 +3,8 @@
 -- waits for a person's approval; Degraded when a rollout failed or was rolled back for cause
 -- (Stalled), or a guard, a refusal or lost replicas need a fix (Degraded); Progressing
 -- otherwise. Reads the kstatus conditions the controller writes.
+-- Self-contained (Argo CD runs each kind's script alone, no require): conditions() and said()
+-- are repeated in the other kind's script on purpose.
 local hs = {}
 
 local function conditions(status)

@@ -2,6 +2,8 @@
 -- spec's generation promoted; Suspended while a stage waits for an approval; Degraded when the
 -- run failed or was aborted, the spec is not a pipeline, or a stage's cluster has no worker;
 -- Progressing otherwise.
+-- Self-contained (Argo CD runs each kind's script alone, no require): conditions() and said()
+-- are repeated in the other kind's script on purpose.
 local hs = {}
 
 local function conditions(status)
