@@ -628,6 +628,7 @@ class PipelineWorkflow:
             message=f"aborted: {self._aborted}" if self._aborted else "",
             freight_problem=self._freight_problem,
             pinned_at=self._pinned_at,
+            workflow_id=workflow.info().workflow_id,
         )
 
     def _require(self) -> PipelineInput:

@@ -121,6 +121,15 @@ def kstatus_conditions(phase: str | None, blocked: dict[str, Any] | None) -> lis
     ]
 
 
+def phase_of(status: dict[str, Any], wid: str) -> bool:
+    """Whether status.phase is run ``wid``'s: the run names itself in what it records
+    (runWorkflowId); a record from before that field, by the workflowId the controller wrote.
+    Before, a new revision or a retry was judged on the previous run's phase until its first
+    record (Current after a success, Stalled after a failure)."""
+    recorded = status.get("runWorkflowId")
+    return bool(recorded == wid if recorded else status.get("workflowId") == wid)
+
+
 def stamped(conditions: list[dict[str, Any]], obj: Obj) -> list[dict[str, Any]]:
     """Each condition with its lastTransitionTime: kept from the stored one when its status
     did not change (a resync rewrites nothing), now otherwise."""
@@ -252,8 +261,9 @@ class PipelineController:
         if consumed:
             fields[StatusKey.LAST_RETRY_TOKEN.value] = consumed
         # The phase is the run's (its activity writes it): this revision's once it has written.
-        run_phase = status.get("phase") if status.get("workflowId") == wid else None
-        kstatus = kstatus_conditions(run_phase, None)
+        run_phase = status.get("phase") if phase_of(status, wid) else None
+        blocked = polling if polling["status"] != ConditionStatus.TRUE.value else None
+        kstatus = kstatus_conditions(run_phase, blocked)
         await self._write(obj, {**fields, "conditions": [accepted, polling, *kstatus]})
 
     async def abort_orphans(self, listed: set[tuple[str, str]]) -> None:

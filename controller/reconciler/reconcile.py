@@ -374,7 +374,8 @@ class Reconciler:
             refusal=refusal,
             running=running,
             stranded=stranded,
-            replaced=bool(decision.replaced),
+            # A refused spec restarts nothing (refused_decision): not "rolled out again".
+            replaced=bool(decision.replaced) and refusal is None,
         )
 
     async def _re_resolving(

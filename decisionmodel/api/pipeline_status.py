@@ -45,6 +45,11 @@ class DecisionModelPipelineStatus(WireModel):
         max_length=256,
         description="Last consumed value of the decisionmodel.io/retry annotation.",
     )
+    run_workflow_id: str | None = Field(
+        default=None,
+        max_length=1024,
+        description="The run phase, stages and summary are from (the last to record them).",
+    )
     phase: PipelinePhase | None = Field(default=None, description="The run's phase.")
     freight: FreightStatus | None = Field(default=None, description="Pinned once per run.")
     summary: str | None = Field(

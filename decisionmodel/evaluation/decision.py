@@ -101,6 +101,12 @@ class GateDecision(BaseModel):
     def hint(self) -> str:
         """What more cases would do, never beyond the dataset limit without saying so."""
         half, eighty, n = self.more_cases, self.more_cases_80, self.interval.cases
+        if self.gate.startswith("slices["):  # slice cases: the dataset limit counts all cases
+            if half is None:
+                return "more cases would not decide it"
+            return f"about {half} more cases of this slice would decide it half the time" + (
+                f", {eighty} for 80 %" if eighty is not None else ""
+            )
         if half is None or n + half > MAX_CASES:
             return f"more cases than the {MAX_CASES:,}-case limit allows would not decide it"
         said = f"about {half} more cases would decide it half the time"

@@ -26,15 +26,18 @@ the null is then "each case's expected share is at most t", the unit the fixed-n
 too (cases, not questions, are independent).
 
 Pure, and the state is a few numbers (no case content), so it can be carried from one
-evaluation to the next: an evaluation of the same revision on more cases continues the same
-bettors instead of starting a fresh test (a retry or added cases cannot buy a pass).
+evaluation to the next (:meth:`SequentialGate.to_wire`): an evaluation of the same revision on
+more cases continues the same bettors instead of starting a fresh test. Only **new** cases may
+be fed to a continued gate: the argument needs each outcome to be a fresh draw given the past,
+and feeding the same cases again (a retry on the same dataset) multiplies the wealth on
+evidence already counted. A ledger must record which cases it consumed and skip them.
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, replace
-from typing import Final, Literal
+from dataclasses import asdict, dataclass, replace
+from typing import Any, Final, Literal
 
 from decisionmodel.vocabulary import EvaluationResult
 
@@ -124,6 +127,15 @@ class SequentialGate:
         if self.failer.log_wealth >= bar:
             return EvaluationResult.FAILED
         return EvaluationResult.INCONCLUSIVE
+
+    def to_wire(self) -> dict[str, Any]:
+        """The state as JSON-safe numbers (a ledger's entry: no case content)."""
+        return asdict(self)
+
+    @classmethod
+    def from_wire(cls, raw: dict[str, Any]) -> SequentialGate:
+        bettors = {k: Bettor(**raw[k]) for k in ("passer", "failer")}
+        return cls(**{**raw, **bettors})
 
     def evidence(self) -> tuple[float, float]:
         """The pass and fail bettors' wealth (1 at the start; the verdict at 1/alpha)."""

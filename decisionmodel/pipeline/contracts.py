@@ -106,6 +106,9 @@ class PipelineRecord(Contract):
     message: str = ""
     freight_problem: FreightProblem | None = None
     pinned_at: datetime | None = None
+    # The run this record is from: the controller trusts the phase only for the run it names
+    # (a run's record lands after the controller switched to the next run; "" before).
+    workflow_id: str = ""
 
 
 class StageInput(Contract):

@@ -62,6 +62,8 @@ def run_status(record: PipelineRecord) -> dict[str, Any]:
         "summary": summary(record),
         "stages": stages,
     }
+    if record.workflow_id:
+        out["runWorkflowId"] = record.workflow_id
     if freight is not None:
         out["freight"] = FreightStatus(model=freight.model, digest=freight.digest).to_wire()
     out["conditions"] = [freight_condition(record)]

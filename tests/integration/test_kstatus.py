@@ -30,6 +30,8 @@ EXPECTED = {
     "guard_hold": "InProgress",
     "rolled_back": "Failed",
     "first_rollout_failed": "Failed",
+    # A missing tag is resolved again by itself (Reconciling), not stalled.
+    "model_not_found": "InProgress",
     "healthy": "Current",
     "serving_with_warning": "Current",
     "replicas_lost": "Current",
@@ -75,6 +77,7 @@ PIPELINE_EXPECTED = {
     "failed": "Failed",
     "invalid": "Failed",
     "no_stage_worker": "Failed",
+    "retried_after_failure": "InProgress",  # the failed run's phase is not the retry's
 }
 
 

@@ -4,6 +4,7 @@ early, and the state carried to a later evaluation continues the same test."""
 
 from __future__ import annotations
 
+import json
 import random
 
 import pytest
@@ -63,9 +64,16 @@ def test_a_later_evaluation_continues_the_same_test() -> None:
     first = SequentialGate(0.88, "min", ALPHA)
     for x in outcomes[:120]:
         first = first.after(x)
+    # What a ledger keeps between the two evaluations, through JSON and back.
+    later = SequentialGate.from_wire(json.loads(json.dumps(first.to_wire())))
+    assert later == first and later.cases == 120
     for x in outcomes[120:]:
-        first = first.after(x)
-    assert once == first and once.cases == 300
+        later = later.after(x)
+    assert once == later and once.cases == 300
+    fresh = SequentialGate(0.88, "min", ALPHA)
+    for x in outcomes[120:]:
+        fresh = fresh.after(x)
+    assert fresh.evidence() != once.evidence()  # a fresh start is another test
 
 
 def test_an_outcome_outside_its_range_is_refused() -> None:

@@ -88,3 +88,15 @@ def test_kstatus_conditions_follow_the_runs_phase() -> None:
         "NoStageWorker",
         "x",
     )
+
+
+def test_the_phase_counts_only_for_the_run_that_recorded_it() -> None:
+    """Review of issue 38's change: a new revision or a retry was judged on the previous run's
+    phase until its first record (Current after a success, Stalled after a failure)."""
+    from controller.hub.pipelines import phase_of
+
+    new = "pipeline/ns/p/r2"
+    assert not phase_of({"workflowId": new, "runWorkflowId": "pipeline/ns/p/r1"}, new)
+    assert phase_of({"workflowId": new, "runWorkflowId": new}, new)
+    # A record from before runWorkflowId existed: the controller's own workflowId decides.
+    assert phase_of({"workflowId": new}, new) and not phase_of({"workflowId": "x"}, new)

@@ -45,6 +45,11 @@ end
 
 local summary = status.summary or ""
 local phase = status.phase
+-- The phase is the run's that recorded it last (runWorkflowId): another run's (the one before
+-- a spec change or a retry) says nothing yet of the current run (status.workflowId).
+if status.runWorkflowId ~= nil and status.runWorkflowId ~= status.workflowId then
+  phase = nil
+end
 if phase == "Failed" or phase == "Aborted" or phase == "Invalid" then
   hs.status = "Degraded"
   hs.message = "The run " .. string.lower(phase) .. ": " .. summary
