@@ -34,6 +34,9 @@ STEADY_SECONDS = 12.0
 # A rest ends when nothing shown has changed for this long (a hold waits for a fix): longer than
 # a prefetch or an evaluation of the explorer's small models takes without a visible change.
 STILL_SECONDS = 60.0
+# How long after this lifecycle's last own fault a stable short of replicas is taken for one
+# being restored (the checker's ANSWER_GRACE: a Pod replaced, warmed and inspected).
+RECOVERY_SECONDS = 90.0
 
 
 @dataclass
@@ -215,7 +218,19 @@ async def _resting(life: Lifecycle, checker: Checker, tag: str | None) -> dict[s
         return status
     if phase in ROLLOUT_PHASES or await _quiet(life, checker.running_runs()):
         return {}
+    if _recovering(status) and time.monotonic() - life.touched_at < RECOVERY_SECONDS:
+        return {}
     return status
+
+
+def _recovering(status: dict[str, Any]) -> bool:
+    """The stable is short of model-ready replicas: Pods the controller recreates and warms
+    up after a deletion or a scale (seed 3420 judged that moment as the model's rest)."""
+    degraded = next((c for c in status.get("conditions") or [] if c.get("type") == "Degraded"), {})
+    return degraded.get("status") == "True" and degraded.get("reason") in (
+        "NoModelReadyPods",
+        "ReplicasNotModelReady",
+    )
 
 
 async def _quiet(life: Lifecycle, read: Awaitable[T]) -> T:
@@ -252,7 +267,10 @@ async def _next_steps(life: Lifecycle, checker: Checker, trace: Trace) -> None:
         step = _user_step(life.desired, status, life.repo)
         if step is None:
             break
-        trace.note(f"next step {step}: {await life.apply(Op(step))}")
+        # The user's next step is taken with Temporal and the API server up: another lane's
+        # fault of the whole environment is not this lifecycle's (seed 3437: an approval
+        # refused "cannot reach Temporal" was judged as the model not settling).
+        trace.note(f"next step {step}: {await _quiet(life, life.apply(Op(step)))}")
         status = await settle(life, checker, f"after {step}")
     _judge_last_spec(life, checker, status)
     # One more GitOps commit: whatever came before (an undo, a rollback-to, a rejection), the
@@ -261,7 +279,7 @@ async def _next_steps(life: Lifecycle, checker: Checker, trace: Trace) -> None:
     tag = next(t for t in GOOD_TAGS if t != stable_tag and t != life.desired.tag)
     for op in (Op("gate", "on"), Op("promotion", "Automatic"), Op("tag", tag)):
         life.desired = life.desired.after(op)
-    trace.note(f"final commit {life.desired}: {await life.apply(Op('tag', tag))}")
+    trace.note(f"final commit {life.desired}: {await _quiet(life, life.apply(Op('tag', tag)))}")
     status = await settle(life, checker, f"after the final commit to {tag}", tag)
     if _serving(status, life.repo) != tag and status.get("phase") in (
         Phase.ROLLED_BACK,
@@ -298,7 +316,13 @@ def _user_step(desired: Desired, status: dict[str, Any], repo: str) -> str | Non
     phase = status.get("phase")
     if phase == Phase.AWAITING_PROMOTION:
         return "approve" if desired.should_serve else "reject"
-    failed = phase in (Phase.ROLLED_BACK, Phase.FAILED)
+    # A failure shows as Stalled (with status.failedRevision) also when the phase says the
+    # stable is Degraded (seed 001: the stable's health sets the phase): the user retries.
+    stalled = any(
+        c.get("type") == "Stalled" and c.get("status") == "True"
+        for c in status.get("conditions") or []
+    )
+    failed = phase in (Phase.ROLLED_BACK, Phase.FAILED) or stalled
     if failed and desired.should_serve and _serving(status, repo) != desired.tag:
         return "retry"
     return None
