@@ -1,7 +1,7 @@
 """The lifecycle explorer's fixtures, its budget and the summary printed at the end.
 
 ``make explore`` (``DMROLLOUT_FULL=explore``) runs random lifecycles for ``EXPLORE_SECONDS``
-(default 1800), ``EXPLORE_PARALLEL`` at a time (default 3), ``EXPLORE_OPS`` operations each
+(default 1800), ``EXPLORE_PARALLEL`` at a time (default 6), ``EXPLORE_OPS`` operations each
 (default 20), from ``EXPLORE_SEED`` (default: the clock, printed). ``make test`` runs a bounded
 budget: the same two seeds every time (``CI_SEEDS``), so a red CI is a reproducible finding.
 

@@ -1,5 +1,5 @@
 """How much the explorer runs: ``make explore`` (``DMROLLOUT_FULL=explore``) random lifecycles
-for ``EXPLORE_SECONDS`` (default 1800), ``EXPLORE_PARALLEL`` at a time (default 3),
+for ``EXPLORE_SECONDS`` (default 1800), ``EXPLORE_PARALLEL`` at a time (default 6),
 ``EXPLORE_OPS`` operations each (default 20), from ``EXPLORE_SEED`` (default: the clock); a
 failing one is shrunk in at most ``EXPLORE_SHRINK_RUNS`` runs. ``make test`` runs the same two
 seeds every time (``CI_SEEDS``), so a red CI is a reproducible finding."""
@@ -33,7 +33,7 @@ def budget() -> Budget:
         None,
         first,
         float(os.environ.get("EXPLORE_SECONDS", "1800")),
-        int(os.environ.get("EXPLORE_PARALLEL", "3")),
+        int(os.environ.get("EXPLORE_PARALLEL", "6")),
         int(os.environ.get("EXPLORE_OPS", "20")),
         int(os.environ.get("EXPLORE_SHRINK_RUNS", "8")),
     )
