@@ -49,6 +49,11 @@ def kstatus() -> KStatusChecker:
 OVERLAP_GRACE = 60.0
 # A Pod deleted or scaled away is replaced, warmed and inspected before it answers again.
 ANSWER_GRACE = 60.0
+# After the API server restarts, kube-controller-manager's EndpointSlice controller retried
+# "EndpointSlice informer cache is out of date" for 60-120 s before the Service's endpoints
+# followed the Pods again (its log, seeds 3412 and 3414, at 8 lanes): the Kubernetes control
+# plane catching up, which the endpoint invariants wait out.
+ENDPOINTS_AFTER_APISERVER = 150.0
 # One decision asked of the stable through one of the Service's ready endpoints (no content of
 # the golden set: a plain question of the explorer's own).
 QUESTION = {"q": {"type": "choice", "question": "Which team?", "criteria": ["billing", "tech"]}}
@@ -193,15 +198,19 @@ class Checker:
         )
         slices = self._endpoint_slices()
         strays = self._endpoint_strays(slices, stable)
+        faults = self.life.faults
+        restarted = faults.last == "apiserver_pause" and faults.quiet_for() < ENDPOINTS_AFTER_APISERVER
         self.persisting(
             "the Service reaches only model-ready Pods of the stable",
             bool(strays),
             f"ready endpoints on {strays}",
+            ENDPOINTS_AFTER_APISERVER if restarted else GRACE,
         )
         if self.life.runtime_fault is None:  # a runtime fault in force targets the stable too
             model = str(((obj.get("status") or {}).get("stableRevision") or {}).get("model"))
             said = self._stable_answers(slices, model)
-            self.persisting("the stable answers", bool(said), said, ANSWER_GRACE)
+            grace = ENDPOINTS_AFTER_APISERVER if restarted else ANSWER_GRACE
+            self.persisting("the stable answers", bool(said), said, grace)
 
     def _endpoint_slices(self) -> list[dict[str, Any]]:
         selector = f"kubernetes.io/service-name={L.service_name(DM)}"

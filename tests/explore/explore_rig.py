@@ -85,6 +85,7 @@ class Faults:
     lock: asyncio.Lock = field(default_factory=asyncio.Lock)
     active: int = 0
     healed_at: float = 0.0
+    last: str = ""  # the kind of the last fault healed
 
     def quiet_for(self) -> float:
         return 0.0 if self.active else time.monotonic() - self.healed_at
@@ -359,6 +360,7 @@ class Lifecycle:
                 await asyncio.to_thread(fault.heal)
                 self.faults.active -= 1
                 self.faults.healed_at = time.monotonic()
+                self.faults.last = op.kind
         return f"{fault.name} for {op.arg}s"
 
     # -- reads ----------------------------------------------------------------------------------
