@@ -199,7 +199,8 @@ class Checker:
         slices = self._endpoint_slices()
         strays = self._endpoint_strays(slices, stable)
         faults = self.life.faults
-        restarted = faults.last == "apiserver_pause" and faults.quiet_for() < ENDPOINTS_AFTER_APISERVER
+        recent = faults.quiet_for() < ENDPOINTS_AFTER_APISERVER
+        restarted = faults.last == "apiserver_pause" and recent
         self.persisting(
             "the Service reaches only model-ready Pods of the stable",
             bool(strays),
