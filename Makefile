@@ -18,7 +18,7 @@ endif
 UNIT_WORKERS ?= 2
 HELM = $(shell bash hack/testenv.sh --print)/helm
 
-.PHONY: help venv testenv doctor host-tools browser explore demo-pipeline bench bench-gates bench-startup bench-fleet bench-watch test e2e chaos fuzz unit lint format manifests demo dev-up image image-test chart release clean
+.PHONY: help venv testenv doctor host-tools browser explore demo-pipeline bench bench-gates bench-startup bench-fleet bench-watch test e2e chaos fuzz unit lint format manifests demo dev-up image image-test chart sbom release clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-10s %s\n", $$1, $$2}'
@@ -125,7 +125,11 @@ chart: testenv ## package the Helm chart into build/dmrollout-<version>.tgz
 	mkdir -p build
 	$(HELM) package charts/dmrollout -d build
 
-release: image chart ## the image (OCI archive) and the chart archive, both in build/
+sbom: venv ## the image's SBOM (CycloneDX 1.6, every Debian package and Python distribution) into build/dmrollout-<version>.sbom.cdx.json (after make image)
+	bash hack/sbom.sh
+
+release: image chart ## the image (OCI archive), its SBOM and the chart archive, all in build/
+	$(MAKE) sbom
 
 clean: ## remove the virtualenv and caches (not the binary cache in ~/.cache/dmrollout)
 	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache
