@@ -691,7 +691,13 @@ class RolloutWorkflow:
             must_finish=True,
         )
         if state.record is not None:
-            await self._delete_revision(state.record.hash, f"rollback: {reason}")
+            # Kept when a newer run has made this revision its candidate since the failure was
+            # recorded (explorer seed 3458: a pinned spec's run aborted, the spec back to the
+            # same model by tag: a second run of the same revision, whose objects this cleanup
+            # deleted under it). The record above cleared our own candidate first.
+            await self._delete_revision(
+                state.record.hash, f"rollback: {reason}", keep_if_rolling_out=True
+            )
         result = RolloutResult.ROLLED_BACK if has_stable else RolloutResult.FAILED
         return RolloutOutcome(result=result, revision=failed.hash, reason=reason, message=message)
 

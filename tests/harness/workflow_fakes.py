@@ -35,6 +35,8 @@ class FakeCluster:
     dm_gone_after: str | None = None  # status writes fail DecisionModelGone once this ran
     # This step holds before it returns until `release_step` is set (`step_held` tells when).
     hold_step: str | None = None
+    # Each delete_revision's keep_if_rolling_out, in order.
+    kept_if_rolling_out: list[bool] = field(default_factory=list)
     step_held: asyncio.Event = field(default_factory=asyncio.Event)
     release_step: asyncio.Event = field(default_factory=asyncio.Event)
     # delete_revision and failure records fail (retryably) until this is set, when given.
@@ -135,6 +137,7 @@ class FakeCluster:
                 raise ApplicationError("the API server did not answer", type="APIServerUnavailable")
             cluster.calls.append(f"delete:{inp.revision}")
             cluster.deleted.append(inp.revision)
+            cluster.kept_if_rolling_out.append(inp.keep_if_rolling_out)
             return c.DeleteRevisionResult(deleted=[inp.revision])
 
         @activity.defn(name=c.RECORD_STATUS)
