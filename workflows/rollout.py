@@ -777,12 +777,9 @@ class RolloutWorkflow:
         if not state.approved and workflow.patched(APPROVAL_CHECKS_CANDIDATE):
             # The wait for the check may have let the phase or the approval change: again.
             why = await self._candidate_not_ready() or state.approval_problem(approval)
-            if (
-                why is None
-                and self._stopping()
-                and workflow.patched(APPROVAL_REFUSED_WHEN_STOPPING)
-            ):
-                why = self._stopping()
+            stopping = self._stopping()
+            if why is None and stopping and workflow.patched(APPROVAL_REFUSED_WHEN_STOPPING):
+                why = stopping
             if why is not None and not state.is_repeated_approval(approval):
                 raise ApplicationError(why, type=Reason.APPROVAL_REJECTED)
         state.approved = True

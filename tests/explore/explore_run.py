@@ -349,8 +349,7 @@ async def _nothing_left(life: Lifecycle, checker: Checker, status: dict[str, Any
     stable = str((status.get("stableRevision") or {}).get("hash") or "")
     deadline = time.monotonic() + LEFTOVER_SECONDS
     while True:
-        async with life.faults.lock:
-            left = await asyncio.to_thread(checker.objects_left, stable)
+        left = await _quiet(life, asyncio.to_thread(checker.objects_left, stable))
         if not left or time.monotonic() > deadline:
             break
         await asyncio.sleep(3)
