@@ -42,7 +42,8 @@ from temporalio import activity
 
 from activities import step_status
 from activities.evaluate_lanes import FAILED_CASE, in_flight_per_pod, sender
-from activities.policy import read_live_policy
+from activities.evaluate_sequential import Decided, SequentialRun
+from activities.policy import LivePolicy, read_live_policy
 from activities.step_status import writes_step_status
 from activities.typed_errors import show_guards, typed_errors
 from activities.warmup_inspect import HeartbeatTicker, RuntimeClientFactory
@@ -64,6 +65,7 @@ from decisionmodel.evaluation.decimal_format import quantize4
 from decisionmodel.evaluation.decision import decide
 from decisionmodel.evaluation.intervals import negative_flip_count
 from decisionmodel.evaluation.phase_memory import PhaseMemory, PhaseMemoryStore
+from decisionmodel.evaluation.sequential_decision import decide_sequential
 from decisionmodel.evaluation.spread import Lane, spread_cases
 from decisionmodel.rollout.contracts import (
     EVALUATE,
@@ -110,6 +112,10 @@ class EvaluationHeartbeat(BaseModel):
     baseline: EvaluationProgress | None = None
     waiting_reason: str | None = None
     waiting_message: str | None = None
+    # spec.rollout.evaluation.sequential: the cases the test had counted before this
+    # evaluation, and its gate after the candidate's committed prefix (numbers only).
+    sequential_offset: int | None = None
+    sequential_gate: dict[str, Any] | None = None
 
     def details(self) -> dict[str, Any]:
         return self.model_dump(mode="json")
@@ -188,7 +194,8 @@ class EvaluateActivities:
         guard = show_guards(self.kube, inp.dm, ConditionType.EVALUATED, inp.status)
         async with typed_errors(guard):
             # Every attempt, before a case is read: the gates must be the live spec's.
-            check_evaluation(inp, (await read_live_policy(self.kube, inp.dm)).policy)
+            live = await read_live_policy(self.kube, inp.dm)
+            check_evaluation(inp, live.policy)
             gates = gates_of(inp.policy)
             baseline = inp.stable if inp.policy.needs_baseline else None
             previous = previous_heartbeat(activity.info().heartbeat_details, inp.candidate.hash)
@@ -203,11 +210,18 @@ class EvaluateActivities:
                     raw = await self.secrets.dataset(inp.dm.namespace, inp.policy.dataset, inp.dm)
                     digest = dataset_digest(raw)
                     cases = parse_dataset(raw, inp.policy.max_cases)
+                    test = self._sequential(inp, live, raw, cases)
+                    cases = test.unseen(cases) if test is not None else cases
                     del raw
                     api_key = await self.secrets.api_key(inp.dm.namespace, inp.api_key)
                     await guard.passed()
-                    state = self._resumed(state, inp.candidate, baseline, digest, len(cases))
-                    ran = await self._run_phase(inp, "candidate", cases, state, api_key, ticker)
+                    state = self._resumed(state, inp.candidate, baseline, digest, cases, test)
+                    ran = await self._run_phase(
+                        inp, "candidate", cases, state, api_key, ticker, test
+                    )
+                    assert state.candidate is not None
+                    # A sequential test that decided early: the stable answers the same cases.
+                    cases = cases[: state.candidate.next_case_index]
                     base_ran = None
                     if baseline is not None:
                         base_ran = await self._run_phase(
@@ -229,6 +243,7 @@ class EvaluateActivities:
                 finalize(state.baseline) if state.baseline is not None else None,
                 digest,
                 (ran, base_ran),
+                test,
             )
             return outcome.model_copy(
                 update={
@@ -238,24 +253,45 @@ class EvaluateActivities:
             )
 
     @staticmethod
+    def _sequential(
+        inp: EvaluateInput, live: LivePolicy, raw: bytes, cases: list[GoldenCase]
+    ) -> SequentialRun | None:
+        """The revision's sequential test, continued from the live ledger where it applies."""
+        policy = inp.policy
+        if not policy.sequential or policy.confidence is None:
+            return None
+        return SequentialRun.begin(
+            live.ledger, inp.candidate.hash, policy.min_accuracy, policy.confidence, raw, cases
+        )
+
+    @staticmethod
     def _resumed(
         previous: EvaluationHeartbeat,
         candidate: RevisionRecord,
         baseline: RevisionRecord | None,
         digest: str,
-        cases: int,
+        cases: list[GoldenCase],
+        test: SequentialRun | None,
     ) -> EvaluationHeartbeat:
-        """This attempt's state: the previous attempt's counts where they still apply."""
+        """This attempt's state: the previous attempt's counts where they still apply (a
+        sequential test's only when it starts from the same counted cases)."""
         base_hash = baseline.hash if baseline is not None else None
         prev_base = previous.baseline if previous.baseline_revision == base_hash else None
+        offset = test.begun.offset if test is not None else None
+        if offset != previous.sequential_offset:
+            previous = EvaluationHeartbeat(candidate_revision=candidate.hash)
+            prev_base = None
+        n = len(cases)
         return EvaluationHeartbeat(
             phase="candidate",
             dataset_digest=digest,
-            cases_total=cases,
+            cases_total=n,
             candidate_revision=candidate.hash,
-            candidate=resumed_progress(previous.candidate, digest, cases),
+            candidate=resumed_progress(previous.candidate, digest, n),
             baseline_revision=base_hash,
-            baseline=resumed_progress(prev_base, digest, cases) if baseline else None,
+            baseline=resumed_progress(prev_base, digest, n) if baseline else None,
+            sequential_offset=offset,
+            sequential_gate=previous.sequential_gate,
         )
 
     @staticmethod
@@ -272,9 +308,12 @@ class EvaluateActivities:
         state: EvaluationHeartbeat,
         api_key: str | None,
         ticker: HeartbeatTicker,
+        test: SequentialRun | None = None,
     ) -> PhaseMemory | None:
         """Run the cases not done yet over every model-ready Pod of the phase's revision; the
-        phase's memory (case records) when it covers every case, else None."""
+        phase's memory (case records) when it covers every case it ran, else None. ``test``
+        (the candidate's phase of a sequential evaluation) is fed every case and stops the
+        phase once it decides."""
         if phase == "candidate":
             record, model, progress = inp.candidate, inp.model, state.candidate
         else:
@@ -283,18 +322,21 @@ class EvaluateActivities:
         assert progress is not None
         policy = inp.policy
         digest = state.dataset_digest or ""
-        key = _phase_key(phase, record.hash, digest)
+        offset = state.sequential_offset or 0
+        key = _phase_key(phase, record.hash, f"{digest}@{offset}")
         memory = PHASES.memory(key, progress.next_case_index)
         if policy.needs_case_records and len(memory.records) != progress.next_case_index:
             # Another worker ran the cases so far: intervals need every case's own outcome,
             # which never leaves a worker, so the phase runs again from its first case.
             progress = type(progress)(dataset_digest=progress.dataset_digest)
             setattr(state, phase, progress)
+        if test is not None:
+            test.resume(state.sequential_gate, progress.next_case_index)
         state.phase = phase
         state.waiting_reason = state.waiting_message = None
         ticker.update(state.details())
-        if progress.next_case_index >= len(cases):
-            return memory if len(memory.records) == len(cases) else None
+        if progress.next_case_index >= len(cases) or (test is not None and test.decided):
+            return memory if len(memory.records) == progress.next_case_index else None
         pods = await self._ready_pods(inp.dm.namespace, inp.dm.name, record.hash)
 
         def commit(case: GoldenCase, answers: object) -> None:
@@ -303,9 +345,17 @@ class EvaluateActivities:
                 outcomes = progress.add_failed_case(case)
             else:
                 outcomes = progress.add_case(case, answers)
+            found = CaseRecord.of(outcomes, case.slice)
             if len(memory.records) == case.index:
-                memory.add(CaseRecord.of(outcomes, case.slice))
-            ticker.update(state.details())
+                memory.add(found)
+            if test is not None:
+                try:
+                    test.feed(found)
+                finally:
+                    state.sequential_gate = test.gate.to_wire()
+                    ticker.update(state.details())
+            else:
+                ticker.update(state.details())
 
         async with contextlib.AsyncExitStack() as stack:
             lanes: list[Lane[object]] = []
@@ -320,8 +370,9 @@ class EvaluateActivities:
                 )
                 await stack.enter_async_context(client)
                 lanes.append(Lane(send=sender(client, model), in_flight=in_flight_per_pod(pod)))
-            await spread_cases(cases[progress.next_case_index :], lanes, commit)
-        return memory if len(memory.records) == len(cases) else None
+            with contextlib.suppress(Decided):
+                await spread_cases(cases[progress.next_case_index :], lanes, commit)
+        return memory if len(memory.records) == progress.next_case_index else None
 
     async def _ready_pods(
         self, namespace: str, dm_name: str, revision: str
@@ -347,6 +398,7 @@ class EvaluateActivities:
         baseline: EvaluationFigures | None,
         digest: str,
         ran: tuple[PhaseMemory | None, PhaseMemory | None],
+        test: SequentialRun | None = None,
     ) -> EvaluationOutcome:
         cand, base_ran = ran
         flips = negative_flips(
@@ -354,7 +406,18 @@ class EvaluateActivities:
         )
         found = evaluate_gates(candidate, gates, baseline, flips)
         decision = None
-        if inp.policy.confidence is not None:
+        if test is not None:
+            assert cand is not None  # the phase ran every case up to the test's stop
+            decision = decide_sequential(
+                gates,
+                test.entry(),
+                test.gate,
+                cand.records,
+                base_ran.records if base_ran else None,
+                seed_parts(inp, digest),
+            )
+            found = decision_verdict(decision)
+        elif inp.policy.confidence is not None:
             assert cand is not None  # needs_case_records: the phase ran every case
             decision = decide(
                 gates,

@@ -6,13 +6,15 @@ object (UID-checked: a re-created namesake is DecisionModelGone) and maps it to 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from decisionmodel.api import DecisionModel, DecisionModelInvalid
 from decisionmodel.errors import PolicyMismatch
+from decisionmodel.evaluation.ledger import LedgerEntry
 from decisionmodel.rollout.contracts import DMRef, RolloutPolicy
 from decisionmodel.rollout.spec_mapping import rollout_policy
 from kube.client import Kube
+from kube.rollout_status import ledger_of
 
 
 @dataclass(frozen=True)
@@ -20,6 +22,8 @@ class LivePolicy:
     policy: RolloutPolicy
     stable: str | None  # status.stableRevision.hash now
     previous: str | None = None  # status.previousRevision.hash: what served before the stable
+    # status.evaluationLedger: each recent revision's sequential test, continued by evaluate.
+    ledger: list[LedgerEntry] = field(default_factory=list)
 
 
 async def read_live_policy(kube: Kube, dm: DMRef) -> LivePolicy:
@@ -35,5 +39,8 @@ async def read_live_policy(kube: Kube, dm: DMRef) -> LivePolicy:
     stable = live.status.stable_revision if live.status else None
     previous = live.status.previous_revision if live.status else None
     return LivePolicy(
-        rollout_policy(live), stable.hash if stable else None, previous.hash if previous else None
+        rollout_policy(live),
+        stable.hash if stable else None,
+        previous.hash if previous else None,
+        ledger_of(obj.get("status") or {}),
     )

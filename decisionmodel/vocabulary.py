@@ -61,6 +61,7 @@ class StatusKey(enum.StrEnum):
     RE_RESOLVE = "reResolve"
     ROLLBACK_TO = "rollbackTo"
     ROLLOUT = "rollout"
+    EVALUATION_LEDGER = "evaluationLedger"
 
 
 class Phase(enum.StrEnum):

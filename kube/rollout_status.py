@@ -1,7 +1,8 @@
 """The rollout's share of DecisionModel status: the pure builder and its writer.
 
 The rollout owns phase, phaseTransitionTime, candidateRevision, stableRevision,
-failedRevision, previousRevision, evaluation, lastPromotionTime and the conditions Resolved,
+failedRevision, previousRevision, evaluation, evaluationLedger, lastPromotionTime and the
+conditions Resolved,
 Cached, Evaluated and Promoted, applied under the field manager ``dmrollout-rollout`` through
 ``kube.status`` (the controller's share is ``kube.controller_status``). The record_status
 activity and promote write through here; the controller too, when it decides a steady-state
@@ -16,7 +17,8 @@ from collections.abc import Mapping
 from datetime import datetime
 from typing import Any, Final
 
-from decisionmodel.api.status import EvaluationGates
+from decisionmodel.api.status import EvaluationGates, LedgerEntryStatus
+from decisionmodel.evaluation.ledger import LedgerEntry, with_entry
 from decisionmodel.rollout.contracts import (
     ConditionUpdate,
     DMRef,
@@ -48,6 +50,7 @@ ROLLOUT_STATUS_FIELDS: Final = (
     StatusKey.FAILED_REVISION,
     StatusKey.PREVIOUS_REVISION,
     "evaluation",
+    StatusKey.EVALUATION_LEDGER,
     StatusKey.LAST_PROMOTION_TIME,
     StatusKey.ROLLOUT,
 )
@@ -200,11 +203,37 @@ def build_rollout_status(
         )
         if evaluation is not None:
             owned["evaluation"] = evaluation
+    decision = update.evaluation.decision if update.evaluation is not None else None
+    if decision is not None and decision.sequential is not None:
+        owned[StatusKey.EVALUATION_LEDGER] = ledger_with(current, decision.sequential)
 
     conditions = _conditions(current, update, generation, now)
     if conditions:
         owned["conditions"] = conditions
     return owned
+
+
+def ledger_of(status: Mapping[str, Any]) -> list[LedgerEntry]:
+    """``status.evaluationLedger`` as entries; an entry that does not read is left out (its
+    revision's next evaluation then starts a new test, which the record says)."""
+    found = []
+    for raw in status.get(StatusKey.EVALUATION_LEDGER) or []:
+        try:
+            wire = LedgerEntryStatus.model_validate(raw)
+            found.append(LedgerEntry.model_validate(wire.model_dump(mode="json")))
+        except ValueError:
+            continue
+    return found
+
+
+def ledger_with(current: Mapping[str, Any], entry: LedgerEntry) -> list[dict[str, Any]]:
+    entries = with_entry(ledger_of(current), entry)
+    return [
+        LedgerEntryStatus.model_validate(e.model_dump(mode="json")).model_dump(
+            mode="json", by_alias=True, exclude_none=True
+        )
+        for e in entries
+    ]
 
 
 async def write_status(

@@ -58,6 +58,24 @@ MSG_INCONCLUSIVE_NEEDS_CONFIDENCE: Final = (
     "onInconclusive needs confidence: without it the gates compare point values and are "
     'never inconclusive; set confidence (e.g. "0.95") or remove onInconclusive'
 )
+MSG_SEQUENTIAL_NEEDS_CONFIDENCE: Final = (
+    "sequential needs confidence: the sequential test stops when its evidence reaches that "
+    'confidence; set confidence (e.g. "0.95") or remove sequential'
+)
+# The sequential test judges the mean accuracy per case; the other gates are judged on the
+# cases of one evaluation at a fixed number, which stopping early would bias (issue 35 item 4).
+SEQUENTIAL_EXCLUDES: Final = (
+    "maxAccuracyDrop",
+    "maxECE",
+    "maxECEIncrease",
+    "maxNegativeFlipRate",
+    "slices",
+)
+MSG_SEQUENTIAL_GATES: Final = (
+    "sequential judges minAccuracy alone (the other gates need every case of one "
+    "evaluation): remove maxAccuracyDrop, maxECE, maxECEIncrease, maxNegativeFlipRate and "
+    "slices, or remove sequential"
+)
 # With confidence a gate passes only when the whole interval is on its side, and an interval
 # always has width: these thresholds could never pass (issue 35, bad input).
 MSG_MARGIN_ZERO: Final = (
@@ -589,6 +607,18 @@ class EvaluationSpec(WireModel):
                 "!has(self.slices) || has(self.confidence)", MSG_SLICES_NEED_CONFIDENCE, ".slices"
             ),
             *_margin_rules(MARGIN_GATES, "!has(self.confidence) || "),
+            cel_rule(
+                "!has(self.sequential) || !self.sequential || has(self.confidence)",
+                MSG_SEQUENTIAL_NEEDS_CONFIDENCE,
+                ".sequential",
+            ),
+            cel_rule(
+                "!has(self.sequential) || !self.sequential || ("
+                + " && ".join(f"!has(self.{f})" for f in SEQUENTIAL_EXCLUDES)
+                + ")",
+                MSG_SEQUENTIAL_GATES,
+                ".sequential",
+            ),
         )
     )
 
@@ -653,11 +683,26 @@ class EvaluationSpec(WireModel):
             "(Bonferroni)."
         ),
     )
+    sequential: bool | None = Field(
+        default=None,
+        description=(
+            "With confidence: judge minAccuracy after every case by a sequential test whose "
+            "error stays within (1 - confidence) / 2 however often it looks, stop as soon as it "
+            "decides, and continue the same test when the revision is evaluated again on the "
+            "same dataset with cases appended (status.evaluationLedger). minAccuracy is then "
+            "the only gate."
+        ),
+    )
 
     @model_validator(mode="after")
     def _inconclusive_needs_confidence(self) -> EvaluationSpec:
         if self.on_inconclusive is not None and self.confidence is None:
             raise ValueError(MSG_INCONCLUSIVE_NEEDS_CONFIDENCE)
+        if self.sequential and self.confidence is None:
+            raise ValueError(MSG_SEQUENTIAL_NEEDS_CONFIDENCE)
+        excluded = ("max_accuracy_drop", "max_ece", "max_ece_increase", "max_negative_flip_rate")
+        if self.sequential and any(getattr(self, n) is not None for n in (*excluded, "slices")):
+            raise ValueError(MSG_SEQUENTIAL_GATES)
         if self.slices is not None and self.confidence is None:
             raise ValueError(MSG_SLICES_NEED_CONFIDENCE)
         if self.confidence is not None:

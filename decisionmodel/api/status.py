@@ -209,6 +209,40 @@ class GateDecisionStatus(WireModel):
         ge=0,
         description="Inconclusive: as moreCases, for a decision 80 % of the time.",
     )
+    sequential: bool | None = Field(
+        default=None, description="Judged by the sequential test (status.evaluationLedger)."
+    )
+
+
+class LedgerEntryStatus(WireModel):
+    """One revision's sequential test (spec.rollout.evaluation.sequential): what it counted,
+    where its evidence stands, and the state the next evaluation continues from."""
+
+    revision: str = Field(max_length=64, description="Hash of the candidate revision tested.")
+    threshold: str = Field(max_length=16, description="minAccuracy the test judges.")
+    confidence: str = Field(
+        max_length=16, description="The strictest confidence the test was judged at."
+    )
+    dataset_prefix: str = Field(
+        max_length=64,
+        description="Digest of the dataset's first `cases` cases: the lineage a later "
+        "evaluation continues on.",
+    )
+    cases: int = Field(ge=0, description="Cases counted in all evaluations of this test.")
+    this_evaluation: int = Field(ge=0, description="Of which in the latest evaluation.")
+    dataset_cases: int = Field(ge=0, description="Cases the dataset held at the latest one.")
+    evaluations: int = Field(ge=1, description="Evaluations this test has run.")
+    verdict: EvaluationResult = Field(description="Passed, Failed or Inconclusive.")
+    pass_evidence: str = Field(max_length=32, description="The pass bettor's wealth.")
+    fail_evidence: str = Field(max_length=32, description="The fail bettor's wealth.")
+    needed: str = Field(max_length=32, description="Wealth that decides: 2 / (1 - confidence).")
+    restarted: str | None = Field(
+        default=None, max_length=200, description="Why an earlier test was not continued."
+    )
+    total: str = Field(max_length=32, description="Sum of per-case accuracy (state).")
+    squares: str = Field(max_length=32, description="Sum of its squares (state).")
+    pass_log_wealth: str = Field(max_length=32, description="Log wealth, pass bettor (state).")
+    fail_log_wealth: str = Field(max_length=32, description="Log wealth, fail bettor (state).")
 
 
 class EvaluationDecisionStatus(WireModel):
@@ -224,6 +258,9 @@ class EvaluationDecisionStatus(WireModel):
     evidence: str = Field(
         max_length=64,
         description="Digest of this record; an approval of a held candidate names it.",
+    )
+    sequential: LedgerEntryStatus | None = Field(
+        default=None, description="With sequential: the test this evaluation continued."
     )
 
 
@@ -356,6 +393,12 @@ class DecisionModelStatus(WireModel):
     )
     evaluation: EvaluationStatus | None = Field(
         default=None, description="Result of the latest evaluation."
+    )
+    evaluation_ledger: list[LedgerEntryStatus] | None = Field(
+        default=None,
+        max_length=8,
+        description="With sequential evaluation: each recent candidate revision's test, the "
+        "newest first; a later evaluation of the revision continues it.",
     )
     conditions: list[Condition] = Field(
         default_factory=list,

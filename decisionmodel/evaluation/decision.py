@@ -38,6 +38,7 @@ from decisionmodel.evaluation.case_records import CaseRecord
 from decisionmodel.evaluation.dataset import MAX_CASES
 from decisionmodel.evaluation.decimal_format import render4
 from decisionmodel.evaluation.gates import EVALUATION_FAILED, EvaluationGates, GateVerdict
+from decisionmodel.evaluation.ledger import LedgerEntry
 from decisionmodel.vocabulary import EvaluationResult, Gate, Reason
 
 Side = Literal["min", "max"]
@@ -90,6 +91,8 @@ class GateDecision(BaseModel):
     # 80 % of the time (issue 35: the hint alone was a coin flip that read as a promise).
     more_cases: int | None = None
     more_cases_80: int | None = None
+    # Judged by the sequential test (the ledger): more cases continue it, no fixed-n hint.
+    sequential: bool | None = None
 
     def line(self) -> str:
         sign = ">=" if self.side == "min" else "<="
@@ -101,6 +104,8 @@ class GateDecision(BaseModel):
     def hint(self) -> str:
         """What more cases would do, never beyond the dataset limit without saying so."""
         half, eighty, n = self.more_cases, self.more_cases_80, self.interval.cases
+        if self.sequential:
+            return "cases appended to the dataset continue the sequential test"
         if self.gate.startswith("slices["):  # slice cases: the dataset limit counts all cases
             if half is None:
                 return "more cases would not decide it"
@@ -141,9 +146,17 @@ class EvaluationDecision(BaseModel):
     figures: list[FigureInterval] = Field(default_factory=list, max_length=64)
     dataset_digest: str
     evidence: str = ""  # sha256 (first 16 hex) of the record above, see sealed()
+    # spec.rollout.evaluation.sequential: the test this evaluation continued (the ledger).
+    sequential: LedgerEntry | None = None
 
     def sealed(self) -> EvaluationDecision:
         body = self.model_dump(mode="json", exclude={"evidence"})
+        # Fields added later count only when set: a record without them seals as it did.
+        if body["sequential"] is None:
+            del body["sequential"]
+        for gate in body["gates"]:
+            if gate["sequential"] is None:
+                del gate["sequential"]
         text = json.dumps(body, sort_keys=True, separators=(",", ":"))
         return self.model_copy(update={"evidence": hashlib.sha256(text.encode()).hexdigest()[:16]})
 
@@ -151,7 +164,8 @@ class EvaluationDecision(BaseModel):
         return next((g for g in self.gates if g.verdict == EvaluationResult.FAILED), None)
 
     def lines(self) -> list[str]:
-        return [g.line() for g in self.gates]
+        lines = [g.line() for g in self.gates]
+        return [*lines, self.sequential.line()] if self.sequential is not None else lines
 
 
 def decide(

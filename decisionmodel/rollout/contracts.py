@@ -167,6 +167,7 @@ class EvaluationPolicy(Contract):
     confidence: str | None = None
     on_inconclusive: OnInconclusive | None = None
     slices: SliceGates | None = None
+    sequential: bool | None = None
 
     @property
     def needs_baseline(self) -> bool:
@@ -202,7 +203,7 @@ class EvaluationPolicy(Contract):
     def canonical(self) -> dict[str, Any]:
         """The policy as JSON, the later fields only when set: a policy without them has the
         fingerprint and digest it had before they existed."""
-        later = {"max_negative_flip_rate", "confidence", "on_inconclusive", "slices"}
+        later = {"max_negative_flip_rate", "confidence", "on_inconclusive", "slices", "sequential"}
         unset = {k for k in later if getattr(self, k) is None}
         return self.model_dump(mode="json", exclude=unset)
 

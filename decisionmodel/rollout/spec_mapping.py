@@ -188,6 +188,7 @@ def evaluation_policy(ev: EvaluationSpec | None) -> EvaluationPolicy | None:
             if ev.slices is not None
             else None
         ),
+        sequential=ev.sequential or None,
     )
 
 

@@ -52,6 +52,7 @@ from decisionmodel.engine.render.labels import selector_labels, store_pvc_name
 from decisionmodel.engine.runtime_client import RuntimeClient
 from decisionmodel.errors import ProbeError, QueueFull
 from decisionmodel.evaluation import EvaluationProgress, parse_dataset, render4
+from decisionmodel.rollout import step_status
 from decisionmodel.rollout.contracts import (
     DMRef,
     EvaluateInput,
@@ -65,6 +66,7 @@ from decisionmodel.rollout.contracts import (
 from decisionmodel.rollout.settings import RolloutSettings
 from kube.client import Kube
 from kube.pod_gate import condition_true, gate_condition
+from kube.rollout_status import write_status
 from localenv.cluster import LocalCluster
 from localenv.env import Simulators
 from simulators.answers import (
@@ -586,7 +588,7 @@ def evaluate_input(
     dataset: KeyRef,
     min_accuracy: str = "0.5",
     stable: bool = False,
-    **gates: str,
+    **gates: Any,
 ) -> EvaluateInput:
     policy = EvaluationPolicy(dataset=dataset, min_accuracy=min_accuracy, **gates)
     live_policy(s.ns, policy)
@@ -616,6 +618,8 @@ def live_policy(ns: Namespace, policy: EvaluationPolicy) -> None:
         "maxECE": policy.max_ece,
         "maxECEIncrease": policy.max_ece_increase,
         "maxCases": policy.max_cases,
+        "confidence": policy.confidence,
+        "sequential": policy.sequential,
     }
     # A merge patch: a gate left out (None, JSON null) is removed from an earlier test's spec.
     patch = {"spec": {"rollout": {"evaluation": wire}}}
@@ -710,6 +714,57 @@ async def test_evaluate_gates_fail_as_a_result_and_use_the_stable_as_baseline(
     absolute = await _run(_env(), acts.evaluate, evaluate_input(warmed, ref, stable=True))
     assert absolute.baseline_accuracy is None and absolute.baseline_ece is None
     assert_no_content(failed, dropped, tolerant, beats)
+
+
+async def test_evaluate_sequential_stops_early_and_continues_its_ledger(
+    warmed: Serving, kube: CountingKube
+) -> None:
+    """Issue 35 item 4: a candidate clearly above its gate stops early; at its gate the test
+    is undecided, a second evaluation on the same dataset counts nothing again, and cases
+    appended continue the same test (status.evaluationLedger carries it between them)."""
+    acts = EvaluateActivities(kube, SETTINGS)
+    many = golden(200, seed=11)
+    warmed.ns.config_map("golden-seq", {"cases.jsonl": jsonl(many)})
+    ref = KeyRef(kind="ConfigMap", name="golden-seq", key="cases.jsonl")
+    inp = evaluate_input(warmed, ref, min_accuracy="0.3", confidence="0.95", sequential=True)
+    early = await _run(_env(), acts.evaluate, inp)
+    await write_status(kube, step_status.evaluated(warmed.ns.dm, inp.policy, early))
+    assert early.result == "Passed" and early.decision is not None
+    test = early.decision.sequential
+    assert test is not None and test.stopped_early and test.evaluations == 1
+    assert early.cases == test.cases == test.this_evaluation < 200 == test.dataset_cases
+    assert "stopped after" in early.message
+
+    cases = golden(80, seed=12)
+    correct, total = count_correct_pairs(cases[:40], CAND_ACC, CAND_CONF)
+    at_gate = expected_figure(correct, total)
+    warmed.ns.config_map("golden-seq", {"cases.jsonl": jsonl(cases[:40])})
+    inp = evaluate_input(warmed, ref, min_accuracy=at_gate, confidence="0.95", sequential=True)
+    seen = []
+    for _ in range(2):
+        outcome = await _run(_env(), acts.evaluate, inp)
+        await write_status(kube, step_status.evaluated(warmed.ns.dm, inp.policy, outcome))
+        assert outcome.decision is not None and outcome.decision.sequential is not None
+        seen.append((outcome.cases, outcome.decision.sequential))
+    (first_cases, first), (again_cases, again) = seen
+    assert first.verdict == "Inconclusive" and first.cases == first_cases == 40
+    assert first.restarted == "minAccuracy changed from 0.3: a new test"
+    # The same dataset again: no case is counted twice, the evidence stands where it was.
+    assert again_cases == 0 and again.cases == 40 and again.evaluations == 3
+    assert again.pass_evidence == first.pass_evidence and again.verdict == "Inconclusive"
+
+    warmed.ns.config_map("golden-seq", {"cases.jsonl": jsonl(cases)})
+    more = await _run(_env(), acts.evaluate, inp)
+    assert more.decision is not None and more.decision.sequential is not None
+    continued = more.decision.sequential
+    assert continued.evaluations == 4 and continued.restarted is None
+    assert continued.cases == 40 + continued.this_evaluation == 40 + more.cases
+    await write_status(kube, step_status.evaluated(warmed.ns.dm, inp.policy, more))
+    dm = warmed.ns.cluster.kubectl_json("-n", warmed.ns.name, "get", "dm", warmed.ns.dm.name)
+    [entry] = dm["status"]["evaluationLedger"]
+    assert entry["revision"] == warmed.candidate.record.hash and entry["evaluations"] == 4
+    assert dm["status"]["evaluation"]["decision"]["sequential"]["cases"] == continued.cases
+    assert_no_content(early, more)
 
 
 async def test_evaluate_resumes_from_the_heartbeat_details(

@@ -53,7 +53,12 @@ from decisionmodel.api.crd import (
     render_crd,
     render_crd_yaml,
 )
-from decisionmodel.api.status import ReResolveStatus, RollbackToStatus, RolloutRunStatus
+from decisionmodel.api.status import (
+    LedgerEntryStatus,
+    ReResolveStatus,
+    RollbackToStatus,
+    RolloutRunStatus,
+)
 
 REPO = Path(__file__).resolve().parents[3]
 REGENERATE = (
@@ -376,6 +381,27 @@ def _full_status() -> DecisionModelStatus:
             reason="accuracy 0.8000 < minAccuracy 0.9",
             completed_at=t,
         ),
+        evaluation_ledger=[
+            LedgerEntryStatus(
+                revision="1111222233334444",
+                threshold="0.9",
+                confidence="0.95",
+                dataset_prefix="0123456789abcdef",
+                cases=137,
+                this_evaluation=37,
+                dataset_cases=500,
+                evaluations=2,
+                verdict=EvaluationResult.PASSED,
+                pass_evidence="52.1",
+                fail_evidence="0.0123",
+                needed="40",
+                restarted="minAccuracy changed from 0.8: a new test",
+                total="130.0",
+                squares="130.0",
+                pass_log_wealth="3.95",
+                fail_log_wealth="-8.1",
+            )
+        ],
         conditions=[
             Condition(
                 type="Ready",

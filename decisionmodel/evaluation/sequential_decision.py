@@ -1,0 +1,72 @@
+"""The decision record of a sequential evaluation (``spec.rollout.evaluation.sequential``).
+
+The verdict of ``minAccuracy`` is the sequential test's (ledger.py, sequential.py): Passed or
+Failed as soon as a bettor's wealth reaches 1 / alpha, over every case the test has counted in
+all its evaluations. The gate's interval is for reading only: a normal interval of the mean
+per-case accuracy over those cases (the test keeps their count, sum and sum of squares, not the
+cases), at the test's confidence. The figures (ECE, Brier, paired differences) are this
+evaluation's cases at fixed n, reported and not gated, as a sequential evaluation gates
+``minAccuracy`` alone.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from decimal import Decimal
+
+from decisionmodel.evaluation import intervals as iv
+from decisionmodel.evaluation.case_records import CaseRecord
+from decisionmodel.evaluation.decision import EvaluationDecision, FigureInterval, GateDecision
+from decisionmodel.evaluation.decision import decide as decide_fixed
+from decisionmodel.evaluation.gates import EvaluationGates
+from decisionmodel.evaluation.ledger import LedgerEntry
+from decisionmodel.evaluation.sequential import SequentialGate
+from decisionmodel.vocabulary import Gate
+
+READING_METHOD = "normal, every case of the sequential test"
+TEST_FIGURE = "accuracy, every case of the test"
+
+
+def decide_sequential(
+    gates: EvaluationGates,
+    entry: LedgerEntry,
+    gate: SequentialGate,
+    candidate: Sequence[CaseRecord],
+    stable: Sequence[CaseRecord] | None,
+    seed_parts: tuple[str, ...],
+) -> EvaluationDecision:
+    """The record: the test's verdict on minAccuracy, this evaluation's figures, the ledger."""
+    confidence = Decimal(entry.confidence)
+    figures: list[FigureInterval] = []
+    if candidate:
+        fixed = decide_fixed(gates, confidence, candidate, stable, seed_parts)
+        figures = list(fixed.figures)
+    judged = GateDecision(
+        gate=str(Gate.MIN_ACCURACY),
+        interval=FigureInterval.of(TEST_FIGURE, reading_interval(gate, float(confidence))),
+        threshold=entry.threshold,
+        side="min",
+        verdict=entry.verdict,
+        sequential=True,
+    )
+    return EvaluationDecision(
+        confidence=entry.confidence,
+        result=entry.verdict,
+        gates=[judged],
+        figures=figures,
+        dataset_digest=seed_parts[0] if seed_parts else "",
+        sequential=entry,
+    ).sealed()
+
+
+def reading_interval(gate: SequentialGate, confidence: float) -> iv.Interval:
+    """Mean per-case accuracy over the test's cases, ± z standard errors, within [0, 1]."""
+    assert gate.passer is not None
+    n, total, squares = gate.passer.n, gate.passer.total, gate.passer.squares
+    if n == 0:
+        return iv.Interval(0.0, 0.0, 1.0, 0, READING_METHOD)
+    mean = total / n
+    var = max(squares / n - mean * mean, 0.0) * n / max(n - 1, 1)
+    half = iv.z_of(confidence) * math.sqrt(var / n)
+    return iv.Interval(mean, max(mean - half, 0.0), min(mean + half, 1.0), n, READING_METHOD)
