@@ -199,3 +199,79 @@ async def test_a_regression_in_one_slice_fails_its_gate_while_the_overall_gates_
     }
     assert ctl.status("sliced")["stableRevision"]["hash"] == stable
     assert marker not in json.dumps(ctl.dm("sliced"))  # a slice's name shows, its cases do not
+
+
+def ledger_entry(ctl: RolloutHarness, name: str, revision: str) -> dict[str, Any]:
+    for entry in ctl.status(name).get("evaluationLedger") or []:
+        if entry.get("revision") == revision:
+            return dict(entry)
+    return {}
+
+
+async def test_sequential_evaluation_stops_early_and_a_retry_continues_its_test(
+    ctl: RolloutHarness,
+) -> None:
+    """Issue 35 item 4: a candidate clearly above minAccuracy promotes after fewer cases than
+    the dataset holds (status and the workflow's result say so); a candidate at its gate is
+    undecided and rejected, and a retry once cases are appended continues the same test."""
+    put_model("laya", "seqgood", accuracy=0.95, confidence=0.8, revision="seqgood")
+    put_model("laya", "seqgate", accuracy=0.85, confidence=0.8, revision="seqgate")
+    many = make_golden_set(300, seed=8)
+    ctl.golden_configmap("golden-seq", "".join(json.dumps(c) + "\n" for c in many))
+    ctl.create_dm("seq", {"model": "laya:en"})
+    await eventually(lambda: ctl.status("seq").get("phase") == "Ready", 120, what="Ready")
+    evaluation = {
+        "datasetRef": {"configMapRef": {"name": "golden-seq", "key": "cases.jsonl"}},
+        "minAccuracy": "0.60",
+        "confidence": "0.95",
+        "sequential": True,
+    }
+    ctl.update_spec("seq", {"model": "laya:seqgood", "rollout": {"evaluation": evaluation}})
+    await eventually(
+        lambda: (ctl.status("seq").get("stableRevision") or {}).get("model") == "laya:seqgood",
+        240,
+        what="promoted",
+    )
+    ev = ctl.status("seq")["evaluation"]
+    test = ev["decision"]["sequential"]
+    assert ev["cases"] == test["cases"] == test["thisEvaluation"] < 300 == test["datasetCases"]
+    assert "stopped after" in condition(ctl, "seq", "Evaluated")["message"]
+    revision = ctl.status("seq")["stableRevision"]["hash"]
+    [wf] = [
+        w async for w in ctl.client.list_workflows(revision_query(ctl.namespace, "seq", revision))
+    ]
+    result = await ctl.client.get_workflow_handle(wf.id).result()
+    assert result["decision"]["sequential"]["cases"] == test["cases"]  # in history too
+
+    few = make_golden_set(80, seed=9)
+    ctl.golden_configmap("golden-seq", "".join(json.dumps(c) + "\n" for c in few[:40]))
+    at_gate = {
+        **evaluation,
+        "minAccuracy": f"{expected_accuracy(few[:40], 0.85, 0.8):.4f}",
+        "onInconclusive": "Reject",
+    }
+    ctl.update_spec("seq", {"model": "laya:seqgate", "rollout": {"evaluation": at_gate}})
+    failed = await eventually(
+        lambda: (
+            (f := ctl.status("seq").get("failedRevision") or {}).get("model") == "laya:seqgate"
+            and f
+        ),
+        240,
+        what="rejected as undecided",
+    )
+    assert failed["reason"] == "InconclusiveRejected"
+    first = ledger_entry(ctl, "seq", failed["hash"])
+    assert first["cases"] == 40 and first["evaluations"] == 1 and first["verdict"] == "Inconclusive"
+
+    # Cases appended, then a retry: the same test goes on from case 41 (not a fresh look).
+    ctl.golden_configmap("golden-seq", "".join(json.dumps(c) + "\n" for c in few))
+    retried = run(ctl, "retry", "seq")
+    assert retried.returncode == 0, retried.stderr
+    again = await eventually(
+        lambda: (e := ledger_entry(ctl, "seq", failed["hash"])).get("evaluations") == 2 and e,
+        240,
+        what="the retry's evaluation continued the test",
+    )
+    assert again["cases"] == 40 + again["thisEvaluation"] and again["thisEvaluation"] > 0
+    assert "restarted" not in again
+    assert ctl.status("seq")["stableRevision"]["hash"] == revision  # the stable kept serving
