@@ -61,11 +61,11 @@ from decisionmodel.evaluation import (
     parse_dataset,
 )
 from decisionmodel.evaluation.case_records import CaseRecord
-from decisionmodel.evaluation.decimal_format import quantize4
+from decisionmodel.evaluation.decimal_format import quantize4, render4
 from decisionmodel.evaluation.decision import decide
 from decisionmodel.evaluation.intervals import negative_flip_count
 from decisionmodel.evaluation.phase_memory import PhaseMemory, PhaseMemoryStore
-from decisionmodel.evaluation.sequential_decision import decide_sequential
+from decisionmodel.evaluation.sequential_decision import decide_sequential, reading_interval
 from decisionmodel.evaluation.spread import Lane, spread_cases
 from decisionmodel.rollout.contracts import (
     EVALUATE,
@@ -116,6 +116,8 @@ class EvaluationHeartbeat(BaseModel):
     # evaluation, and its gate after the candidate's committed prefix (numbers only).
     sequential_offset: int | None = None
     sequential_gate: dict[str, Any] | None = None
+    # Where this evaluation started the test (TestStart.to_wire), for a retried attempt.
+    sequential_start: dict[str, Any] | None = None
 
     def details(self) -> dict[str, Any]:
         return self.model_dump(mode="json")
@@ -210,7 +212,7 @@ class EvaluateActivities:
                     raw = await self.secrets.dataset(inp.dm.namespace, inp.policy.dataset, inp.dm)
                     digest = dataset_digest(raw)
                     cases = parse_dataset(raw, inp.policy.max_cases)
-                    test = self._sequential(inp, live, raw, cases)
+                    test = self._sequential(inp, live, raw, cases, state, digest)
                     cases = test.unseen(cases) if test is not None else cases
                     del raw
                     api_key = await self.secrets.api_key(inp.dm.namespace, inp.api_key)
@@ -254,14 +256,27 @@ class EvaluateActivities:
 
     @staticmethod
     def _sequential(
-        inp: EvaluateInput, live: LivePolicy, raw: bytes, cases: list[GoldenCase]
+        inp: EvaluateInput,
+        live: LivePolicy,
+        raw: bytes,
+        cases: list[GoldenCase],
+        previous: EvaluationHeartbeat,
+        digest: str,
     ) -> SequentialRun | None:
-        """The revision's sequential test, continued from the live ledger where it applies."""
+        """The revision's sequential test, continued from the live ledger where it applies,
+        or from where an earlier attempt of this evaluation (same dataset) started it."""
         policy = inp.policy
         if not policy.sequential or policy.confidence is None:
             return None
+        same = previous.dataset_digest == digest and previous.sequential_start is not None
         return SequentialRun.begin(
-            live.ledger, inp.candidate.hash, policy.min_accuracy, policy.confidence, raw, cases
+            live.ledger,
+            inp.candidate.hash,
+            policy.min_accuracy,
+            policy.confidence,
+            raw,
+            cases,
+            previous.sequential_start if same else None,
         )
 
     @staticmethod
@@ -292,6 +307,7 @@ class EvaluateActivities:
             baseline=resumed_progress(prev_base, digest, n) if baseline else None,
             sequential_offset=offset,
             sequential_gate=previous.sequential_gate,
+            sequential_start=test.begun.to_wire() if test is not None else None,
         )
 
     @staticmethod
@@ -429,6 +445,9 @@ class EvaluateActivities:
             )
             found = decision_verdict(decision)
         figures = candidate.rendered()
+        if test is not None and candidate.cases == 0:
+            # No case was new to the test: its accuracy is the test's, not a 0 of no cases.
+            figures["accuracy"] = render4(reading_interval(test.gate, 0.95).estimate)
         base = baseline.rendered() if baseline is not None else None
         counts = f"{candidate.cases} cases, {candidate.failed_cases} failed"
         return EvaluationOutcome(

@@ -48,9 +48,16 @@ class SequentialRun:
         confidence: str,
         raw: bytes,
         cases: list[GoldenCase],
+        carried: dict[str, Any] | None = None,
     ) -> SequentialRun:
+        """``carried``: where an earlier attempt of this evaluation started the test (its
+        heartbeat, same dataset), which wins over the ledger: the ledger may already hold this
+        very evaluation's result, written before the attempt was lost."""
         digests = ledgers.prefix_digests(raw, cases)
-        begun = ledgers.start(entries, revision, threshold, Decimal(confidence), digests)
+        if carried is not None:
+            begun = TestStart.from_wire(carried)
+        else:
+            begun = ledgers.start(entries, revision, threshold, Decimal(confidence), digests)
         return cls(begun, digests, revision, threshold)
 
     def unseen(self, cases: list[GoldenCase]) -> list[GoldenCase]:

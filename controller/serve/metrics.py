@@ -257,6 +257,8 @@ def _record_evaluation(state: DMSeries, evaluation: object) -> None:
         return
     if evaluation.get("result") is None and evaluation.get("completedAt") is None:
         return
+    if evaluation.get("cases") == 0:
+        return  # a sequential test with no new case: no figures of its own (issue 35)
     for family, key in ((ACCURACY, "accuracy"), (ECE, "ece")):
         number = _number(evaluation.get(key))
         if number is not None:

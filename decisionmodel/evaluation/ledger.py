@@ -26,7 +26,7 @@ from __future__ import annotations
 import hashlib
 from dataclasses import dataclass
 from decimal import Decimal
-from typing import Final
+from typing import Any, Final
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -77,7 +77,10 @@ class LedgerEntry(BaseModel):
         if self.stopped_early:
             text += f"; stopped after {self.cases} of the dataset's {self.dataset_cases} cases"
         elif self.verdict == EvaluationResult.INCONCLUSIVE:
-            text += "; every case of the dataset is counted: append cases to continue the test"
+            text += (
+                "; every case read is counted: append cases to the dataset (and raise "
+                "maxCases if it reached it) to continue the test"
+            )
         if self.restarted:
             text += f"; {self.restarted}"
         return text
@@ -93,6 +96,27 @@ class TestStart:
     evaluations: int
     confidence: Decimal
     restarted: str | None = None
+
+    def to_wire(self) -> dict[str, Any]:
+        """Numbers only: a retried attempt of the same evaluation starts where this one did
+        (the ledger in status may already hold this evaluation's own result)."""
+        return {
+            "gate": self.gate.to_wire(),
+            "offset": self.offset,
+            "evaluations": self.evaluations,
+            "confidence": str(self.confidence),
+            "restarted": self.restarted,
+        }
+
+    @classmethod
+    def from_wire(cls, raw: dict[str, Any]) -> TestStart:
+        return cls(
+            SequentialGate.from_wire(raw["gate"]),
+            int(raw["offset"]),
+            int(raw["evaluations"]),
+            Decimal(raw["confidence"]),
+            raw.get("restarted"),
+        )
 
 
 def alpha_of(confidence: Decimal) -> float:
@@ -130,13 +154,18 @@ def start(
     why = None
     if Decimal(prior.threshold) != Decimal(threshold):
         why = f"minAccuracy changed from {prior.threshold}: a new test"
-    elif prior.cases >= len(digests) or digests[prior.cases] != prior.dataset_prefix:
+    elif prior.cases >= len(digests):
+        why = (
+            f"the dataset (or maxCases) now gives fewer cases than the {prior.cases} the "
+            "earlier test counted: a new test on this dataset"
+        )
+    elif digests[prior.cases] != prior.dataset_prefix:
         why = (
             f"the dataset no longer starts with the {prior.cases} cases the earlier test "
             "counted: a new test on this dataset"
         )
     if why is not None:
-        return TestStart(fresh, 0, prior.evaluations, confidence, why)
+        return TestStart(fresh, 0, 0, confidence, why)
     strictest = max(confidence, Decimal(prior.confidence))
     return TestStart(_restored(prior, strictest), prior.cases, prior.evaluations, strictest)
 

@@ -102,9 +102,20 @@ def evaluated(dm: DMRef, policy: EvaluationPolicy, outcome: EvaluationOutcome) -
             )
         ],
         event_reason=EventReason.EVALUATED,
-        event_message=f"{outcome.result}: accuracy {outcome.accuracy}, "
-        f"ECE {outcome.ece} on {outcome.cases} cases",
+        event_message=_evaluated_event(outcome),
         event_type="Normal" if passed else "Warning",
+    )
+
+
+def _evaluated_event(outcome: EvaluationOutcome) -> str:
+    test = outcome.decision.sequential if outcome.decision is not None else None
+    if test is not None and outcome.cases == 0:
+        return (
+            f"{outcome.result}: no case new to the sequential test, accuracy {outcome.accuracy} "
+            f"over the {test.cases} it counted before"
+        )
+    return (
+        f"{outcome.result}: accuracy {outcome.accuracy}, ECE {outcome.ece} on {outcome.cases} cases"
     )
 
 

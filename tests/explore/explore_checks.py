@@ -83,6 +83,8 @@ class Checker:
     violations: list[Violation] = field(default_factory=list)
     checks: int = 0
     _since: dict[str, float] = field(default_factory=dict)
+    # Per revision: the most evaluations and cases its sequential test has shown.
+    _tests: dict[str, tuple[int, int]] = field(default_factory=dict)
 
     def quiet_for(self) -> float:
         own = time.monotonic() - self.life.touched_at
@@ -119,6 +121,7 @@ class Checker:
             return
         self._reasons(obj)
         self._service(obj)
+        self._ledger(obj)
 
     async def _runs_per_revision(self) -> None:
         query = f"{dm_query(self.life.namespace, DM)} AND ExecutionStatus = 'Running'"
@@ -182,6 +185,32 @@ class Checker:
             found.status == "Current" and stable != asked and not rollback,
             f"Current ({found.message[:120]}) with spec {asked}, stable {stable}",
         )
+
+    def _ledger(self, obj: dict[str, Any]) -> None:
+        """A revision's sequential test goes on across its evaluations (issue 35): a later
+        evaluation never shows fewer counted cases, and with the dataset and minAccuracy the
+        explorer never changes, it never restarts; a test counts at most the dataset."""
+        for entry in (obj.get("status") or {}).get("evaluationLedger") or []:
+            self.checks += 1
+            revision, runs, cases = entry["revision"], entry["evaluations"], entry["cases"]
+            if entry.get("restarted"):
+                self._once("a sequential test goes on", f"{revision}: {entry['restarted']}")
+            if cases > entry["datasetCases"] or entry["thisEvaluation"] > cases:
+                self._once("a sequential test counts each case once", f"{revision}: {entry}")
+            seen_runs, seen_cases = self._tests.get(revision, (0, 0))
+            if runs < seen_runs:  # left the ledger (8 revisions) and begun again
+                self._tests[revision] = (runs, cases)
+                continue
+            if runs > seen_runs and cases < seen_cases:
+                self._once(
+                    "a sequential test goes on",
+                    f"{revision}: evaluation {runs} counts {cases} cases, {seen_cases} before",
+                )
+            self._tests[revision] = (runs, max(cases, seen_cases))
+
+    def _once(self, invariant: str, detail: str) -> None:
+        if not any(v.invariant == invariant and v.detail == detail for v in self.violations):
+            self.flag(invariant, detail)
 
     def _service(self, obj: dict[str, Any]) -> None:
         if self.life.foreign_service:

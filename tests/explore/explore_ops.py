@@ -99,6 +99,8 @@ class Desired:
     tag: str = "v1"
     replicas: int = 1
     gate: bool = False
+    # The gate judged by the sequential test (issue 35): stops early, keeps a ledger.
+    sequential: bool = False
     manual: bool = False
     # spec.manualPromotion (the reference's boolean) instead of rollout.promotion: Manual.
     manual_field: bool = False
@@ -123,6 +125,10 @@ class Desired:
             rollout["evaluation"] = {
                 "datasetRef": {"configMapRef": {"name": dataset, "key": "cases.jsonl"}},
                 "minAccuracy": "0.50",
+                "confidence": "0.95" if self.sequential else None,
+                "sequential": True if self.sequential else None,
+                # An undecided bad model (30 cases) is rolled back, as the point gate fails it.
+                "onInconclusive": "Reject" if self.sequential else None,
             }
         else:
             rollout["evaluation"] = None
@@ -149,7 +155,7 @@ class Desired:
         elif op.kind == "replicas":
             d.replicas = int(op.arg)
         elif op.kind == "gate":
-            d.gate = op.arg == "on"
+            d.gate, d.sequential = op.arg != "off", op.arg == "sequential"
         elif op.kind == "promotion":
             d.manual, d.manual_field = op.arg == "Manual", False
         return d
@@ -161,7 +167,7 @@ def _arg(kind: str, rng: random.Random, desired: Desired) -> str:
     if kind == "replicas":
         return "2" if desired.replicas == 1 else "1"
     if kind == "gate":
-        return "off" if desired.gate else "on"
+        return "off" if desired.gate else rng.choice(("on", "sequential"))
     if kind == "promotion":
         return "Automatic" if desired.manual else "Manual"
     if kind == "republish":

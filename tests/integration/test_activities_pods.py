@@ -750,19 +750,19 @@ async def test_evaluate_sequential_stops_early_and_continues_its_ledger(
     assert first.verdict == "Inconclusive" and first.cases == first_cases == 40
     assert first.restarted == "minAccuracy changed from 0.3: a new test"
     # The same dataset again: no case is counted twice, the evidence stands where it was.
-    assert again_cases == 0 and again.cases == 40 and again.evaluations == 3
+    assert again_cases == 0 and again.cases == 40 and again.evaluations == 2
     assert again.pass_evidence == first.pass_evidence and again.verdict == "Inconclusive"
 
     warmed.ns.config_map("golden-seq", {"cases.jsonl": jsonl(cases)})
     more = await _run(_env(), acts.evaluate, inp)
     assert more.decision is not None and more.decision.sequential is not None
     continued = more.decision.sequential
-    assert continued.evaluations == 4 and continued.restarted is None
+    assert continued.evaluations == 3 and continued.restarted is None
     assert continued.cases == 40 + continued.this_evaluation == 40 + more.cases
     await write_status(kube, step_status.evaluated(warmed.ns.dm, inp.policy, more))
     dm = warmed.ns.cluster.kubectl_json("-n", warmed.ns.name, "get", "dm", warmed.ns.dm.name)
     [entry] = dm["status"]["evaluationLedger"]
-    assert entry["revision"] == warmed.candidate.record.hash and entry["evaluations"] == 4
+    assert entry["revision"] == warmed.candidate.record.hash and entry["evaluations"] == 3
     assert dm["status"]["evaluation"]["decision"]["sequential"]["cases"] == continued.cases
     assert_no_content(early, more)
 
