@@ -22,6 +22,8 @@ sys.path.insert(0, str(Path(__file__).parent))
 from harness import run_summaries
 
 TESTS = Path(__file__).parent
+# A test stuck beyond its own timeout ends its worker with the stacks printed (harness/backstop).
+pytest_plugins = ["harness.backstop"]
 
 # A test's tier is its folder (kopf mirrors its package tree the same way): the marker is set
 # here, never by hand, so `pytest -m unit` and `make unit` mean the same files.
