@@ -11,9 +11,10 @@ from __future__ import annotations
 
 import asyncio
 import uuid
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable
 from datetime import timedelta
 from pathlib import Path
+from typing import TypeVar
 
 import pytest
 from harness.time_skipping import register_search_attributes, start_time_skipping
@@ -32,6 +33,19 @@ ROOT = Path(__file__).resolve().parents[2]
 TIMER_STARTED = EventType.EVENT_TYPE_TIMER_STARTED
 TIMER_FIRED = EventType.EVENT_TYPE_TIMER_FIRED
 ACTIVITY_SCHEDULED = EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED
+
+
+T = TypeVar("T")
+
+# Real seconds any one wait of these tests may take. Time is skipped, so each takes seconds;
+# one that stopped skipping (the server holds the clock while an activity runs) would otherwise
+# wait the skipped hours for real, and pytest-timeout's signal may reach a thread of the SDK's
+# runtime instead of the event loop (stop 42's CI: a worker silent for an hour).
+REAL_WAIT_SECONDS = 240.0
+
+
+async def bounded(wait: Awaitable[T]) -> T:
+    return await asyncio.wait_for(wait, REAL_WAIT_SECONDS)
 
 
 @pytest.fixture(scope="module")
@@ -86,7 +100,7 @@ async def test_the_shipped_grace_keeps_the_previous_revision_30_s_then_deletes_i
     env: WorkflowEnvironment, queue: str, cluster: FakeCluster
 ) -> None:
     handle = await start(env.client, queue, shipped(make_input(stable=True)))
-    outcome = await handle.result()
+    outcome = await bounded(handle.result())
     assert outcome.result == c.RolloutResult.PROMOTED
     assert cluster.calls[-2:] == [c.PROMOTE, "delete:stable0000000000"]
     history = await handle.fetch_history()
@@ -101,12 +115,12 @@ async def test_an_approval_is_awaited_for_a_week_and_still_promotes(
     and the approval then promotes it."""
     handle = await start(env.client, queue, shipped(make_input(stable=True, promotion="Manual")))
     waiting = await wait_phase(handle, c.Phase.AWAITING_PROMOTION)
-    await env.sleep(timedelta(days=7))
+    await bounded(env.sleep(timedelta(days=7)))
     still = await handle.query(RolloutWorkflow.progress, result_type=c.RolloutProgress)
     assert still.phase == c.Phase.AWAITING_PROMOTION
     assert c.PROMOTE not in cluster.calls
     await handle.signal(RolloutWorkflow.promote, waiting.expected_approval or "")
-    outcome = await handle.result()
+    outcome = await bounded(handle.result())
     assert outcome.result == c.RolloutResult.PROMOTED
     assert cluster.promoted == [waiting.revision]
 
@@ -120,12 +134,12 @@ async def test_a_guard_holds_the_step_past_its_deadline_until_it_is_fixed(
     cluster.fail[c.EVALUATE] = ApplicationError("label the Secret", type="SecretNotAllowed")
     handle = await start(env.client, queue, shipped(make_input(stable=True, evaluation=True)))
     await wait_phase(handle, c.Phase.EVALUATING)
-    await env.sleep(timedelta(minutes=30))
+    await bounded(env.sleep(timedelta(minutes=30)))
     still = await handle.query(RolloutWorkflow.progress, result_type=c.RolloutProgress)
     assert still.phase == c.Phase.EVALUATING
     assert "record-failure" not in cluster.calls
     del cluster.fail[c.EVALUATE]
-    outcome = await handle.result()
+    outcome = await bounded(handle.result())
     assert outcome.result == c.RolloutResult.PROMOTED
 
 
@@ -139,7 +153,7 @@ async def test_a_guard_never_fixed_ends_at_the_decision_deadline(
     inp = shipped(make_input(stable=True, evaluation=True))
     inp = inp.model_copy(update={"timeouts": c.PhaseTimeouts(decision=3600)})
     handle = await start(env.client, queue, inp)
-    outcome = await handle.result()
+    outcome = await bounded(handle.result())
     assert outcome.result == c.RolloutResult.ROLLED_BACK
     assert outcome.reason == "EvaluationTimeout", outcome
 
@@ -153,11 +167,11 @@ async def test_a_cleanup_failing_for_an_hour_keeps_its_rounds_and_finishes(
     cluster.cleanup_down = asyncio.Event()
     cluster.evaluation_result = "Failed"
     handle = await start(env.client, queue, shipped(make_input(stable=True, evaluation=True)))
-    await env.sleep(timedelta(hours=1))
+    await bounded(env.sleep(timedelta(hours=1)))
     progress = await handle.query(RolloutWorkflow.progress, result_type=c.RolloutProgress)
     assert progress.cleanup is not None and progress.cleanup.rounds >= 3
     cluster.cleanup_down.set()
-    outcome = await handle.result()
+    outcome = await bounded(handle.result())
     assert outcome.result == c.RolloutResult.ROLLED_BACK
     assert "record-failure" in cluster.calls and cluster.deleted
     history = await handle.fetch_history()
@@ -181,6 +195,6 @@ async def test_the_client_of_the_time_skipping_server_is_a_real_temporal_client(
 ) -> None:
     # The fixtures above are only worth something if time really skips: a day in an instant.
     before = await env.get_current_time()
-    await env.sleep(timedelta(days=1))
+    await bounded(env.sleep(timedelta(days=1)))
     assert await env.get_current_time() - before >= timedelta(days=1)
     assert isinstance(env.client, Client)
