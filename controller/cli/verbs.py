@@ -156,7 +156,11 @@ def _verdict_lines(decision: dict[str, Any] | None) -> list[str]:
     if not decision:
         return []
     head = f"  evidence   {decision.get('evidence')} at confidence {decision.get('confidence')}"
-    return [head, *(f"  gate       {line}" for line in decision_lines(decision))]
+    lines = [head, *(f"  gate       {line}" for line in decision_lines(decision))]
+    if decision.get("sequential") and len(lines) > 1:
+        # The last line is the sequential test's own (the ledger), not a gate's.
+        lines[-1] = lines[-1].replace("  gate       ", "  test       ", 1)
+    return lines
 
 
 def _rollout_lines(v: dict[str, Any]) -> list[str]:

@@ -10,6 +10,8 @@ from decimal import Decimal
 import pytest
 
 from activities.evaluate_sequential import Decided, SequentialRun
+from controller.cli.verbs import _verdict_lines
+from decisionmodel.api.status import EvaluationDecisionStatus
 from decisionmodel.evaluation import parse_dataset
 from decisionmodel.evaluation.case_records import CaseRecord
 from decisionmodel.evaluation.decision import EvaluationDecision, FigureInterval, GateDecision
@@ -210,3 +212,17 @@ def test_a_retried_attempt_starts_where_its_evaluation_did_not_from_its_own_resu
     )
     assert retried.begun.offset == 0 and retried.begun.evaluations == 0
     assert retried.begun.gate == first.begun.gate
+
+
+def test_dmrollout_status_shows_the_test_apart_from_the_gates() -> None:
+    raw = dataset(100)
+    test = run_on(raw, [])
+    used = feed(test, [True] * 100)
+    gates = EvaluationGates.model_validate({"minAccuracy": "0.7"})
+    decision = decide_sequential(
+        gates, test.entry(), test.gate, [record(True)] * used, None, ("d",)
+    )
+    wire = EvaluationDecisionStatus.model_validate(decision.model_dump(mode="json"))
+    lines = _verdict_lines(wire.model_dump(mode="json", by_alias=True, exclude_none=True))
+    assert lines[1].startswith("  gate       minAccuracy Passed")
+    assert lines[-1].startswith("  test       sequential test: ") and "stopped after" in lines[-1]
