@@ -65,7 +65,7 @@ from decisionmodel.evaluation.decimal_format import quantize4, render4
 from decisionmodel.evaluation.decision import decide
 from decisionmodel.evaluation.intervals import negative_flip_count
 from decisionmodel.evaluation.phase_memory import PhaseMemory, PhaseMemoryStore
-from decisionmodel.evaluation.sequential_decision import decide_sequential, reading_interval
+from decisionmodel.evaluation.sequential_decision import decide_sequential
 from decisionmodel.evaluation.spread import Lane, spread_cases
 from decisionmodel.rollout.contracts import (
     EVALUATE,
@@ -364,13 +364,12 @@ class EvaluateActivities:
             found = CaseRecord.of(outcomes, case.slice)
             if len(memory.records) == case.index:
                 memory.add(found)
-            if test is not None:
-                try:
-                    test.feed(found)
-                finally:
+            try:
+                if test is not None:
+                    test.feed(found)  # raises Decided once the test has a verdict
+            finally:
+                if test is not None:
                     state.sequential_gate = test.gate.to_wire()
-                    ticker.update(state.details())
-            else:
                 ticker.update(state.details())
 
         async with contextlib.AsyncExitStack() as stack:
@@ -447,7 +446,7 @@ class EvaluateActivities:
         figures = candidate.rendered()
         if test is not None and candidate.cases == 0:
             # No case was new to the test: its accuracy is the test's, not a 0 of no cases.
-            figures["accuracy"] = render4(reading_interval(test.gate, 0.95).estimate)
+            figures["accuracy"] = render4(test.gate.mean)
         base = baseline.rendered() if baseline is not None else None
         counts = f"{candidate.cases} cases, {candidate.failed_cases} failed"
         return EvaluationOutcome(

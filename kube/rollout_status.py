@@ -2,9 +2,9 @@
 
 The rollout owns phase, phaseTransitionTime, candidateRevision, stableRevision,
 failedRevision, previousRevision, evaluation, evaluationLedger, lastPromotionTime and the
-conditions Resolved,
-Cached, Evaluated and Promoted, applied under the field manager ``dmrollout-rollout`` through
-``kube.status`` (the controller's share is ``kube.controller_status``). The record_status
+conditions Resolved, Cached, Evaluated and Promoted, applied under the field manager
+``dmrollout-rollout`` through ``kube.status`` (the controller's share is
+``kube.controller_status``). The record_status
 activity and promote write through here; the controller too, when it decides a steady-state
 phase (phase has one owner).
 """
@@ -215,7 +215,7 @@ def build_rollout_status(
 
 def ledger_of(status: Mapping[str, Any]) -> list[LedgerEntry]:
     """``status.evaluationLedger`` as entries; an entry that does not read is left out (its
-    revision's next evaluation then starts a new test, which the record says)."""
+    revision's next evaluation then starts a new test, as for a revision never tested)."""
     found = []
     for raw in status.get(StatusKey.EVALUATION_LEDGER) or []:
         try:

@@ -156,11 +156,13 @@ def _verdict_lines(decision: dict[str, Any] | None) -> list[str]:
     if not decision:
         return []
     head = f"  evidence   {decision.get('evidence')} at confidence {decision.get('confidence')}"
-    lines = [head, *(f"  gate       {line}" for line in decision_lines(decision))]
-    if decision.get("sequential") and len(lines) > 1:
-        # The last line is the sequential test's own (the ledger), not a gate's.
-        lines[-1] = lines[-1].replace("  gate       ", "  test       ", 1)
-    return lines
+    lines = decision_lines(decision)
+    gates = len(decision.get("gates") or [])  # then the sequential test's own line, if any
+    return [
+        head,
+        *(f"  gate       {line}" for line in lines[:gates]),
+        *(f"  test       {line}" for line in lines[gates:]),
+    ]
 
 
 def _rollout_lines(v: dict[str, Any]) -> list[str]:

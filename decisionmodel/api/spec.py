@@ -700,9 +700,11 @@ class EvaluationSpec(WireModel):
             raise ValueError(MSG_INCONCLUSIVE_NEEDS_CONFIDENCE)
         if self.sequential and self.confidence is None:
             raise ValueError(MSG_SEQUENTIAL_NEEDS_CONFIDENCE)
-        excluded = ("max_accuracy_drop", "max_ece", "max_ece_increase", "max_negative_flip_rate")
-        if self.sequential and any(getattr(self, n) is not None for n in (*excluded, "slices")):
-            raise ValueError(MSG_SEQUENTIAL_GATES)
+        if self.sequential:
+            # The CEL rule's list, by wire name: one list for both enforcement points.
+            names = {info.alias or n: n for n, info in type(self).model_fields.items()}
+            if any(getattr(self, names[f]) is not None for f in SEQUENTIAL_EXCLUDES):
+                raise ValueError(MSG_SEQUENTIAL_GATES)
         if self.slices is not None and self.confidence is None:
             raise ValueError(MSG_SLICES_NEED_CONFIDENCE)
         if self.confidence is not None:

@@ -109,6 +109,12 @@ class SequentialGate:
         assert self.passer is not None
         return self.passer.n
 
+    @property
+    def mean(self) -> float:
+        """The mean outcome of the cases so far (0 before any)."""
+        assert self.passer is not None
+        return self.passer.total / self.passer.n if self.passer.n else 0.0
+
     def after(self, x: float) -> SequentialGate:
         """The gate once the outcome ``x`` of one more case is seen."""
         if not self.lo <= x <= self.hi:

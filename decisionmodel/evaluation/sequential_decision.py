@@ -63,10 +63,9 @@ def decide_sequential(
 def reading_interval(gate: SequentialGate, confidence: float) -> iv.Interval:
     """Mean per-case accuracy over the test's cases, ± z standard errors, within [0, 1]."""
     assert gate.passer is not None
-    n, total, squares = gate.passer.n, gate.passer.total, gate.passer.squares
+    n, mean, squares = gate.passer.n, gate.mean, gate.passer.squares
     if n == 0:
         return iv.Interval(0.0, 0.0, 1.0, 0, READING_METHOD)
-    mean = total / n
     var = max(squares / n - mean * mean, 0.0) * n / max(n - 1, 1)
     half = iv.z_of(confidence) * math.sqrt(var / n)
     return iv.Interval(mean, max(mean - half, 0.0), min(mean + half, 1.0), n, READING_METHOD)

@@ -66,8 +66,9 @@ def _cells(aggregates: EvaluationAggregates | None) -> list[ConfusionCellStatus]
 
 
 def decision_lines(decision: Mapping[str, Any] | None) -> list[str]:
-    """One line per gate of ``status.evaluation.decision``, worded as the rollout's own message
-    and the Temporal UI word them (GateDecision.line)."""
+    """One line per gate of ``status.evaluation.decision``, then the sequential test's line
+    when it has one, worded as the rollout's own message and the Temporal UI word them
+    (EvaluationDecision.lines)."""
     if not decision:
         return []
     wire = EvaluationDecisionStatus.model_validate(decision)
