@@ -144,7 +144,12 @@ def _assert_runtime_serves(env: MultiClusterEnv, ip: str) -> None:
     url = f"http://{ip}:{env.ports.runtime}/"
 
     def served() -> bool:
-        response = httpx.get(url, trust_env=False, timeout=5)
+        try:
+            response = httpx.get(url, trust_env=False, timeout=10)
+        except httpx.TimeoutException as e:
+            # Its first lookup builds an API client per cluster: slow on a loaded machine, and
+            # the answer it reads is cached for the next request.
+            raise AssertionError(f"{url}: {e!r}") from e
         assert response.status_code == 200, (url, response.status_code, response.text)
         return True
 

@@ -116,7 +116,7 @@ async def test_the_backoff_holds_across_a_restart_and_a_failover(pair: Pair) -> 
     h.create_dm("missing", {"model": f"laya:nowhere-{uuid.uuid4().hex[:8]}"})
     # The first rollout fails (ModelNotFound); BASE s later the first re-resolve fails too.
     runs = await all_closed(h, "missing", 2)
-    assert runs[1].start_time - runs[0].start_time >= timedelta(seconds=BASE), runs
+    assert runs[1].start_time - runs[0].start_time >= timedelta(seconds=BASE) - SLACK, runs
 
     # A restart (the Deployment rolled): the next attempt is still due 2*BASE after the last.
     first.stop()

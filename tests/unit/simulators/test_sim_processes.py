@@ -76,7 +76,8 @@ async def test_runtime_process(tmp_path: Path) -> None:
             str(tmp_path / "no-such-kubeconfig"),
             ready_file=tmp_path / "runtime.ready",
         ) as url,
-        httpx.AsyncClient(trust_env=False) as http,
+        # The first lookup imports the Kubernetes client (3 s here idle, more on a loaded CI).
+        httpx.AsyncClient(trust_env=False, timeout=60) as http,
     ):
         # No cluster to ask: no Pod is known at this address.
         response = await http.get(f"{url}/")
