@@ -8,8 +8,13 @@ running for it.
   (its input's evaluation, gates and promotion mode) is not the spec's is cancelled and the
   revision started again under the spec's policy once it has closed (a hand-started run, or
   spec.rollout changed mid-rollout; docs/security.md);
-- else cancel the other running rollout(s) of this DecisionModel, then start the desired one
-  (within the fleet budget; queued otherwise: Pending / RolloutQueued, FIFO).
+- else cancel the other running rollout(s) of this DecisionModel, and start the desired one
+  once they have closed (within the fleet budget; queued otherwise: Pending / RolloutQueued,
+  FIFO). A stopping run removes its candidate first, and it may be the very revision the spec
+  now asks for under another name (a pinned digest and the tag it pins resolve to one revision,
+  which only resolve tells): two runs of it at once would each act on the same objects
+  (explorer seeds 3458, 4416). ``overdue``: one did not close within the controller's bound
+  (a cleanup retried for ever, a run no worker serves), and the desired one starts beside it.
 """
 
 from __future__ import annotations
@@ -37,6 +42,9 @@ class Decision:
     # the policy digest it enforces); the revision starts again once they have closed.
     replaced: tuple[tuple[str, str], ...] = ()
     policy: str = ""  # the spec's policy digest
+    # Runs still going that the desired one waits for before it starts (cancelled just now,
+    # or ending by themselves: an abort's or a retry's predecessor finishing its rollback).
+    waiting: tuple[str, ...] = ()
 
 
 def decide(
@@ -44,9 +52,11 @@ def decide(
     desired: DesiredRevision,
     running: list[RunningRollout],
     re_resolve: bool = False,
+    overdue: bool = False,
 ) -> Decision:
     """``re_resolve``: a ModelNotFound failure is due to be resolved again
-    (controller.reconciler.re_resolve): it starts as a new attempt, no annotation needed."""
+    (controller.reconciler.re_resolve): it starts as a new attempt, no annotation needed.
+    ``overdue``: start even though other runs have not closed yet (module doc)."""
     status = dm.status
     stable = status.stable_revision if status else None
     failed = status.failed_revision if status else None
@@ -112,12 +122,16 @@ def decide(
     why = "running" if mine else "new revision"
     if replaced:
         why = f"policy {policy} of spec.rollout is not the running rollout's"
+    waiting = () if mine or overdue else tuple(r.workflow_id for r in running)
+    if waiting:
+        why = f"new revision, once {', '.join(waiting)} has closed"
     return Decision(
-        start=not mine,
+        start=not mine and not waiting,
         cancel=others + tuple(wid for wid, _ in replaced),
         consume_retry=retry,
         target_id=target,
         why=why,
         replaced=replaced,
         policy=policy,
+        waiting=waiting,
     )

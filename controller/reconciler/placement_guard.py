@@ -39,10 +39,12 @@ def refused_decision(decision: Decision) -> Decision:
     steady state does not scale past the maximum)."""
     if decision.at_stable:
         return decision
-    running = (decision.target_id,) if decision.target_id and not decision.start else ()
+    waits = decision.start or decision.waiting  # the target is not running yet
+    running = (decision.target_id,) if decision.target_id and not waits else ()
     return dataclasses.replace(
         decision,
         start=False,
+        waiting=(),
         target_id=None,
         consume_retry=None,
         cancel=decision.cancel + running,

@@ -9,6 +9,7 @@ workflow starts, so a crash in between cannot make one token start two runs.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import logging
 import time
 from collections import OrderedDict
@@ -55,6 +56,13 @@ from controller.reconciler.rollback_to import RollbackPlan, rollback_condition, 
 from controller.reconciler.served import served_generations
 from controller.reconciler.settings import ControllerSettings
 from controller.reconciler.steady import HeldCandidate, SteadyState
+from controller.reconciler.superseding import (
+    RECHECK_SECONDS,
+    Superseding,
+    closing_run,
+    overdue_message,
+    waiting_message,
+)
 from controller.serve.logs import current_dm
 from controller.serve.metrics import transition_memory
 from controller.serve.tracing import span
@@ -122,6 +130,9 @@ class RolloutStep:
     # once it has closed (explorer seed 6013: meanwhile the DecisionModel still said
     # AwaitingPromotion, and approvals went to the run being stopped).
     replaced: bool = False
+    # The new revision waits for the runs it replaces to close (controller.reconciler.
+    # superseding): what Reconciling says meanwhile.
+    superseding: str | None = None
 
 
 @dataclass
@@ -151,6 +162,7 @@ class Reconciler:
     # Runs already said to be replaced for their policy: a cancelled run closes a few seconds
     # later, and every reconcile in between sees it again; one Event per run is enough.
     replaced_told: OrderedDict[str, None] = field(default_factory=OrderedDict)
+    superseding: Superseding = field(default_factory=Superseding)
     # Runs already said (by an Event) to be stranded; the condition says it on every reconcile.
     stranded_told: OrderedDict[str, None] = field(default_factory=OrderedDict)
     # Where the DecisionModel is read: the controller's watch-fed cache
@@ -257,7 +269,12 @@ class Reconciler:
             return JUST_CLOSED_RECHECK_SECONDS
         if step.running is not None:
             await self._reap(ref, dm, obj, step.running)
-        await self._steady(ref, dm, obj, step)
+        short = await self._steady(ref, dm, obj, step)
+        if short and step.requeue is not None:
+            # A stable Pod not model-ready (a runtime fault fixed, a Pod replaced) is looked at
+            # again sooner than every reinspect period: no Pod event says that the runtime
+            # recovered (explorer seed 4451: no ready endpoint for 60 s after the fix).
+            return min(step.requeue, self.settings.unready_reinspect_seconds)
         return step.requeue
 
     def _at_stable(self, dm: DecisionModel) -> bool:
@@ -310,6 +327,9 @@ class Reconciler:
         re_resolve = re_resolve_at is not None and now >= re_resolve_at and not running
         re_resolve = re_resolve and desired.is_revision(failed)
         decision = decide(dm, desired, running, re_resolve=re_resolve)
+        decision = await self._after_the_stopping(
+            ref, dm, desired, running, decision, re_resolve, stranded
+        )
         refusal = placement_refusal(dm, self.steady.rollout.placement_policy())
         if refusal is not None:
             decision = refused_decision(decision)
@@ -352,6 +372,8 @@ class Reconciler:
             # Start the revision again as soon as the cancelled run has closed (it removes its
             # candidate first); an approval waits for the new run.
             requeue = min(requeue or 1e9, self.settings.queued_recheck_seconds)
+        elif decision.waiting:
+            requeue = min(requeue or 1e9, RECHECK_SECONDS)
         elif decision.target_id:
             self.budget.dequeue(key)
             await self._forward_approval(ref, dm, decision.target_id)
@@ -376,7 +398,40 @@ class Reconciler:
             stranded=stranded,
             # A refused spec restarts nothing (refused_decision): not "rolled out again".
             replaced=bool(decision.replaced) and refusal is None,
+            superseding=waiting_message(decision.waiting) if decision.waiting else None,
         )
+
+    async def _after_the_stopping(
+        self,
+        ref: DMRef,
+        dm: DecisionModel,
+        desired: DesiredRevision,
+        running: list[RunningRollout],
+        decision: Decision,
+        re_resolve: bool,
+        stranded: str | None,
+    ) -> Decision:
+        """A start waits for the runs it replaces to close, within a bound
+        (controller.reconciler.superseding): also for a run that recorded its end and still
+        removes its candidate, which is waited for but not cancelled (its status says why it
+        ended: a cancellation would rewrite that as Superseded). A stranded run cannot close
+        (no worker takes its tasks): the new revision starts beside it, as before."""
+        if decision.start:
+            wid = closing_run(dm, running, decision.target_id)
+            if wid is not None and await self.rollouts.describe_running(wid) is not None:
+                decision = dataclasses.replace(
+                    decision, start=False, waiting=(wid,), why=f"once {wid} has closed"
+                )
+        key = f"{ref.namespace}/{ref.name}"
+        if decision.waiting and stranded is not None:
+            return decide(dm, desired, running, re_resolve=re_resolve, overdue=True)
+        if not self.superseding.overdue(key, decision.waiting):
+            return decision
+        self.superseding.forget(key)
+        message = overdue_message(decision.waiting)
+        log.warning("%s/%s: %s", ref.namespace, ref.name, message)
+        await emit_event(self.kube, ref, Reason.SUPERSEDED, message, "Warning")
+        return decide(dm, desired, running, re_resolve=re_resolve, overdue=True)
 
     async def _re_resolving(
         self, ref: DMRef, failed: FailedRevisionStatus, tried: ReResolveStatus | None
@@ -563,9 +618,10 @@ class Reconciler:
 
     async def _steady(
         self, ref: DMRef, dm: DecisionModel, obj: dict[str, Any], step: RolloutStep
-    ) -> None:
+    ) -> bool:
         """The controller's share of status: the stable's health, the phase when nothing rolls
-        out, and the conditions only it knows (placement, rollback-to, Temporal, the queue)."""
+        out, and the conditions only it knows (placement, rollback-to, Temporal, the queue).
+        True when a stable has fewer model-ready replicas than it should."""
         status = dm.status
         want = ControllerStatus(
             observed_generation=ref.generation,
@@ -603,7 +659,7 @@ class Reconciler:
             # while Temporal is away (TemporalReachable says why), and an empty phase column
             # says nothing (explorer seed 3519: no phase for 40 s under a refused credential).
             new_phase = Phase.PENDING
-        if step.replaced:
+        if step.replaced or step.superseding:
             new_phase = Phase.PENDING
         if step.queued:
             new_phase = Phase.PENDING
@@ -624,6 +680,8 @@ class Reconciler:
             want.conditions.append(kstatus)
         want.generations = served_generations(status, ref.generation, step.at_stable)
         await self._write_steady(ref, obj, want, new_phase, phase_now, rollback)
+        replicas = want.replicas or {}
+        return record is not None and replicas.get("modelReady", 0) < replicas.get("desired", 0)
 
     async def _rollback_to(
         self, ref: DMRef, dm: DecisionModel, want: ControllerStatus
@@ -863,6 +921,8 @@ def reconciling_condition(
                 "rolled out again under the new one; approve that run once it awaits promotion"
             ),
         )
+    elif step.superseding is not None:
+        reason, doing = Reason.SUPERSEDED, step.superseding
     elif step.temporal_down is not None:
         reason, doing = step.temporal_reason, "waits for Temporal"
     elif step.in_flight:

@@ -58,6 +58,12 @@ class ControllerSettings(BaseSettings):
         default=60.0,
         description="Re-inspection of the stable revision's Pods (reference: every 60 s).",
     )
+    unready_reinspect_seconds: float = Field(
+        default=10.0,
+        gt=0,
+        description="Re-inspection while the stable has fewer model-ready replicas than it "
+        "should: a runtime that recovered is noticed within this, not a whole reinspect period.",
+    )
     probe_error_window_seconds: float = Field(
         default=180.0,
         ge=0,

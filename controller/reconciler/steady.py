@@ -58,10 +58,10 @@ from decisionmodel.rollout.contracts import (
 from decisionmodel.rollout.render_params import APIKEY_CHECKSUM_PREFIX
 from decisionmodel.rollout.settings import RolloutSettings
 from decisionmodel.rollout.spec_mapping import stable_objects_input
-from decisionmodel.vocabulary import ConditionStatus, ConditionType, Reason
+from decisionmodel.vocabulary import ConditionStatus, ConditionType, Reason, StatusKey
 from kube.client import Kube
 from kube.controller_status import Cond
-from kube.errors import Forbidden, Invalid
+from kube.errors import Conflict, Forbidden, Invalid
 from kube.pod_gate import (
     gate_event,
     gate_reason,
@@ -380,21 +380,36 @@ class SteadyState:
             return
         await self._take_over("Service", current)
         selector = current["spec"].get("selector") or {}
-        if selector != desired["spec"]["selector"]:
-            # status.stableRevision is written before the Service switch (crash-safe order); a
-            # promotion cut between the two is completed here, from the recorded stable.
+        if selector == desired["spec"]["selector"]:
+            return
+        # status.stableRevision is written before the Service switch (crash-safe order); a
+        # promotion cut between the two is completed here, from the recorded stable. Recorded
+        # now, not as the cache last showed it: a promotion that had just switched the Service
+        # was switched back for 60 ms by a reconcile reading the stable from before it
+        # (explorer seed 4451). The Service's resourceVersion makes the patch lose to any
+        # switch since this read.
+        fresh = await Kube.run(self.kube.get_dm, dm)
+        recorded = ((fresh.get("status") or {}).get(StatusKey.STABLE_REVISION) or {}).get("hash")
+        if recorded != stable:
+            return
+        log.info(
+            "Service %s/%s selects %s; switching to the stable %s",
+            dm.namespace,
+            name,
+            selector.get("decisionmodel.io/revision"),
+            stable,
+        )
+        patch = {
+            "metadata": {"resourceVersion": current["metadata"]["resourceVersion"]},
+            "spec": {"selector": desired["spec"]["selector"]},
+        }
+        try:
+            await Kube.run(self.kube.kinds["Service"].patch, name, dm.namespace, patch)
+        except Conflict:  # switched since this read: the next reconcile looks again
             log.info(
-                "Service %s/%s selects %s; switching to the stable %s",
+                "Service %s/%s changed since it was read; left to the next reconcile",
                 dm.namespace,
                 name,
-                selector.get("decisionmodel.io/revision"),
-                stable,
-            )
-            await Kube.run(
-                self.kube.kinds["Service"].patch,
-                name,
-                dm.namespace,
-                {"spec": {"selector": desired["spec"]["selector"]}},
             )
 
     async def _cache(self, inp: RevisionObjectsInput, problems: list[ConditionUpdate]) -> None:

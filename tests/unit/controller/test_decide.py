@@ -88,14 +88,36 @@ def test_a_tag_named_spec_at_its_stable_starts_nothing_and_a_new_revision_resolv
     assert decide(bigger, desired_revision(bigger, DispatchSettings()), []).start
 
 
-def test_new_revision_cancels_the_other_and_starts() -> None:
+def test_new_revision_cancels_the_other_and_starts_once_it_has_closed() -> None:
     obj = dm(
         {"model": "laya:multilingual"},
         {"stableRevision": {"hash": "s", "model": "laya:en", "digest": DIGEST_A}},
     )
+    desired = desired_revision(obj, DispatchSettings())
     running = [RunningRollout("rollout/ns/m/old", None, "oldrev")]
-    d = decide(obj, desired_revision(obj, DispatchSettings()), running)
-    assert d.start and d.cancel == ("rollout/ns/m/old",)
+    d = decide(obj, desired, running)
+    assert not d.start and d.cancel == ("rollout/ns/m/old",)
+    assert d.waiting == ("rollout/ns/m/old",) and d.target_id == workflow_id(REF, rev(obj))
+    closed = decide(obj, desired, [])
+    assert closed.start and closed.waiting == () and closed.target_id == d.target_id
+    # Past the controller's bound it starts beside the run that does not close.
+    overdue = decide(obj, desired, running, overdue=True)
+    assert overdue.start and overdue.cancel == ("rollout/ns/m/old",) and overdue.waiting == ()
+
+
+def test_a_pinned_digest_waits_for_the_stopping_run_of_its_tag() -> None:
+    """Explorer seeds 4416, 4423, 4437: the spec pins the digest its tag's run is resolving.
+    The run still shows the unresolved hash; only resolve would tell that both are one
+    revision, so the pinned run waits until the tag's run has closed."""
+    tag = dm({"model": "laya:en"}, {"stableRevision": {"hash": "s", "model": "laya:x"}})
+    tag_run = RunningRollout(workflow_id(REF, rev(tag)), None, rev(tag))
+    pinned = dm(
+        {"model": "laya:en", "digest": DIGEST_B},
+        {"stableRevision": {"hash": "s", "model": "laya:x"}},
+    )
+    d = decide(pinned, desired_revision(pinned, DispatchSettings()), [tag_run])
+    assert not d.start and d.cancel == (tag_run.workflow_id,)
+    assert d.waiting == (tag_run.workflow_id,)
 
 
 def test_spec_back_to_stable_cancels_candidate_clears_failed_and_spares_the_promoter() -> None:
@@ -274,3 +296,19 @@ def test_a_running_rollout_with_another_policy_is_replaced() -> None:
     # Once it has closed, the revision starts again (the same workflow ID).
     d = decide(obj, desired, [])
     assert d.start and d.target_id == wid
+
+
+def test_a_retry_waits_for_its_predecessor_to_finish_its_rollback_without_cancelling_it() -> None:
+    base = dm({"model": "laya:nope"})
+    failed = {"hash": rev(base), "model": "laya:nope", "reason": "EvaluationFailed"}
+    obj = dm(
+        {"model": "laya:nope"},
+        {"failedRevision": failed, "lastRetryToken": "t1"},
+        {"decisionmodel.io/retry": "t2"},
+    )
+    desired = desired_revision(obj, DispatchSettings())
+    predecessor = RunningRollout(workflow_id(REF, rev(base)), None, rev(base))
+    d = decide(obj, desired, [predecessor])
+    assert not d.start and d.cancel == () and d.waiting == (predecessor.workflow_id,)
+    assert d.consume_retry == "t2"  # consumed only when it starts (reconcile)
+    assert decide(obj, desired, []).start
