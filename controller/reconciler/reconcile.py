@@ -273,7 +273,7 @@ class Reconciler:
         if short and step.requeue is not None:
             # A stable Pod not model-ready (a runtime fault fixed, a Pod replaced) is looked at
             # again sooner than every reinspect period: no Pod event says that the runtime
-            # recovered (explorer seed 4451: no ready endpoint for 60 s after the fix).
+            # recovered, and the reference's 60 s left a fixed stable unserved for a minute.
             return min(step.requeue, self.settings.unready_reinspect_seconds)
         return step.requeue
 
