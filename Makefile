@@ -18,7 +18,7 @@ endif
 UNIT_WORKERS ?= 2
 HELM = $(shell bash hack/testenv.sh --print)/helm
 
-.PHONY: help venv testenv doctor host-tools browser explore demo-pipeline bench bench-gates bench-startup bench-fleet bench-watch test e2e chaos fuzz unit lint format manifests demo dev-up image image-test chart sbom release clean
+.PHONY: krew krew-test help venv testenv doctor host-tools browser explore demo-pipeline bench bench-gates bench-startup bench-fleet bench-watch test e2e chaos fuzz unit lint format manifests demo dev-up image image-test chart sbom release clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-10s %s\n", $$1, $$2}'
@@ -31,12 +31,13 @@ $(STAMP): pyproject.toml
 
 venv: $(STAMP) ## create .venv and install the project with its dev extras
 
-testenv: ## build (once) etcd, kube-apiserver, controller-manager, scheduler, kwok, helm 3 and 4 and the kstatus checker into the cache; fetch Temporal's time-skipping test server; the Debian programs the tests run (iptables, chromium, ...)
+testenv: ## build (once) etcd, kube-apiserver, controller-manager, scheduler, kwok, helm 3 and 4, krew and the kstatus checker into the cache; fetch Temporal's time-skipping test server; the Debian programs the tests run (iptables, chromium, ...)
 	bash hack/install-host-tools.sh test
 	bash hack/testenv.sh
 	bash hack/test-server.sh
 	bash hack/kstatus.sh
 	bash hack/helm4.sh
+	bash hack/krew.sh
 
 doctor: ## list every program the tests, the demo, the chaos faults and the image need, and which are missing
 	bash hack/doctor.sh
@@ -46,7 +47,7 @@ host-tools: ## install from Debian's packages what `make test` needs and the mac
 
 browser: host-tools ## (kept for old habits) chromium comes with host-tools
 
-test: venv testenv host-tools ## run every test in private network namespaces (TEST_WORKERS=2 in parallel)
+test: venv testenv host-tools krew-test ## run every test in private network namespaces (TEST_WORKERS=2 in parallel)
 	DMROLLOUT_WORKER_PYTHON=$(abspath $(BIN))/python hack/in-netns.sh $(BIN)/pytest -q $(XDIST) $(PYTEST_ARGS)
 
 e2e: venv testenv ## the full rollouts only (tests/e2e) in private network namespaces
@@ -128,8 +129,23 @@ chart: testenv ## package the Helm chart into build/dmrollout-<version>.tgz
 sbom: venv ## the image's SBOM (CycloneDX 1.6, every Debian package and Python distribution) into build/dmrollout-<version>.sbom.cdx.json (after make image)
 	bash hack/sbom.sh
 
-release: image chart ## the image (OCI archive), its SBOM and the chart archive, all in build/
-	$(MAKE) sbom
+release: image chart ## the image (OCI archive), its SBOM, the chart archive and the krew archives, all in build/
+	$(MAKE) sbom krew
+
+# kubectl-dm as a krew plugin: a zipapp per platform with the plugin manifest (issue 38). Set
+# KREW_BASE_URL to where the archives are published (the manifest's download URIs).
+KREW_BASE_URL ?=
+krew: venv ## kubectl-dm for krew: per-platform archives (linux and darwin, amd64 and arm64) and the plugin manifest dm.yaml into build/krew
+	$(BIN)/python hack/krew_package.py --out build/krew $(if $(KREW_BASE_URL),--base-url $(KREW_BASE_URL))
+
+# The host's archive, which the tests install with krew (inside the network namespace, where
+# pip cannot download): made again when the code it packs changes.
+KREW_HOST := $(shell uname -s | tr A-Z a-z)_$(subst x86_64,amd64,$(subst aarch64,arm64,$(shell uname -m)))
+KREW_SOURCES := pyproject.toml hack/krew_package.py $(shell git ls-files controller decisionmodel kube activities workflows 2>/dev/null)
+build/krew-test/dm.yaml: $(STAMP) $(KREW_SOURCES)
+	$(BIN)/python hack/krew_package.py --platforms $(KREW_HOST) --out build/krew-test
+
+krew-test: build/krew-test/dm.yaml ## the host's krew archive for the tests (build/krew-test)
 
 clean: ## remove the virtualenv and caches (not the binary cache in ~/.cache/dmrollout)
 	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache
