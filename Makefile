@@ -18,7 +18,7 @@ endif
 UNIT_WORKERS ?= 2
 HELM = $(shell bash hack/testenv.sh --print)/helm
 
-.PHONY: krew krew-test help venv testenv doctor host-tools browser explore demo-pipeline bench bench-gates bench-startup bench-fleet bench-watch test e2e chaos fuzz unit lint format manifests demo dev-up image image-test chart sbom release clean
+.PHONY: sign krew krew-test help venv testenv doctor host-tools browser explore demo-pipeline bench bench-gates bench-startup bench-fleet bench-watch test e2e chaos fuzz unit lint format manifests demo dev-up image image-test chart sbom release clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-10s %s\n", $$1, $$2}'
@@ -31,13 +31,14 @@ $(STAMP): pyproject.toml
 
 venv: $(STAMP) ## create .venv and install the project with its dev extras
 
-testenv: ## build (once) etcd, kube-apiserver, controller-manager, scheduler, kwok, helm 3 and 4, krew and the kstatus checker into the cache; fetch Temporal's time-skipping test server; the Debian programs the tests run (iptables, chromium, ...)
+testenv: ## build (once) etcd, kube-apiserver, controller-manager, scheduler, kwok, helm 3 and 4, krew, cosign and the kstatus checker into the cache; fetch Temporal's time-skipping test server; the Debian programs the tests run (iptables, chromium, ...)
 	bash hack/install-host-tools.sh test
 	bash hack/testenv.sh
 	bash hack/test-server.sh
 	bash hack/kstatus.sh
 	bash hack/helm4.sh
 	bash hack/krew.sh
+	bash hack/cosign.sh
 
 doctor: ## list every program the tests, the demo, the chaos faults and the image need, and which are missing
 	bash hack/doctor.sh
@@ -129,8 +130,11 @@ chart: testenv ## package the Helm chart into build/dmrollout-<version>.tgz
 sbom: venv ## the image's SBOM (CycloneDX 1.6, every Debian package and Python distribution) into build/dmrollout-<version>.sbom.cdx.json (after make image)
 	bash hack/sbom.sh
 
-release: image chart ## the image (OCI archive), its SBOM, the chart archive and the krew archives, all in build/
-	$(MAKE) sbom krew
+release: image chart ## the image (OCI archive), its SBOM, the chart archive and the krew archives, signed with their provenance (COSIGN_KEY), all in build/
+	$(MAKE) sbom krew sign
+
+sign: venv ## sign what is in build/ and attest its provenance (SLSA v1) with cosign, offline, and verify both (COSIGN_KEY, COSIGN_PASSWORD, COSIGN_PUB; unset: a throwaway key)
+	bash hack/sign.sh
 
 # kubectl-dm as a krew plugin: a zipapp per platform with the plugin manifest (issue 38). Set
 # KREW_BASE_URL to where the archives are published (the manifest's download URIs).
