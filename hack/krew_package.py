@@ -13,8 +13,9 @@ built: kubectl finds plugins there as ``.exe`` files, which a zipapp is not.
     python hack/krew_package.py [--platforms linux_amd64,darwin_arm64] [--out build/krew]
         [--base-url URL]
 
-Writes ``kubectl-dm_<version>_<os>_<arch>.tar.gz`` per platform and ``dm.yaml`` (the krew
-manifest, each archive's sha256 in it) to ``--out``.
+Writes ``kubectl-dm_<version>_<os>_<arch>.tar.gz`` per platform with its SBOM
+(``….sbom.cdx.json``, hack/sbom.py) and ``dm.yaml`` (the krew manifest, each archive's sha256 in
+it) to ``--out``.
 """
 
 from __future__ import annotations
@@ -34,6 +35,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import yaml
+from sbom import distribution_sbom
 
 REPO = Path(__file__).resolve().parents[1]
 PYTHONS = ("3.11", "3.12", "3.13", "3.14")
@@ -241,6 +243,9 @@ def build(plat: Platform, project: Path, pinned: Path, work: Path, out: Path, ve
     zipapp(site, exe)
     name = f"kubectl-dm_{ver}_{plat.name}.tar.gz"
     digest = archive(exe, out / name)
+    # The Python distribution's SBOM: what this archive's zipapp holds.
+    sbom = out / f"kubectl-dm_{ver}_{plat.name}.sbom.cdx.json"
+    sbom.write_text(distribution_sbom(site, "dmrollout", ver))
     print(f"{out / name}: {exe.stat().st_size // 1_000_000} MB zipapp, sha256 {digest}")
     return digest
 

@@ -1,11 +1,11 @@
-"""The image's software bill of materials (issue 38 item 5): every Debian package dpkg installed
-and every Python distribution in the image's virtualenv, as CycloneDX 1.6 JSON, built with the
-CycloneDX project's own library and checked against its schema before it is written.
+"""Software bills of materials (issue 38 item 5), as CycloneDX 1.6 JSON, built with the
+CycloneDX project's own library and checked against its schema before they are written:
 
-    .venv/bin/python hack/sbom.py ROOTFS OUT.cdx.json --name dmrollout --version 0.1.0
-
-ROOTFS is the image's file system (``buildah mount``; ``make release`` does it). Read, never
-executed: nothing of the image runs on the host.
+- the image's: every Debian package dpkg installed and every Python distribution in the image's
+  virtualenv (``hack/sbom.py ROOTFS OUT.cdx.json --version 0.1.0``; ROOTFS is the image's file
+  system, ``buildah mount``, read, never executed);
+- the Python distribution's: every distribution a kubectl-dm zipapp holds, from its
+  site-packages (hack/krew_package.py writes one beside each krew archive).
 """
 
 from __future__ import annotations
@@ -40,10 +40,10 @@ def debian_packages(rootfs: Path) -> list[Component]:
     return found
 
 
-def python_distributions(rootfs: Path) -> list[Component]:
-    """Each distribution of the image's virtualenv, from its METADATA."""
+def python_distributions(rootfs: Path, pattern: str = VENV_GLOB) -> list[Component]:
+    """Each distribution of the image's virtualenv (or of ``pattern``), from its METADATA."""
     found = []
-    for meta in sorted(rootfs.glob(VENV_GLOB)):
+    for meta in sorted(rootfs.glob(pattern)):
         headers = email.parser.Parser().parsestr(meta.read_text(errors="replace"), headersonly=True)
         name, version = headers["Name"], headers["Version"]
         purl = PackageURL("pypi", None, name.lower().replace("_", "-"), version)
@@ -52,15 +52,32 @@ def python_distributions(rootfs: Path) -> list[Component]:
 
 
 def sbom(rootfs: Path, name: str, version: str) -> str:
-    bom = Bom()
     image = Component(
         name=name, version=version, type=ComponentType.CONTAINER, bom_ref=f"{name}@{version}"
     )
-    bom.metadata.component = image
-    components = debian_packages(rootfs) + python_distributions(rootfs)
+    return _validated(image, debian_packages(rootfs) + python_distributions(rootfs))
+
+
+def distribution_sbom(site_packages: Path, name: str, version: str) -> str:
+    """The SBOM of an application shipped with its site-packages (the krew zipapp)."""
+    app = Component(
+        name=name, version=version, type=ComponentType.APPLICATION, bom_ref=f"{name}@{version}"
+    )
+    own = name.lower().replace("_", "-")
+    held = [
+        c
+        for c in python_distributions(site_packages, "*.dist-info/METADATA")
+        if c.name.lower().replace("_", "-") != own  # the application itself is the subject
+    ]
+    return _validated(app, held)
+
+
+def _validated(subject: Component, components: list[Component]) -> str:
+    bom = Bom()
+    bom.metadata.component = subject
     for component in components:
         bom.components.add(component)
-    bom.register_dependency(image, components)  # the image holds each, directly
+    bom.register_dependency(subject, components)  # the subject holds each, directly
     text = JsonV1Dot6(bom).output_as_string(indent=1)
     problem = JsonStrictValidator(SchemaVersion.V1_6).validate_str(text)
     if problem is not None:

@@ -42,7 +42,7 @@ if [[ $# -gt 0 ]]; then
 else
   artifacts=()
   for f in "build/dmrollout-$version.oci.tar" build/dmrollout-*.tgz \
-           "build/dmrollout-$version.sbom.cdx.json" build/krew/*.tar.gz build/krew/dm.yaml; do
+           "build/dmrollout-$version.sbom.cdx.json" build/krew/*.tar.gz build/krew/*.sbom.cdx.json build/krew/dm.yaml; do
     [[ -f "$f" ]] && artifacts+=("$f")
   done
 fi

@@ -4,6 +4,7 @@ the version it compares, and the merge of one package's builds for several CPyth
 from __future__ import annotations
 
 import importlib.util
+import json
 import sys
 import zipfile
 from pathlib import Path
@@ -19,6 +20,8 @@ def krew_module() -> ModuleType:
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     sys.modules["krew_package"] = module  # dataclasses look their module up
+    if str(ROOT / "hack") not in sys.path:
+        sys.path.insert(0, str(ROOT / "hack"))  # as when run as a script: its sbom module
     spec.loader.exec_module(module)
     return module
 
@@ -96,3 +99,22 @@ def test_what_the_cli_never_loads_is_left_out_as_in_the_image(tmp_path: Path) ->
     k.prune(tmp_path)
     left = sorted(str(p.relative_to(tmp_path)) for p in tmp_path.rglob("*"))
     assert left == ["kubernetes", "kubernetes/client", "yarl"]
+
+
+def test_the_distributions_sbom_lists_what_the_zipapp_holds(tmp_path: Path) -> None:
+    k = krew_module()
+    for name, version in (
+        ("dmrollout", "0.1.0.dev0"),
+        ("pydantic_core", "2.50.5"),
+        ("PyYAML", "6.0.4"),
+    ):
+        meta = tmp_path / f"{name}-{version}.dist-info" / "METADATA"
+        meta.parent.mkdir()
+        meta.write_text(f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n")
+    bom = json.loads(k.distribution_sbom(tmp_path, "dmrollout", "0.1.0.dev0"))
+    assert bom["metadata"]["component"]["name"] == "dmrollout"
+    assert bom["metadata"]["component"]["type"] == "application"
+    assert sorted(c["purl"] for c in bom["components"]) == [
+        "pkg:pypi/pydantic-core@2.50.5",
+        "pkg:pypi/pyyaml@6.0.4",
+    ]
