@@ -242,6 +242,22 @@ class Checker:
             grace = ENDPOINTS_AFTER_APISERVER if restarted else ANSWER_GRACE
             self.persisting("the stable answers", bool(said), said, grace)
 
+    def _stable_pods(self, model: str) -> str:
+        """What the stable's Pods show (seed 4451 left no way to tell a Pod that never came
+        from one whose gate stayed False): phase, node, gate, and the gate's reason."""
+        shown = []
+        for pod in self.life.items("v1", "pods", f"{L.LABEL_NAME}={DM}"):
+            meta, status = pod["metadata"], pod.get("status") or {}
+            gates = {c["type"]: c for c in status.get("conditions") or []}
+            gate = gates.get("decisionmodel.io/model-ready") or {}
+            shown.append(
+                f"{meta['name']} rev {(meta.get('labels') or {}).get(L.LABEL_REVISION)} "
+                f"{status.get('phase')} node {(pod.get('spec') or {}).get('nodeName')} gate "
+                f"{gate.get('status')}/{gate.get('reason')}"
+                + (" deleting" if meta.get("deletionTimestamp") else "")
+            )
+        return "; ".join(shown) or f"none (model {model})"
+
     def _endpoint_slices(self) -> list[dict[str, Any]]:
         selector = f"kubernetes.io/service-name={L.service_name(DM)}"
         return self.life.items("discovery.k8s.io/v1", "endpointslices", selector)
@@ -258,7 +274,7 @@ class Checker:
             for a in ep.get("addresses") or []
         ]
         if not addresses:
-            return "the Service has no ready endpoint"
+            return f"the Service has no ready endpoint; stable Pods: {self._stable_pods(model)}"
         headers = {"Authorization": f"Bearer {SECRET_MARKER}"}
         body = {"model": model, "state": "a plain request", "questions": QUESTION}
         errors = []
@@ -303,7 +319,17 @@ class Checker:
             for item in self.life.items(api, kind, f"{L.LABEL_NAME}={DM}"):
                 rev = (item["metadata"].get("labels") or {}).get(L.LABEL_REVISION)
                 if rev and rev != stable and not item["metadata"].get("deletionTimestamp"):
-                    left.append(f"{kind}/{item['metadata']['name']}")
+                    # Its owner and phase: seed 4435 left a Pod whose story could not be told.
+                    owners = [
+                        f"{o.get('kind')}/{o.get('name')}"
+                        for o in item["metadata"].get("ownerReferences") or []
+                    ]
+                    phase = (item.get("status") or {}).get("phase")
+                    left.append(
+                        f"{kind}/{item['metadata']['name']} (owner {','.join(owners) or 'none'}"
+                        + (f", {phase}" if phase else "")
+                        + ")"
+                    )
         return left
 
     async def histories(self) -> list[WorkflowHistory]:
