@@ -134,6 +134,9 @@ class StageReason(enum.StrEnum):
     # The tag serves other bytes than the freight (re-published after the run pinned it): the
     # stage cannot fetch what its dependencies verified (the runtime pulls by tag), so it waits.
     FREIGHT_NOT_SERVED = "FreightNotServed"
+    # A dependency's cluster did not answer whether it still serves the freight for days (its
+    # worker away): the stage fails instead of waiting without end.
+    DEPENDENCY_UNCONFIRMED = "DependencyUnconfirmed"
     ABORTED = "Aborted"
 
 

@@ -102,6 +102,15 @@ CHECK_BOUND = timedelta(minutes=2)
 # Runs started before an approval was re-confirmed against the upstream verdicts it bound
 # (the dependencies asked again just before the approved stage rolls out) replay as they ran.
 APPROVAL_VERDICTS_PATCH = "pipeline-approval-verdicts"
+# Runs started before the rechecks backed off and were bounded replay as they ran. A tag
+# re-published (looked at every 30 s) or a dependency's cluster away (asked every minute, or
+# every 2 min of timed-out checks after a soak) added about ten history events a look, without
+# end: Temporal terminates a run past 51,200 events, so about two days of a moved tag ended the
+# run with no verdict (the pipeline explorer found it). Now each pause doubles up to
+# RECHECK_MAX, and a dependency that cannot be asked for UNCONFIRMED_BOUND fails the stage.
+RECHECK_BACKOFF_PATCH = "pipeline-recheck-backoff"
+RECHECK_MAX = timedelta(minutes=30)
+UNCONFIRMED_BOUND = APPROVAL_BOUND
 
 
 @workflow.defn(name="PipelineWorkflow")
@@ -259,8 +268,14 @@ class PipelineWorkflow:
             await self._sleep_until(until)
             return self._not_aborted(stage)
         every = max(SOAK_CHECK_MIN, (stage.soak_time or SOAK_CHECK_MIN) / SOAK_CHECKS)
+        bounded = workflow.patched(RECHECK_BACKOFF_PATCH)
+        pause = every
         while True:
-            await self._sleep_until(min(workflow.now() + every, until))
+            if bounded and workflow.now() >= until:  # soaked, a cluster unconfirmed: back off
+                await self._sleep_until(workflow.now() + pause)
+                pause = min(pause * 2, RECHECK_MAX)
+            else:
+                await self._sleep_until(min(workflow.now() + every, until))
             if not self._not_aborted(stage):
                 return False
             confirmed = await self._dependencies_serve(stage)
@@ -268,6 +283,8 @@ class PipelineWorkflow:
                 return await self._dependencies(stage)  # Blocked, naming the dependency
             if confirmed and workflow.now() >= until:
                 return True
+            if bounded and workflow.now() >= until + UNCONFIRMED_BOUND:
+                return self._unconfirmed(stage)
             if not confirmed and workflow.now() >= until:
                 why = (
                     "soaked; waits until every dependency's cluster confirms it still serves "
@@ -282,10 +299,16 @@ class PipelineWorkflow:
         still hold; one that changed (a dependency no longer serving is Failed) invalidates
         it: the stage is Blocked, naming the verdicts approved and those now."""
         approved = self._approvals[stage.name].upstream
+        bounded = workflow.patched(RECHECK_BACKOFF_PATCH)
+        pause, give_up = SOAK_CHECK_MIN, workflow.now() + UNCONFIRMED_BOUND
         while not await self._dependencies_serve(stage):
             if blocked_by(stage, self._progress) is not None:
                 break
-            await self._sleep_until(workflow.now() + SOAK_CHECK_MIN)  # a cluster did not answer
+            if bounded and workflow.now() >= give_up:
+                return self._unconfirmed(stage)
+            await self._sleep_until(workflow.now() + pause)  # a cluster did not answer
+            if bounded:
+                pause = min(pause * 2, RECHECK_MAX)
             if not self._not_aborted(stage):
                 return False
         now = upstream_verdicts(stage, self._progress)
@@ -293,6 +316,19 @@ class PipelineWorkflow:
             return self._not_aborted(stage)
         why = f"the approval was for {approved}, upstream is now {now}: {_fix_upstream(stage)}"
         self._set(stage, StageState.BLOCKED, StageReason.DEPENDENCY_FAILED, why)
+        return False
+
+    def _unconfirmed(self, stage: Stage) -> bool:
+        """Failed: a dependency's cluster could not be asked for UNCONFIRMED_BOUND whether it
+        still serves the freight (its worker away all that time)."""
+        days = UNCONFIRMED_BOUND.days
+        deps = ", ".join(stage.depends_on)
+        why = (
+            f"{deps}: no answer within {days} days whether it still serves the freight (its "
+            f"cluster's worker is away); bring it back, then `dmrollout pipeline retry "
+            f"{self._require().pipeline.name}` (the freight and the promoted stages stay)"
+        )
+        self._set(stage, StageState.FAILED, StageReason.DEPENDENCY_UNCONFIRMED, why)
         return False
 
     async def _dependencies_serve(self, stage: Stage) -> bool:
@@ -376,6 +412,8 @@ class PipelineWorkflow:
         if freight is None or not freight.resolved_from_registry:
             return True  # pinned by the template: its prefetch verifies the pin
         give_up = workflow.now() + FREIGHT_BOUND
+        bounded = workflow.patched(RECHECK_BACKOFF_PATCH)
+        pause = FREIGHT_RECHECK
         while True:
             served = await self._served_digest(freight.model)
             if served == freight.digest:
@@ -387,7 +425,9 @@ class PipelineWorkflow:
             message = _not_served(freight, served, expired=False)
             if self._progress[stage.name].message != message:
                 self._set(stage, StageState.PENDING, StageReason.FREIGHT_NOT_SERVED, message)
-            await self._sleep_until(min(workflow.now() + FREIGHT_RECHECK, give_up))
+            await self._sleep_until(min(workflow.now() + pause, give_up))
+            if bounded:
+                pause = min(pause * 2, RECHECK_MAX)
             if not self._not_aborted(stage):
                 return False
 

@@ -28,7 +28,7 @@ from temporalio.client import (
     WorkflowHandle,
     WorkflowUpdateFailedError,
 )
-from temporalio.exceptions import ApplicationError
+from temporalio.exceptions import ApplicationError, ApplicationErrorCategory
 from temporalio.testing import WorkflowEnvironment
 from temporalio.worker import Worker
 
@@ -98,6 +98,8 @@ class FakeCluster:
     # Set: the apply has begun and waits for `release_apply` (the API server is slow).
     applying: asyncio.Event | None = None
     release_apply: asyncio.Event | None = None
+    # Its API server does not answer: a health check of its promoted stage fails (retried).
+    unanswering: bool = False
     # What the promoted stage's DecisionModel looks like when the run asks during a soak.
     health: p.StageHealth = field(default_factory=lambda: p.StageHealth(serving=True))
     health_from: int = 1  # the check from which it answers `health` (serving before)
@@ -136,6 +138,10 @@ class FakeCluster:
 
         @activity.defn(name=p.CHECK_STAGE)
         async def check(inp: p.StageHealthInput) -> p.StageHealth:
+            if self.unanswering:
+                raise ApplicationError(
+                    "no answer", type="Unavailable", category=ApplicationErrorCategory.BENIGN
+                )
             self.checks += 1
             return self.health if self.checks >= self.health_from else p.StageHealth(serving=True)
 
@@ -340,6 +346,65 @@ async def test_a_tag_re_published_after_staging_holds_production_until_it_serves
     done = await result(handle)
     assert done.stages["prod-eu"].state == StageState.PROMOTED
     assert [a["digest"] for a in fleet.clusters["prod-eu"].applied] == [DIGEST_A]
+
+
+async def test_a_tag_moved_for_days_keeps_the_runs_history_small(
+    own_env: WorkflowEnvironment, own_fleet: Fleet
+) -> None:
+    """Found by the pipeline explorer: the stage looked at the tag every 30 s for up to a week,
+    about ten history events a look, and Temporal terminates a run past 51,200 events (about
+    two days). The looks now back off to one every 30 minutes."""
+    fleet = own_fleet
+    for c in fleet.clusters.values():
+        await fleet.start_worker(c)
+    pipeline = spec(
+        fleet,
+        {"name": "staging", "cluster": "staging"},
+        {"name": "prod-eu", "cluster": "prod-eu", "dependsOn": ["staging"], "soak": "1h"},
+    )
+    handle = await start(fleet, pipeline)
+    await stage_reaches(handle, "prod-eu", StageState.SOAKING)
+    fleet.hub.digest = DIGEST_B
+    await own_env.sleep(timedelta(days=3))
+    held = await stage_reaches(handle, "prod-eu", StageState.PENDING)
+    assert held.stages["prod-eu"].reason == StageReason.FREIGHT_NOT_SERVED
+    events = len((await handle.fetch_history()).events)
+    assert events < 3_000, events  # at 30 s a look: ~70,000
+    fleet.hub.digest = DIGEST_A
+    await own_env.sleep(timedelta(hours=1))
+    done = await result(handle)
+    assert done.stages["prod-eu"].state == StageState.PROMOTED
+
+
+async def test_a_dependency_whose_cluster_never_answers_fails_the_stage_after_the_bound(
+    own_env: WorkflowEnvironment, own_fleet: Fleet
+) -> None:
+    """Soaked, but staging's cluster stopped answering whether it still serves the freight: the
+    stage asked again every minute without end (a history without bound). It now backs off
+    and, a week on, fails naming the dependency and the fix; production never rolled out."""
+    fleet = own_fleet
+    for c in fleet.clusters.values():
+        await fleet.start_worker(c)
+    pipeline = spec(
+        fleet,
+        {"name": "staging", "cluster": "staging"},
+        {"name": "prod-eu", "cluster": "prod-eu", "dependsOn": ["staging"], "soak": "1h"},
+    )
+    handle = await start(fleet, pipeline)
+    await stage_reaches(handle, "prod-eu", StageState.SOAKING)
+    fleet.clusters["staging"].unanswering = True
+    await own_env.sleep(timedelta(days=2))
+    waiting = await progress(handle)
+    assert waiting.stages["prod-eu"].state == StageState.SOAKING
+    assert "a cluster did not answer" in waiting.stages["prod-eu"].message
+    done = await result(handle)
+    stage = done.stages["prod-eu"]
+    assert stage.state == StageState.FAILED
+    assert stage.reason == StageReason.DEPENDENCY_UNCONFIRMED
+    assert "staging" in stage.message and "dmrollout pipeline retry" in stage.message
+    assert fleet.clusters["prod-eu"].applied == []
+    # A look every 2 minutes (each a timed-out check) for the 8 days: ~46,000 events.
+    assert len((await handle.fetch_history()).events) < 5_000
 
 
 async def test_a_failing_staging_never_reaches_production(fleet: Fleet) -> None:

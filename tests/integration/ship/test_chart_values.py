@@ -200,6 +200,7 @@ UNMAPPED: dict[str, dict[str, str]] = {
         "identity": "POD_NAME through the downward API",
         "lease_name": "<fullname>-controller, tied to the leader-election Role's resourceNames",
         "queued_recheck_seconds": "internal tempo",
+        "unready_reinspect_seconds": "fault tempo (a stable short of model-ready Pods, 10 s)",
         "budget_resync_seconds": "internal tempo",
         "cleanup_round_seconds": "fault tempo; the default suits every install",
         "cleanup_pause_seconds": "fault tempo; the default suits every install",
