@@ -4,7 +4,9 @@
 # DSSE envelope of an in-toto Statement: subject the artifact's sha256, predicate SLSA v1
 # provenance from hack/provenance.py; cosign attest-blob). Nothing goes to a transparency log
 # (--tlog-upload=false); each signature and attestation is verified with the public key before
-# the script succeeds, as a user verifies them:
+# the script succeeds, inside a private network namespace (hack/in-netns.sh: cosign's verify
+# commands look for Sigstore's public trust root on the internet even with a key, and carry on
+# without it), as a user verifies them:
 #
 #   cosign verify-blob --key cosign.pub --signature A.sig --insecure-ignore-tlog=true A
 #   cosign verify-blob-attestation --key cosign.pub --signature A.provenance.json \
@@ -59,12 +61,14 @@ quiet() {
 for a in "${artifacts[@]}"; do
   quiet "$cosign" sign-blob --yes --tlog-upload=false --key "$COSIGN_KEY" \
     --output-signature "$a.sig" "$a"
+  # --output-signature: the signed DSSE envelope (--output-attestation: the bare statement).
   quiet "$cosign" attest-blob --yes --tlog-upload=false --key "$COSIGN_KEY" \
-    --predicate "$predicate" --type slsaprovenance1 --output-attestation "$a.provenance.json" "$a"
-  quiet "$cosign" verify-blob --key "$COSIGN_PUB" --signature "$a.sig" \
+    --predicate "$predicate" --type slsaprovenance1 --output-signature "$a.provenance.json" "$a"
+  chmod 644 "$a.sig" "$a.provenance.json"
+  quiet hack/in-netns.sh "$cosign" verify-blob --key "$COSIGN_PUB" --signature "$a.sig" \
     --insecure-ignore-tlog=true "$a"
-  quiet "$cosign" verify-blob-attestation --key "$COSIGN_PUB" --signature "$a.provenance.json" \
-    --type slsaprovenance1 --insecure-ignore-tlog=true "$a"
+  quiet hack/in-netns.sh "$cosign" verify-blob-attestation --key "$COSIGN_PUB" \
+    --signature "$a.provenance.json" --type slsaprovenance1 --insecure-ignore-tlog=true "$a"
   echo "signed $a ($a.sig, $a.provenance.json)"
 done
 # A release's public key goes beside its artifacts (given artifacts: the caller's business).
