@@ -18,3 +18,19 @@ build_once() {
   [[ -x "$exe" ]] || "$@"
   echo "$exe"
 }
+
+# go_tool <name> <version> <package>: build_once of `go install <package>@<version>` (from the Go
+# module proxy) into $DMROLLOUT_CACHE/<name>-<version>/<name>; prints the path.
+go_tool() {
+  local name="$1" version="$2" package="$3"
+  local cache="${DMROLLOUT_CACHE:-$HOME/.cache/dmrollout}"
+  local exe="$cache/$name-$version/$name"
+  _go_install() {
+    echo "$name: building $package@$version" >&2
+    GOBIN="$(dirname "$exe")/.gobin" CGO_ENABLED=0 GOFLAGS="-buildvcs=false -trimpath" \
+      go install -ldflags "-s -w" "$package@$version"
+    mv "$(dirname "$exe")/.gobin/$(basename "$package")" "$exe"
+    rmdir "$(dirname "$exe")/.gobin"
+  }
+  build_once "$exe" "$name-$version" _go_install
+}
