@@ -262,6 +262,20 @@ async def stage_reaches(handle: Handle, stage: str, state: StageState) -> p.Pipe
     raise AssertionError(f"{stage} never reached {state}: {(await progress(handle)).stages}")
 
 
+async def prod_soaking(fleet: Fleet) -> Handle:
+    """Every cluster's worker up; staging then prod-eu (soak 1h), started and soaking."""
+    for c in fleet.clusters.values():
+        await fleet.start_worker(c)
+    pipeline = spec(
+        fleet,
+        {"name": "staging", "cluster": "staging"},
+        {"name": "prod-eu", "cluster": "prod-eu", "dependsOn": ["staging"], "soak": "1h"},
+    )
+    handle = await start(fleet, pipeline)
+    await stage_reaches(handle, "prod-eu", StageState.SOAKING)
+    return handle
+
+
 async def result(handle: Handle) -> p.PipelineRecord:
     return await handle.result()
 
@@ -321,15 +335,7 @@ async def test_a_tag_re_published_after_staging_holds_production_until_it_serves
     serves it. Re-published meanwhile, production waits (applies nothing, fails nothing),
     saying what the tag serves and the fix; once the verified bytes are back it rolls out
     exactly them."""
-    for c in fleet.clusters.values():
-        await fleet.start_worker(c)
-    pipeline = spec(
-        fleet,
-        {"name": "staging", "cluster": "staging"},
-        {"name": "prod-eu", "cluster": "prod-eu", "dependsOn": ["staging"], "soak": "1h"},
-    )
-    handle = await start(fleet, pipeline)
-    await stage_reaches(handle, "prod-eu", StageState.SOAKING)
+    handle = await prod_soaking(fleet)
     fleet.hub.digest = DIGEST_B  # re-published after staging verified DIGEST_A
     await env.sleep(timedelta(hours=1))
     held = await stage_reaches(handle, "prod-eu", StageState.PENDING)
@@ -355,15 +361,7 @@ async def test_a_tag_moved_for_days_keeps_the_runs_history_small(
     about ten history events a look, and Temporal terminates a run past 51,200 events (about
     two days). The looks now back off to one every 30 minutes."""
     fleet = own_fleet
-    for c in fleet.clusters.values():
-        await fleet.start_worker(c)
-    pipeline = spec(
-        fleet,
-        {"name": "staging", "cluster": "staging"},
-        {"name": "prod-eu", "cluster": "prod-eu", "dependsOn": ["staging"], "soak": "1h"},
-    )
-    handle = await start(fleet, pipeline)
-    await stage_reaches(handle, "prod-eu", StageState.SOAKING)
+    handle = await prod_soaking(fleet)
     fleet.hub.digest = DIGEST_B
     await own_env.sleep(timedelta(days=3))
     held = await stage_reaches(handle, "prod-eu", StageState.PENDING)
@@ -383,15 +381,7 @@ async def test_a_dependency_whose_cluster_never_answers_fails_the_stage_after_th
     stage asked again every minute without end (a history without bound). It now backs off
     and, a week on, fails naming the dependency and the fix; production never rolled out."""
     fleet = own_fleet
-    for c in fleet.clusters.values():
-        await fleet.start_worker(c)
-    pipeline = spec(
-        fleet,
-        {"name": "staging", "cluster": "staging"},
-        {"name": "prod-eu", "cluster": "prod-eu", "dependsOn": ["staging"], "soak": "1h"},
-    )
-    handle = await start(fleet, pipeline)
-    await stage_reaches(handle, "prod-eu", StageState.SOAKING)
+    handle = await prod_soaking(fleet)
     fleet.clusters["staging"].unanswering = True
     await own_env.sleep(timedelta(days=2))
     waiting = await progress(handle)
