@@ -41,6 +41,11 @@ class KubeTimeouts:
     # urllib3 retries of a refused or reset connection; a read that timed out is not retried
     # here (the caller's retry, with its backoff and heartbeat, takes over).
     connect_retries: int = 2
+    # Retries of a 429 (the API server's fairness asking to slow down, e.g. for a few seconds
+    # after a CRD was established), after its Retry-After, as kubectl does. 0 for the
+    # controller and the worker, whose reconcile and activity retries back off on their own;
+    # the CLI, which has no such loop, said "cannot reach the API server" at the first one.
+    throttled_retries: int = 0
 
     def for_url(self, url: str) -> tuple[float, float]:
         query = parse_qs(urlsplit(url).query)
@@ -53,8 +58,26 @@ class KubeTimeouts:
         return self.connect, (server if server > 0 else DEFAULT_WATCH_SECONDS) + self.watch_margin
 
     def retries(self) -> urllib3.Retry:
+        if not self.throttled_retries:
+            return urllib3.Retry(
+                total=self.connect_retries,
+                connect=self.connect_retries,
+                read=0,
+                redirect=0,
+                status=0,
+            )
         return urllib3.Retry(
-            total=self.connect_retries, connect=self.connect_retries, read=0, redirect=0, status=0
+            total=self.connect_retries + self.throttled_retries,
+            connect=self.connect_retries,
+            read=0,
+            redirect=0,
+            status=self.throttled_retries,
+            status_forcelist=(429,),
+            # A 429 was refused before it was processed: any method may be sent again.
+            allowed_methods=None,
+            respect_retry_after_header=True,
+            backoff_factor=0.5,
+            backoff_max=10,
         )
 
 

@@ -42,6 +42,11 @@ def add_temporal_flags(p: argparse.ArgumentParser) -> None:
     p.add_argument("--profile", default=None, help="profile of the Temporal CLI's temporal.toml")
 
 
+# A person waits for the CLI: up to this many 429s (each after its Retry-After, about a second)
+# before it gives up, as kubectl does.
+CLI_THROTTLED_RETRIES = 8
+
+
 @dataclass
 class CliContext:
     args: argparse.Namespace
@@ -58,7 +63,9 @@ class CliContext:
         self.where.kube_context = context
         settings = RolloutSettings()
         timeouts = KubeTimeouts(
-            connect=settings.kube_connect_timeout_seconds, read=settings.kube_read_timeout_seconds
+            connect=settings.kube_connect_timeout_seconds,
+            read=settings.kube_read_timeout_seconds,
+            throttled_retries=CLI_THROTTLED_RETRIES,
         )
         kube = Kube.from_config(kubeconfig, timeouts, context=context)
         self.where.kube_server = kube.api_client.configuration.host
