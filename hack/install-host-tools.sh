@@ -8,7 +8,7 @@
 set -euo pipefail
 need="${1:-test}"
 case "$need" in
-  test) programs=(unshare ip flock sha256sum openssl iptables tmux chromium pgrep) ;;
+  test) programs=(unshare ip flock sha256sum openssl iptables tmux chromium pgrep git) ;;
   image) programs=(mmdebstrap buildah podman newuidmap) ;;
   *) echo "install-host-tools.sh: unknown need $need (test or image)" >&2; exit 2 ;;
 esac
@@ -23,6 +23,6 @@ $sudo apt-get update -q
 export DEBIAN_FRONTEND=noninteractive
 # The packages by name, one install line per need (a reader, or a scan, sees what is installed).
 case "$need" in
-  test) $sudo apt-get install -y -q --no-install-recommends util-linux iproute2 coreutils openssl iptables tmux chromium procps ;;
+  test) $sudo apt-get install -y -q --no-install-recommends util-linux iproute2 coreutils openssl iptables tmux chromium procps git ;;
   image) $sudo apt-get install -y -q --no-install-recommends mmdebstrap buildah podman uidmap ;;
 esac
