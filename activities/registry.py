@@ -7,6 +7,7 @@ from typing import Any
 
 from temporalio.client import Client
 
+from activities.decision_record import DecisionRecordActivities
 from activities.delete_revision import DeleteRevisionActivities
 from activities.evaluate import EvaluateActivities
 from activities.pipeline_hub import PipelineHubActivities
@@ -38,7 +39,10 @@ def build_activities(
     settings: RolloutSettings,
     on_resolve_duration: Callable[[float], None] | None = None,
     on_probe_transition: Callable[[str, str, str], None] | None = None,
+    client: Client | None = None,
 ) -> list[Callable[..., Any]]:
+    """``client``: the rollouts' Temporal client, from which a decision record reads who
+    approved (the identity the run's history recorded)."""
     return [
         ResolveActivities(settings, on_resolve_duration=on_resolve_duration, kube=kube).resolve,
         PrefetchActivities(kube, settings).prefetch,
@@ -50,6 +54,7 @@ def build_activities(
         WatchActivities(kube, settings).watch_promoted,
         StatusActivities(kube, settings).record_status,
         *_store_recovery(kube, settings),
+        DecisionRecordActivities(kube, settings, client).write_decision_record,
     ]
 
 

@@ -295,7 +295,19 @@ class PolicyMismatch(DmrolloutError):
     permanent = True
 
 
+# --- decision records (issue 38) ---------------------------------------------------------------
+
+
+class DecisionRecordUnwritten(DmrolloutError):
+    """The signed decision record could not be written (the signing key Secret is missing or
+    unusable, the records namespace refuses the worker): transient, fixing it is the cure."""
+
+    reason = Reason.DECISION_RECORD_UNWRITTEN
+    permanent = False
+
+
 ALL_ERRORS: tuple[type[DmrolloutError], ...] = (
+    DecisionRecordUnwritten,
     InvalidModelName,
     RegistryNotAllowed,
     ModelNotFound,

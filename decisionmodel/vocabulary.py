@@ -288,6 +288,10 @@ class Reason(enum.StrEnum):
     INCONCLUSIVE_REJECTED = "InconclusiveRejected"
     # onInconclusive: Hold and nobody decided within spec.rollout.timeouts.decision.
     DECISION_TIMEOUT = "DecisionTimeout"
+    # Decision records (issue 38): the signed record of a promotion could not be written, so
+    # the traffic is not switched (the message names the fix); a rollback's or a hold's that
+    # could not be written is a Warning Event (neither waits for a record).
+    DECISION_RECORD_UNWRITTEN = "DecisionRecordUnwritten"
 
     # --- this project: progress and success -----------------------------------------------
     RESOLVING = "Resolving"
@@ -339,6 +343,8 @@ class EventReason(enum.StrEnum):
     # decisionmodel.io/rollback-to taken (status.rollbackTo) and ended by a spec change.
     ROLLBACK_REQUESTED = "RollbackRequested"
     ROLLBACK_SUPERSEDED = "RollbackSuperseded"
+    DECISION_RECORDED = "DecisionRecorded"  # a signed decision record was written
+    DECISION_RECORD_UNWRITTEN = "DecisionRecordUnwritten"
 
 
 # Failures no retry can fix (seed 001 marks them permanent; DESIGN.md "Things that must hold").

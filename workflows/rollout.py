@@ -57,9 +57,13 @@ with workflow.unsafe.imports_passed_through():
         START,
         WARMUP_INSPECT,
         WATCH_PROMOTED,
+        WRITE_DECISION_RECORD,
         CandidateReadiness,
         CleanupProgress,
         ConditionUpdate,
+        DecisionKind,
+        DecisionRecordInput,
+        DecisionRecordResult,
         DeleteRevisionInput,
         DeleteRevisionResult,
         EvaluateInput,
@@ -141,6 +145,12 @@ PROMOTE_NEEDS_POINT_PASS = "inconclusive-promote-needs-point-pass"
 # while the approval's check runs (issue 34, explorer seed 6013: a run superseded by a policy
 # change took approvals, and refused them for Pods its cancelled hold no longer warmed).
 APPROVAL_REFUSED_WHEN_STOPPING = "approval-refused-when-stopping"
+# The change id of "each promote, rollback and hold writes a signed decision record" (issue
+# 38, docs/audit.md): a promotion waits for its record (shown on Promoted, bounded by
+# timeouts.decision); a rollback's or a hold's is best effort (a Warning Event when it fails).
+DECISION_RECORDS = "decision-records"
+# How long a rollback's or a hold's record is retried before the Warning Event.
+_RECORD_BEST_EFFORT = timedelta(minutes=5)
 # One round of a status write's retries outside compensation: the old fixed window.
 _ROUND = timedelta(minutes=10)
 
@@ -477,11 +487,14 @@ class RolloutWorkflow:
             ],
             by_step=False,  # a wait, not an activity: record_status writes it
         )
+        await self._record_decision("Hold", reason, message)
 
     async def _promote_committed(self, inp: RolloutInput, record: RevisionRecord) -> PromoteResult:
         """6. promote: persist stableRevision, PDB, switch the Service; then phase Ready. A
         guard the step meets before it records anything (a foreign Service of the
-        DecisionModel's name) is waited for outside the commitment, then it runs again."""
+        DecisionModel's name) is waited for outside the commitment, then it runs again. The
+        signed decision record comes first: no record, no switch."""
+        await self._record_decision("Promote", Reason.PROMOTED, self._promotion_why(inp))
         while True:
             try:
                 promoted = await self._promote_shielded(inp, record)
@@ -690,6 +703,7 @@ class RolloutWorkflow:
             event_type="Warning",
             must_finish=True,
         )
+        await self._record_decision("RollBack", reason, message)
         if state.record is not None:
             # Kept when a newer run has made this revision its candidate since the failure was
             # recorded (explorer seed 3458: a pinned spec's run aborted, the spec back to the
@@ -725,6 +739,61 @@ class RolloutWorkflow:
             revision=state.record.hash if state.record else None,
             reason=Reason.SUPERSEDED,
         )
+
+    async def _record_decision(self, decision: DecisionKind, reason: str, message: str) -> None:
+        """The signed decision record (activities/decision_record.py; a worker without a
+        records namespace answers at once that records are off). Only for a resolved
+        candidate: its model digest is the record's subject."""
+        state = self._state
+        record = state.record
+        if state.require_input().decision_records is False or record is None or not record.digest:
+            return
+        if not workflow.patched(DECISION_RECORDS):
+            return
+        arg = _decision_input(state, record, decision, reason, message)
+        summary = f"signed decision record: {decision} revision {record.hash}"
+        if not arg.blocking:
+            await self._record_best_effort(arg, summary)
+            return
+        await self._activity(
+            WRITE_DECISION_RECORD, arg, DecisionRecordResult, summary=summary,
+            start_to_close=timedelta(seconds=60),
+            schedule_to_close=timedelta(seconds=state.require_input().timeouts.decision),
+            timeout_reason=Reason.DECISION_RECORD_UNWRITTEN,
+        )  # fmt: skip
+
+    async def _record_best_effort(self, arg: DecisionRecordInput, summary: str) -> None:
+        """A rollback's or a hold's record: retried for a while, then a Warning Event (the
+        rollback or the hold never waits for its record)."""
+        self._flush_attributes()
+        try:
+            await workflow.execute_activity(
+                WRITE_DECISION_RECORD, arg, result_type=DecisionRecordResult,
+                start_to_close_timeout=timedelta(seconds=60),
+                schedule_to_close_timeout=_RECORD_BEST_EFFORT, retry_policy=RETRY,
+                summary=summary,
+            )  # fmt: skip
+        except ActivityError as e:
+            why = f"the {arg.decision} of revision {arg.candidate.hash} has no signed record: "
+            with contextlib.suppress(RolloutFailure):
+                await self._record_status(
+                    event_reason=EventReason.DECISION_RECORD_UNWRITTEN,
+                    event_message=f"{why}{_cause_message(e)}"[:1000],
+                    event_type="Warning",
+                    write_status=False,
+                )
+
+    def _promotion_why(self, inp: RolloutInput) -> str:
+        """What the promotion rests on, in a line for its record."""
+        state = self._state
+        parts = [f"promotion {inp.promotion}"]
+        if state.evaluation is not None:
+            parts.append(f"evaluation {state.evaluation.result.value}: {state.evaluation.message}")
+        else:
+            parts.append("no evaluation (spec.rollout.evaluation unset)")
+        if state.approved:
+            parts.append(f"approved ({state.expected_approval})")
+        return "; ".join(parts)
 
     def _finish(self, outcome: RolloutOutcome) -> None:
         state = self._state
@@ -1216,6 +1285,29 @@ def _failure_conditions(
             )
         )
     return conditions
+
+
+def _decision_input(
+    state: RolloutState,
+    record: RevisionRecord,
+    decision: DecisionKind,
+    reason: str,
+    message: str,
+) -> DecisionRecordInput:
+    inp = state.require_input()
+    return DecisionRecordInput(
+        dm=inp.dm,
+        decision=decision,
+        reason=reason,
+        message=message[:2000],
+        candidate=record,
+        stable=inp.stable.hash if inp.stable else None,
+        policy=inp.policy(),
+        evaluation=state.evaluation,
+        approval=state.expected_approval if state.approved else None,
+        controller_build=inp.controller_build,
+        blocking=decision == "Promote",
+    )
 
 
 def _watch_input(

@@ -93,6 +93,12 @@ async def _report(ctx: Any) -> int:
     return await report(ctx)
 
 
+async def _verify(ctx: Any) -> int:
+    from controller.cli.verbs_verify import verify
+
+    return await verify(ctx)
+
+
 def add_commands(sub: Any) -> None:
     from controller.cli.context import add_kube_flags, add_temporal_flags
     from controller.cli.output import add_output_flag
@@ -155,6 +161,18 @@ def add_commands(sub: Any) -> None:
         help="where to write it (default: <name>-<revision>-report.html)",
     )
     re.set_defaults(func=cli_entry(_report))
+
+    ve = dm_verb("verify", "check the signed decision records: signatures, subjects, chain", False)
+    ve.add_argument("--key", required=True, help="the records' public key (PEM)")
+    ve.add_argument("--revision", default=None, help="show only this revision's records")
+    ve.add_argument(
+        "--records-namespace",
+        default=None,
+        help="where the records are (default: DMROLLOUT_DECISION_RECORDS_NAMESPACE, else "
+        "dmrollout)",
+    )
+    add_output_flag(ve)
+    ve.set_defaults(func=cli_entry(_verify))
 
     hi = sub.add_parser("history", help="past rollouts from Temporal visibility")
     hi.add_argument("name", nargs="?", default=None, help="one DecisionModel (default: all)")

@@ -14,6 +14,8 @@ one workflow ID, so dispatch is idempotent.
 
 from __future__ import annotations
 
+import functools
+import importlib.metadata
 import re
 from dataclasses import dataclass
 from itertools import product
@@ -48,6 +50,8 @@ class DispatchSettings:
 
     runtime_version: str = "0.10.0"
     runtime_version_policy: Literal["Pinned", "FollowOperator"] = "Pinned"
+    # DMROLLOUT_DECISION_RECORDS_NAMESPACE is set: each rollout writes signed records.
+    decision_records: bool = False
 
 
 @dataclass(frozen=True)
@@ -230,7 +234,18 @@ def rollout_input(
         retry_token=retry_token,
         tuning=tuning or RolloutTuning(),
         post_promotion_watch_seconds=spec.rollout.post_promotion_watch_seconds,
+        controller_build=controller_build(),
+        decision_records=settings.decision_records,
     )
+
+
+@functools.cache
+def controller_build() -> str:
+    """This controller's build (the installed package's version), for the decision records."""
+    try:
+        return importlib.metadata.version("dmrollout")
+    except importlib.metadata.PackageNotFoundError:  # a source tree run without installing
+        return "dev"
 
 
 def record_of(rev: RevisionStatus | None) -> RevisionRecord | None:

@@ -200,6 +200,7 @@ class Manager:
             dispatch=DispatchSettings(
                 runtime_version=self.rollout.runtime_version,
                 runtime_version_policy=self.settings.runtime_version_policy,
+                decision_records=self.rollout.decision_records_namespace is not None,
             ),
             metrics=self.metrics,
             reader=cache,

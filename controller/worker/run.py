@@ -155,6 +155,7 @@ def build_worker(
             settings,
             metrics.observe_resolve if metrics is not None else None,
             metrics.record_probe_transition if metrics is not None else None,
+            client,
         ),
         **tuning_options(settings),
         interceptors=[ProgressInterceptor(progress)] if progress is not None else [],

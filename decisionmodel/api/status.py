@@ -317,6 +317,21 @@ class RolloutRunStatus(WireModel):
     run_id: str = Field(default="", max_length=128, description="Run ID within it.")
 
 
+class DecisionRecordStatus(WireModel):
+    """The newest signed decision record of this DecisionModel (issue 38, docs/audit.md): what
+    ``dmrollout verify`` checks the kept chain against, so that removing the newest record is
+    seen too."""
+
+    sequence: int = Field(ge=1, description="Its place in the chain (1 is the first).")
+    digest: str = Field(
+        pattern=r"^sha256:[a-f0-9]{64}$", description="sha256 of its signed envelope."
+    )
+    name: str = Field(max_length=253, description="The ConfigMap that holds it.")
+    namespace: str = Field(max_length=63, description="The records namespace.")
+    decision: str = Field(max_length=16, description="Promote, RollBack or Hold.")
+    revision: str = Field(max_length=64, description="The revision it decided on.")
+
+
 class RollbackToStatus(WireModel):
     """A ``decisionmodel.io/rollback-to`` in force (issue 34): the revision the DecisionModel
     serves, or rolls out, in place of its spec, until the spec changes."""
@@ -393,6 +408,11 @@ class DecisionModelStatus(WireModel):
     )
     evaluation: EvaluationStatus | None = Field(
         default=None, description="Result of the latest evaluation."
+    )
+    decision_record: DecisionRecordStatus | None = Field(
+        default=None,
+        description="The newest signed decision record (with decision records on): dmrollout "
+        "verify checks the chain against it.",
     )
     evaluation_ledger: list[LedgerEntryStatus] | None = Field(
         default=None,

@@ -38,6 +38,7 @@ RECORD_STATUS = "record_status"
 CHECK_CANDIDATE = "check_candidate"
 RECOVER_STORE_BEGIN = "recover_store_begin"
 RECOVER_STORE_END = "recover_store_end"
+WRITE_DECISION_RECORD = "write_decision_record"
 
 TASK_QUEUE = "dmrollout-rollouts"
 WORKFLOW_ID_PREFIX = "rollout"
@@ -280,6 +281,12 @@ class RolloutInput(InPlace):
     tuning: RolloutTuning = Field(default_factory=RolloutTuning)
     # spec.rollout.postPromotionWatch in seconds; None (the default) keeps no watch.
     post_promotion_watch_seconds: int | None = None
+    # The build of the controller that started this run, for the decision records.
+    controller_build: str = ""
+    # Signed decision records (docs/audit.md): True, the run writes them (the worker must know
+    # the records namespace, else it says so); False, none (no activity in the history); None
+    # (a hand-made input), the worker's setting decides.
+    decision_records: bool | None = None
 
     def policy(self) -> RolloutPolicy:
         """The policy this rollout enforces: what its steps actually do with this input (its
@@ -434,6 +441,36 @@ class PromoteInput(InPlace):
     # of the DecisionModel's name): retried while it holds, shown on Promoted, records nothing.
     # The workflow runs this after the promotion refused such a guard, outside the commitment.
     await_guards: bool = False
+
+
+DecisionKind = Literal["Promote", "RollBack", "Hold"]
+
+
+class DecisionRecordInput(Contract):
+    """One decision of a rollout, for its signed record (decisionmodel.records): what was
+    decided on which revision, why, on what evidence and policy. Numbers, names and digests
+    only; the approval token binds the evidence and the policy, never a secret."""
+
+    dm: DMRef
+    decision: DecisionKind
+    reason: str
+    message: str
+    candidate: RevisionRecord
+    stable: str | None = None
+    policy: RolloutPolicy
+    evaluation: EvaluationOutcome | None = None
+    approval: str | None = None
+    controller_build: str = ""
+    # Promote: a record that cannot be written shows on Promoted (the promotion waits).
+    blocking: bool = False
+
+
+class DecisionRecordResult(Contract):
+    written: bool
+    name: str | None = None  # the record's ConfigMap
+    sequence: int | None = None
+    digest: str | None = None  # sha256 of its envelope
+    why: str = ""  # why none was written (records off, no model digest)
 
 
 class CandidateReadiness(Contract):

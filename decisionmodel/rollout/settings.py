@@ -195,6 +195,19 @@ class RolloutSettings(BaseSettings):
     queue_full_attempts: int = Field(
         default=20, description="Attempts per evaluation case on 503 QUEUE_FULL."
     )
+    # --- decision records (issue 38, docs/audit.md) --
+    decision_records_namespace: str | None = Field(
+        default=None,
+        pattern=r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$",
+        max_length=63,
+        description="Namespace of the signed decision records (the chart: the release "
+        "namespace when decisionRecords.enabled). Unset: no records are written.",
+    )
+    decision_records_key_secret: str = Field(
+        default="dmrollout-decision-record-key",
+        description="Secret in the records namespace whose key key.pem holds the EC P-256 "
+        "private key (PEM) the records are signed with.",
+    )
     # --- placement guard (decisionmodel.engine.placement): what a DecisionModel may ask of the
     # Pods --
     placement_profile: Literal["Passthrough", "Strict"] = Field(

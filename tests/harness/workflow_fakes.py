@@ -50,6 +50,11 @@ class FakeCluster:
     candidate_ready: int | None = None
     # The decision record an evaluation returns (with ``confidence``), when given.
     evaluation_decision: Any = None
+    # Each signed decision record asked for: "<decision>:<revision>" (not among ``calls``).
+    decisions: list[str] = field(default_factory=list)
+    # write_decision_record fails (retryably, DecisionRecordUnwritten) until this is set.
+    records_down: asyncio.Event | None = None
+    record_attempts: int = 0
 
     def activities(self) -> list[Any]:
         cluster = self
@@ -144,6 +149,16 @@ class FakeCluster:
         async def record_status(update: c.StatusUpdate) -> None:
             await cluster._write(update)
 
+        @activity.defn(name=c.WRITE_DECISION_RECORD)
+        async def write_decision_record(inp: c.DecisionRecordInput) -> c.DecisionRecordResult:
+            cluster.record_attempts += 1
+            if cluster.records_down is not None and not cluster.records_down.is_set():
+                raise ApplicationError(
+                    "the signing key Secret is missing", type="DecisionRecordUnwritten"
+                )
+            cluster.decisions.append(f"{inp.decision}:{inp.candidate.hash}")
+            return c.DecisionRecordResult(written=True, sequence=len(cluster.decisions))
+
         return [
             resolve,
             prefetch,
@@ -155,6 +170,7 @@ class FakeCluster:
             watch_promoted,
             delete_revision,
             record_status,
+            write_decision_record,
         ]
 
     def _evaluation(self) -> c.EvaluationOutcome:
@@ -224,6 +240,7 @@ def make_input(
     promotion: str = "Automatic",
     cleanup_round_seconds: int = 600,
     watch_seconds: int | None = None,
+    records: bool = False,
 ) -> c.RolloutInput:
     return c.RolloutInput(
         dm=c.DMRef(namespace="ns", name=f"dm-{uuid.uuid4().hex[:6]}", uid="uid-1", generation=2),
@@ -246,6 +263,7 @@ def make_input(
             cleanup_pause_seconds=1,
         ),
         post_promotion_watch_seconds=watch_seconds,
+        decision_records=records,
     )
 
 

@@ -17,18 +17,10 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from harness.cosign import cosign
 
 REPO = Path(__file__).resolve().parents[2]
 PASSWORD = "pw-not-in-any-output"
-
-
-def cosign() -> str:
-    return subprocess.run(
-        ["bash", str(REPO / "hack" / "cosign.sh"), "--print"],
-        capture_output=True,
-        text=True,
-        check=True,
-    ).stdout.strip()
 
 
 def key_pair(where: Path) -> tuple[Path, Path]:

@@ -618,3 +618,26 @@ async def test_a_rollout_is_its_steps_in_history_and_nothing_else(
     assert resolved.candidate is not None and resolved.clear_failed
     ready = next(s for s in cluster.statuses if s.event_reason == "ModelReady")
     assert ready.candidate is not None and ready.candidate.precision == "F32"
+
+
+async def test_each_decision_is_recorded_and_a_promotion_waits_for_its_record(
+    client: Client, queue: str, cluster: FakeCluster
+) -> None:
+    """Issue 38 item 6: a promotion is not switched until its signed record is written (the
+    activity retried while it cannot be); a hold and a rollback are recorded too."""
+    cluster.records_down = asyncio.Event()
+    handle = await start(client, queue, make_input(records=True))
+    await eventually(lambda: cluster.record_attempts >= 2, 30, what="record retried")
+    assert c.PROMOTE not in cluster.calls and cluster.decisions == []
+    cluster.records_down.set()
+    assert (await handle.result()).result == c.RolloutResult.PROMOTED
+    assert cluster.decisions == ["Promote:r:en"]
+    assert cluster.calls[-1] == c.PROMOTE
+
+    held = await start(
+        client, queue, make_input(stable=True, promotion="Manual", model="laya:v2", records=True)
+    )
+    await wait_phase(held, c.Phase.AWAITING_PROMOTION)
+    await held.signal(RolloutWorkflow.abort, "no")
+    assert (await held.result()).result == c.RolloutResult.ROLLED_BACK
+    assert [d.split(":")[0] for d in cluster.decisions] == ["Promote", "Hold", "RollBack"]

@@ -136,6 +136,14 @@ this variable would shadow (DMROLLOUT_* comes first), else https://ollaya.dev. *
 {{- end }}
 - name: DMROLLOUT_PIPELINE_HUB
   value: {{ .Values.pipelines.hub | quote }}
+{{- /* Signed decision records (docs/audit.md): the worker writes them, the controller asks
+each rollout for them. */}}
+{{- if .Values.decisionRecords.enabled }}
+- name: DMROLLOUT_DECISION_RECORDS_NAMESPACE
+  value: {{ default .Release.Namespace .Values.decisionRecords.namespace | quote }}
+- name: DMROLLOUT_DECISION_RECORDS_KEY_SECRET
+  value: {{ .Values.decisionRecords.keySecret | quote }}
+{{- end }}
 {{- with .Values.runtimeVersion }}
 - name: DMROLLOUT_RUNTIME_VERSION
   value: {{ . | quote }}

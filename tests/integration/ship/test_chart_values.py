@@ -192,6 +192,7 @@ WORKER_VERSIONING = {
 }
 WORKER_VERSIONING_VARIABLES = {f"DMROLLOUT_{f.upper()}" for f in WORKER_VERSIONING}
 
+
 # Settings fields the chart does not take from values.yaml, and why.
 UNMAPPED: dict[str, dict[str, str]] = {
     "controller": {
@@ -222,6 +223,10 @@ UNMAPPED: dict[str, dict[str, str]] = {
         "worker_liveness_stall_seconds": "fault tempo; the default suits every install",
         "worker_series_check_seconds": "internal tempo",
         "worker_drain_check_seconds": "internal tempo",
+        "decision_records_namespace": "decisionRecords.enabled: decisionRecords.namespace, "
+        "else the release namespace (test_decision_records_*)",
+        "decision_records_key_secret": "decisionRecords.keySecret when enabled "
+        "(test_decision_records_*)",
         **{f: "worker.tuning.*, on the worker (WORKER_TUNING)" for f in WORKER_TUNING.values()},
         **WORKER_VERSIONING,
     },
@@ -1172,3 +1177,26 @@ def test_unversioned_worker_when_disabled(helm_tmp: Path, monkeypatch: pytest.Mo
     env = env_of(container(objs, "Deployment", "-worker"))
     rollout = settings_from(env, monkeypatch)["rollout"]
     assert isinstance(rollout, RolloutSettings) and rollout.worker_deployment_name == ""
+
+
+def test_decision_records_tell_the_worker_and_grant_the_records_namespace(
+    default_objs: list[dict[str, Any]], all_on_objs: list[dict[str, Any]]
+) -> None:
+    """Off by default (nothing rendered); on, the worker knows the namespace and the Secret,
+    and its Role there reads that Secret only and lists and creates ConfigMaps."""
+    assert "DMROLLOUT_DECISION_RECORDS_NAMESPACE" not in env_of(
+        container(default_objs, "Deployment", "-worker")
+    )
+    assert not [o for o in default_objs if o["metadata"]["name"].endswith("-decision-records")]
+    worker = env_of(container(all_on_objs, "Deployment", "-worker"))
+    controller = env_of(container(all_on_objs, "Deployment", "-controller"))
+    assert controller["DMROLLOUT_DECISION_RECORDS_NAMESPACE"] == "dmrollout-audit"
+    assert worker["DMROLLOUT_DECISION_RECORDS_NAMESPACE"] == "dmrollout-audit"
+    assert worker["DMROLLOUT_DECISION_RECORDS_KEY_SECRET"] == "decision-record-key"
+    role = find(all_on_objs, "Role", "-decision-records")
+    assert role["metadata"]["namespace"] == "dmrollout-audit"
+    rules = {(r["resources"][0], tuple(r["verbs"])): r for r in role["rules"]}
+    assert rules[("secrets", ("get",))]["resourceNames"] == ["decision-record-key"]
+    assert ("configmaps", ("list", "create")) in rules
+    binding = find(all_on_objs, "RoleBinding", "-decision-records")
+    assert binding["subjects"][0]["name"].endswith("-worker")

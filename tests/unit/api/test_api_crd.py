@@ -54,6 +54,7 @@ from decisionmodel.api.crd import (
     render_crd_yaml,
 )
 from decisionmodel.api.status import (
+    DecisionRecordStatus,
     LedgerEntryStatus,
     ReResolveStatus,
     RollbackToStatus,
@@ -362,6 +363,14 @@ def _full_status() -> DecisionModelStatus:
         last_retry_token="1700000000",
         re_resolve=ReResolveStatus(hash="1111222233334444", attempts=2, last_attempt_time=t),
         rollback_to=RollbackToStatus(revision="0123456789abcdef", generation=4),
+        decision_record=DecisionRecordStatus(
+            sequence=3,
+            digest="sha256:" + "ab" * 32,
+            name="decision-triage-0a1b2c3d-000003",
+            namespace="dmrollout-system",
+            decision="Promote",
+            revision="1111222233334444",
+        ),
         rollout=RolloutRunStatus(
             workflow_id="rollout/default/triage/1111222233334444", run_id="r1"
         ),
