@@ -87,3 +87,16 @@ class AccessReviews:
             raise ReviewUnavailable(f"the review was refused: HTTP {e.status}") from e
         status: dict[str, Any] = json.loads(response.data).get("status") or {}
         return status
+
+
+def who_am_i(kube: Kube) -> str | None:
+    """The caller's user name as the API server authenticated it (SelfSubjectReview,
+    authentication.k8s.io/v1, which every authenticated user may create), or None when the
+    server does not say: what an approval from the CLI names as its approver."""
+    body = {"apiVersion": "authentication.k8s.io/v1", "kind": "SelfSubjectReview"}
+    try:
+        answer = kube.raw(kube.authentication.create_self_subject_review, body)
+    except (KubeError, AttributeError):
+        return None
+    user = ((answer.get("status") or {}).get("userInfo") or {}).get("username")
+    return str(user) if user else None

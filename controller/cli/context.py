@@ -91,14 +91,19 @@ class CliContext:
         self.where.temporal_namespace = settings.namespace
         return settings
 
-    async def temporal(self, pipelines: bool = False) -> tuple[Client, TemporalSettings]:
-        """``pipelines``: in the pipelines' namespace unless --temporal-namespace names one."""
+    async def temporal(
+        self, pipelines: bool = False, identity: str | None = None
+    ) -> tuple[Client, TemporalSettings]:
+        """``pipelines``: in the pipelines' namespace unless --temporal-namespace names one;
+        ``identity``: what Temporal records as the caller (an approval's approver)."""
         settings = self.temporal_settings()
         if pipelines and not getattr(self.args, "temporal_namespace", None):
             settings = settings.for_pipelines()
             self.where.temporal_namespace = settings.namespace
         try:
-            client = await asyncio.wait_for(connect(settings), CONNECT_TIMEOUT_SECONDS)
+            client = await asyncio.wait_for(
+                connect(settings, identity=identity), CONNECT_TIMEOUT_SECONDS
+            )
         except TimeoutError:
             raise CliError(
                 ExitCode.UNREACHABLE,

@@ -7,6 +7,9 @@ a view), and says what failed with a documented exit code (controller/cli/errors
 from __future__ import annotations
 
 import argparse
+import asyncio
+import getpass
+import socket
 import sys
 from datetime import UTC, datetime
 from typing import Any
@@ -21,6 +24,7 @@ from decisionmodel.api import GROUP, PLURAL, VERSION
 from decisionmodel.rollout.contracts import Phase
 from decisionmodel.rollout.evaluation_status import decision_lines, report_command
 from decisionmodel.vocabulary import Device, StatusKey
+from kube.access_review import who_am_i
 from kube.client import CONTROLLER_FIELD_MANAGER, Kube
 from workflows import search_attributes as sa
 
@@ -196,7 +200,7 @@ async def _decide(ctx: CliContext, *, reject: bool) -> int:
     (``--approval``; default: the one the rollout shows now)."""
     args = ctx.args
     namespace = ctx.namespace()
-    client, temporal = await ctx.temporal()
+    client, temporal = await ctx.temporal(identity=await approver(ctx))
     rollouts = Rollouts(client, temporal.task_queue, temporal.ui_url)
     running = await rollouts.running(namespace, args.name)
     if not running:
@@ -219,6 +223,22 @@ async def _decide(ctx: CliContext, *, reject: bool) -> int:
         done = "rejected" if reject else "approved"
         print(f"{done} {approval} for {namespace}/{args.name} ({r.workflow_id})")
     return ExitCode.OK
+
+
+# The approver's Kubernetes user name is asked once per approval, bounded.
+APPROVER_LOOKUP_SECONDS = 10.0
+
+
+async def approver(ctx: CliContext) -> str:
+    """Who approves, as the workflow history (and the signed decision record) will say: the
+    Kubernetes user the API server authenticated (SelfSubjectReview), the local account and
+    host."""
+    local = f"{getpass.getuser()}@{socket.gethostname()}"
+    try:
+        user = await asyncio.wait_for(Kube.run(who_am_i, ctx.kube()), APPROVER_LOOKUP_SECONDS)
+    except (TimeoutError, CliError):
+        user = None
+    return f"dmrollout-cli kubernetes-user={user or 'unknown'} {local}"[:255]
 
 
 async def _no_answer(client: Client, task_queue: str, run: RunningRollout) -> str:

@@ -195,9 +195,11 @@ async def connect(
     runtime: Runtime | None = None,
     interceptors: Sequence[Interceptor] = (),
     lazy: bool = False,
+    identity: str | None = None,
 ) -> Client:
     """``lazy``: connect on the first call (the controller starts, and looks after the stable,
-    while Temporal is away)."""
+    while Temporal is away). ``identity``: what Temporal records as the caller of each
+    request (default: pid@host)."""
     return await Client.connect(
         settings.address,
         namespace=settings.namespace,
@@ -207,6 +209,7 @@ async def connect(
         runtime=runtime or Runtime.default(),
         interceptors=interceptors,
         lazy=lazy,
+        identity=identity,
     )
 
 

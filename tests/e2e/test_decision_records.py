@@ -99,12 +99,21 @@ class Records:
                 }
             )
 
-    def verify(self, dm: str, key: Path, *more: str) -> subprocess.CompletedProcess[str]:
-        env = {**os.environ, "DMROLLOUT_KUBECONFIG": str(self.harness.cluster.kubeconfig)}
+    def cli(self, *args: str) -> subprocess.CompletedProcess[str]:
+        env = {
+            **os.environ,
+            "DMROLLOUT_KUBECONFIG": str(self.harness.cluster.kubeconfig),
+            "DMROLLOUT_TEMPORAL_TASK_QUEUE": self.harness.task_queue,
+        }
         return subprocess.run(
-            [sys.executable, "-m", "controller.cli", "verify", dm, "-n", self.harness.namespace,
-             "--key", str(key), "--records-namespace", self.namespace, *more],
+            [sys.executable, "-m", "controller.cli", *args],
             env=env, capture_output=True, text=True, timeout=120, check=False,
+        )  # fmt: skip
+
+    def verify(self, dm: str, key: Path, *more: str) -> subprocess.CompletedProcess[str]:
+        return self.cli(
+            "verify", dm, "-n", self.harness.namespace, "--key", str(key),
+            "--records-namespace", self.namespace, *more,
         )  # fmt: skip
 
 
@@ -170,7 +179,10 @@ async def test_decisions_leave_a_signed_chain_that_outlives_the_history(
     approved = await h.start(h.input_for("rec", decision_records=True))
     waiting = await held(approved)
     assert waiting.expected_approval is not None
-    await approved.execute_update(RolloutWorkflow.approve, waiting.expected_approval)
+    # Approved from the CLI: the record names the Kubernetes user the API server vouched for.
+    # (in a thread: the worker answering the CLI's query runs in this event loop)
+    cli = await asyncio.to_thread(records.cli, "promote", "rec", "-n", h.namespace)
+    assert cli.returncode == 0, cli.stderr
     promoted = await asyncio.wait_for(approved.result(), 120)
     assert promoted.result == RolloutResult.PROMOTED
 
@@ -183,7 +195,9 @@ async def test_decisions_leave_a_signed_chain_that_outlives_the_history(
     assert [p["decision"] for p in predicates] == ["Promote", "Hold", "RollBack", "Hold", "Promote"]
     assert predicates[2]["reason"] == "Aborted"
     assert predicates[4]["approval"]["token"] == waiting.expected_approval
-    assert predicates[4]["approval"]["by"] == temporal_client.identity
+    approver = predicates[4]["approval"]["by"]
+    assert approver.startswith("dmrollout-cli kubernetes-user=") and "=unknown" not in approver
+    assert predicates[4]["approval"]["via"] == "update approve"
     assert predicates[4]["revision"]["hash"] == promoted.revision
     head = h.status("rec")["decisionRecord"]
     assert head["sequence"] == 5 and head["decision"] == "Promote"
