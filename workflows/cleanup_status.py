@@ -5,7 +5,7 @@ RBAC refusing deletes, the API server away) is retried for ever (``RolloutWorkfl
 without this the only trace was the workflow's current details, while ``kubectl get dm`` said
 RolledBack and the candidate's Deployment (perhaps holding GPUs) kept running. The condition
 ``CleanupPending`` names the step, the objects, the workflow and the last error; the controller
-exports it as ``dmrollout_cleanup_pending`` and the alert of the same name links its runbook.
+exports it as ``decisionmodel_cleanup_pending`` and the alert of the same name links its runbook.
 """
 
 from __future__ import annotations

@@ -218,7 +218,7 @@ class Reconciler:
         token = current_dm.set(key)  # its log lines name it (controller/serve/logs.py)
         try:
             # With tracing on, the rollout this reconcile starts is a child of this span.
-            with span("reconcile", dm=key):
+            with span("reconcile", **reconcile_attributes(namespace, name)):
                 return await self._reconcile_key(namespace, name)
         finally:
             current_dm.reset(token)
@@ -1044,3 +1044,8 @@ def _no_stable(phase: str | None, status: DecisionModelStatus | None) -> list[Co
 
 
 __all__ = ["Decision", "Reconciler", "decide"]
+
+
+def reconcile_attributes(namespace: str, name: str) -> dict[str, str]:
+    """A reconcile's span, in OpenTelemetry's deployment and Kubernetes conventions."""
+    return {"deployment.name": f"{namespace}/{name}", "k8s.namespace.name": namespace}

@@ -70,9 +70,9 @@ MODEL_READY: Final = "decisionmodel_model_ready_replicas"
 DESIRED: Final = "decisionmodel_desired_replicas"
 ACCURACY: Final = "decisionmodel_evaluation_accuracy"
 ECE: Final = "decisionmodel_evaluation_ece"
-RESTARTS: Final = "dmrollout_rollout_restarts"
-CLEANUP_PENDING: Final = "dmrollout_cleanup_pending"
-REAPED: Final = "dmrollout_reaped_objects"
+RESTARTS: Final = "decisionmodel_rollout_restarts"
+CLEANUP_PENDING: Final = "decisionmodel_cleanup_pending"
+REAPED: Final = "decisionmodel_reaped_objects"
 ROLLOUTS: Final = CounterSpec(
     "decisionmodel_rollouts", "Rollout outcomes: promoted, rolled_back or failed.", "result"
 )

@@ -183,9 +183,17 @@ class TemporalSettings(BaseSettings):
 def make_runtime(settings: TemporalSettings) -> Runtime | None:
     if not settings.metrics_bind_address:
         return None
+    # Prometheus' conventions, as dmrollout's own series follow them (docs/operations.md
+    # "Metrics"): durations in seconds with the unit in the name, counters ending in _total.
+    # The SDK's defaults are milliseconds without a unit suffix and counters without _total.
     return Runtime(
         telemetry=TelemetryConfig(
-            metrics=PrometheusConfig(bind_address=settings.metrics_bind_address)
+            metrics=PrometheusConfig(
+                bind_address=settings.metrics_bind_address,
+                counters_total_suffix=True,
+                unit_suffix=True,
+                durations_as_seconds=True,
+            )
         )
     )
 

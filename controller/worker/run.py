@@ -23,17 +23,19 @@ from datetime import timedelta
 from typing import Any
 
 from prometheus_client import CollectorRegistry, Counter, Histogram, generate_latest
+from temporalio import worker as worker_module
 from temporalio.client import Client
 from temporalio.worker import PollerBehaviorSimpleMaximum, Worker, WorkerDeploymentConfig
 
 from activities.registry import build_activities, build_hub_activities, build_stage_activities
+from controller.serve.cicd_spans import CicdSpanInterceptor
 from controller.serve.health import HealthServer
 from controller.serve.liveness import LoopProgress
 from controller.serve.metrics import PROBE_RESULTS
 from controller.serve.metrics_server import build_secure_metrics_server
 from controller.serve.metrics_settings import MetricsSettings
 from controller.serve.sdk_metrics import with_sdk_series
-from controller.serve.tracing import shutdown_tracing, tracing_interceptors
+from controller.serve.tracing import shutdown_tracing, tracing_enabled, tracing_interceptors
 from controller.temporal.client import TemporalSettings, check_namespace, connect, make_runtime
 from controller.worker.deployment import deployment_config, make_current, watch_build
 from controller.worker.progress import ProgressInterceptor
@@ -142,6 +144,7 @@ def build_worker(
     metrics: WorkerMetrics | None = None,
     progress: LoopProgress | None = None,
     deployment: WorkerDeploymentConfig | None = None,
+    ui_url: str | None = None,
 ) -> Worker:
     """The rollouts' worker; with ``deployment``, a build of a Worker Deployment whose
     workflows are pinned to it (controller/worker/deployment.py)."""
@@ -158,11 +161,23 @@ def build_worker(
             client,
         ),
         **tuning_options(settings),
-        interceptors=[ProgressInterceptor(progress)] if progress is not None else [],
+        interceptors=worker_interceptors(progress, ui_url),
         **versioning,
         # Let activities in flight finish (or reach a heartbeat and see the cancel) on SIGTERM.
         graceful_shutdown_timeout=timedelta(seconds=20),
     )
+
+
+def worker_interceptors(
+    progress: LoopProgress | None, ui_url: str | None
+) -> list[worker_module.Interceptor]:
+    """Liveness, and with tracing on the CI/CD conventions on each activity's span."""
+    found: list[worker_module.Interceptor] = []
+    if progress is not None:
+        found.append(ProgressInterceptor(progress))
+    if tracing_enabled():
+        found.append(CicdSpanInterceptor(ui_url))
+    return found
 
 
 def pipeline_workers(
@@ -261,6 +276,7 @@ async def run_worker(temporal: TemporalSettings, settings: RolloutSettings) -> i
         metrics=metrics,
         progress=progress,
         deployment=deployment,
+        ui_url=temporal.ui_url,
     )
     stop = asyncio.Event()
     for sig in (signal.SIGTERM, signal.SIGINT):

@@ -87,7 +87,7 @@ def test_a_metrics_reader_gets_the_series_over_https(
 ) -> None:
     r = scrape(server, tokens.reader)
     assert r.status_code == 200, r.text
-    assert 'dmrollout_rollout_restarts_total{name="router",namespace="team-a"' in r.text
+    assert 'decisionmodel_rollout_restarts_total{name="router",namespace="team-a"' in r.text
 
 
 def test_an_authenticated_user_without_the_role_is_forbidden(
@@ -160,6 +160,6 @@ def test_a_certificate_from_files_is_served_and_verifies(
         # The certificate names 127.0.0.1 as well: verified by address, hostname checked.
         r = scrape(srv, tokens.reader, verify=trust)
         assert r.status_code == 200, r.text
-        assert "dmrollout_rollout_restarts_total" in r.text
+        assert "decisionmodel_rollout_restarts_total" in r.text
     finally:
         srv.stop()

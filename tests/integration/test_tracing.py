@@ -15,9 +15,12 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTrace
 from temporalio.worker import Worker
 from test_rollout_workflow_logic import FakeCluster, make_input
 
+from controller.reconciler.reconcile import reconcile_attributes
 from controller.serve import tracing
+from controller.serve.cicd_spans import CicdSpanInterceptor
 from controller.temporal.client import TemporalSettings, connect
 from controller.temporal.rollouts import Rollouts
+from controller.worker.run import worker_interceptors
 from localenv.temporal import TemporalDevServer
 from workflows.rollout import RolloutWorkflow
 
@@ -27,6 +30,7 @@ class Receiver:
     spans: list[tuple[str, bytes, bytes, bytes]] = field(
         default_factory=list
     )  # name, trace, id, parent
+    attributes: dict[str, dict[str, str]] = field(default_factory=dict)  # by span name
 
     async def handle(self, request: web.Request) -> web.Response:
         export = ExportTraceServiceRequest.FromString(await request.read())
@@ -34,6 +38,7 @@ class Receiver:
             for scope in resource.scope_spans:
                 for s in scope.spans:
                     self.spans.append((s.name, s.trace_id, s.span_id, s.parent_span_id))
+                    self.attributes[s.name] = {a.key: a.value.string_value for a in s.attributes}
         return web.Response(status=200)
 
 
@@ -74,10 +79,16 @@ async def test_one_trace_from_reconcile_to_activities(
     queue = f"traced-{uuid.uuid4().hex[:8]}"
     cluster = FakeCluster()
     inp = make_input()
+    interceptors = worker_interceptors(None, "http://ui.example")
+    assert [type(i) for i in interceptors] == [CicdSpanInterceptor]
     async with Worker(
-        client, task_queue=queue, workflows=[RolloutWorkflow], activities=cluster.activities()
+        client,
+        task_queue=queue,
+        workflows=[RolloutWorkflow],
+        activities=cluster.activities(),
+        interceptors=interceptors,
     ):
-        with tracing.span("reconcile", dm=f"{inp.dm.namespace}/{inp.dm.name}"):
+        with tracing.span("reconcile", **reconcile_attributes(inp.dm.namespace, inp.dm.name)):
             assert await Rollouts(client, queue).start(inp)
         handle = client.get_workflow_handle(
             f"rollout/{inp.dm.namespace}/{inp.dm.name}/{inp.requested_revision}"
@@ -99,3 +110,14 @@ async def test_one_trace_from_reconcile_to_activities(
         "RunActivity:resolve",
         "RunActivity:promote",
     } <= in_trace, sorted(in_trace)
+    # OpenTelemetry's CI/CD and deployment conventions (issue 38, item 7).
+    dm = f"{inp.dm.namespace}/{inp.dm.name}"
+    assert found.attributes["reconcile"]["deployment.name"] == dm
+    promote = found.attributes["RunActivity:promote"]
+    assert promote["cicd.pipeline.name"] == f"rollout {dm}"
+    assert promote["cicd.pipeline.task.name"] == "promote"
+    assert promote["cicd.pipeline.task.type"] == "deploy"
+    assert promote["cicd.pipeline.task.run.result"] == "success"
+    assert promote["deployment.id"] and promote["k8s.namespace.name"] == inp.dm.namespace
+    assert promote["cicd.pipeline.run.url.full"].startswith("http://ui.example/namespaces/")
+    assert found.attributes["RunActivity:warmup_inspect"]["cicd.pipeline.task.type"] == "test"

@@ -1,8 +1,8 @@
 """A cleanup that keeps failing is visible on the DecisionModel, not only in Temporal (issue 22,
 point 7): a rolled-back candidate whose Deployment cannot be deleted (an admission policy refuses
 the delete) shows CleanupPending=True with the objects and the workflow, the controller exports
-dmrollout_cleanup_pending 1; once the policy is gone the Deployment goes and the condition and the
-series clear by themselves."""
+decisionmodel_cleanup_pending 1; once the policy is gone the Deployment goes and the condition
+and the series clear by themselves."""
 
 from __future__ import annotations
 
@@ -76,7 +76,7 @@ def cleanup_pending(h: RolloutHarness) -> dict[str, Any] | None:
 def series(controller: ControllerProcess, namespace: str) -> float | None:
     for line in controller.metrics().splitlines():
         labels = (f'name="{DM}"', f'namespace="{namespace}"')
-        if line.startswith("dmrollout_cleanup_pending{") and all(x in line for x in labels):
+        if line.startswith("decisionmodel_cleanup_pending{") and all(x in line for x in labels):
             return float(line.rsplit(" ", 1)[1])
     return None
 

@@ -945,7 +945,7 @@ ALERTS = {
     "DecisionModelOperatorReconcileErrors",
     "DecisionModelOperatorDown",
 }
-TEMPORAL_SERIES = {"temporal_workflow_task_execution_failed"}
+TEMPORAL_SERIES = {"temporal_workflow_task_execution_failed_total"}
 RUNBOOK_SECTIONS = ("## Signal", "## Likely causes", "## Check", "## Fix")
 
 

@@ -453,8 +453,8 @@ def test_a_reaped_object_alone_adds_only_its_own_series(metrics: ControllerMetri
     metrics.record_reaped(NS, NAME, "Job")
     metrics.record_restart(NS, NAME, "restarted")
     assert sorted(s.name for s in dm_samples(metrics)) == [
-        "dmrollout_reaped_objects_total",
-        "dmrollout_rollout_restarts_total",
+        "decisionmodel_reaped_objects_total",
+        "decisionmodel_rollout_restarts_total",
     ]
     metrics.record_probe_transition(NS, NAME, "ready")
     assert rollouts(metrics, "promoted") == 0.0

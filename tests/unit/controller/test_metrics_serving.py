@@ -58,7 +58,7 @@ def test_plain_http_is_an_opt_in_and_serves_metrics_next_to_the_probes() -> None
     try:
         r = get(f"http://127.0.0.1:{m.health.port}/metrics")
         assert r.status_code == 200
-        assert "dmrollout_rollout_restarts_total" in r.text
+        assert "decisionmodel_rollout_restarts_total" in r.text
     finally:
         m.health.stop()
 
@@ -196,7 +196,7 @@ def test_the_worker_serves_its_series_and_the_sdk_series_in_one_text() -> None:
     class SDK(BaseHTTPRequestHandler):
         def do_GET(self) -> None:
             body = b"# TYPE temporal_workflow_task_execution_failed counter\n"
-            body += b"temporal_workflow_task_execution_failed 2\n"
+            body += b"temporal_workflow_task_execution_failed_total 2\n"
             self.send_response(200)
             self.send_header("Content-Length", str(len(body)))
             self.end_headers()
@@ -218,7 +218,7 @@ def test_the_worker_serves_its_series_and_the_sdk_series_in_one_text() -> None:
         sdk.shutdown()
         sdk.server_close()
     assert "decisionmodel_registry_resolve_duration_seconds_count 1.0" in text
-    assert "temporal_workflow_task_execution_failed 2" in text
+    assert "temporal_workflow_task_execution_failed_total 2" in text
     # The SDK exporter gone: the worker's own series still answer.
     assert (
         "decisionmodel_registry"
