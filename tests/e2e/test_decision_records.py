@@ -23,10 +23,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
-from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from harness.cosign import cosign_verifies
+from harness.decision_records import KEY_SECRET, create_key_secret, grant_records
 from harness.helpers import async_assert_eventually, eventually
 from harness.rollout_harness import RolloutHarness, put_model, rollout_settings
 from temporalio.api.common.v1 import WorkflowExecution
@@ -38,11 +37,9 @@ from decisionmodel.records.dsse import public_pem
 from decisionmodel.rollout.contracts import Phase, RolloutOutcome, RolloutProgress, RolloutResult
 from kube.client import Kube
 from localenv.cluster import LocalCluster
-from localenv.identities import SYSTEM_NAMESPACE
 from workflows.rollout import RolloutWorkflow
 
 REPO = Path(__file__).resolve().parents[2]
-KEY_SECRET = "dmrollout-decision-record-key"
 SEQUENCE = "decisionmodel.io/sequence"
 
 
@@ -51,15 +48,7 @@ class Records:
         self.harness, self.namespace, self.key = harness, namespace, key
 
     def secret(self) -> None:
-        pem = self.key.private_bytes(
-            serialization.Encoding.PEM,
-            serialization.PrivateFormat.PKCS8,
-            serialization.NoEncryption(),
-        )
-        self.harness.cluster.kubectl(
-            "-n", self.namespace, "create", "secret", "generic", KEY_SECRET,
-            f"--from-literal=key.pem={pem.decode()}",
-        )  # fmt: skip
+        create_key_secret(self.harness.cluster, self.namespace, self.key)
 
     def config_maps(self) -> list[dict[str, Any]]:
         out = self.harness.cluster.kubectl(
@@ -115,17 +104,6 @@ class Records:
             "verify", dm, "-n", self.harness.namespace, "--key", str(key),
             "--records-namespace", self.namespace, *more,
         )  # fmt: skip
-
-
-def grant_records(cluster: LocalCluster, namespace: str) -> None:
-    """The namespace and the shipped records Role (deploy/decision-records) in it."""
-    docs = [d for d in yaml.safe_load_all((REPO / "deploy/decision-records/role.yaml").read_text())]
-    for d in docs:
-        d["metadata"]["namespace"] = namespace
-        if d["kind"] == "RoleBinding":
-            d["subjects"][0]["namespace"] = SYSTEM_NAMESPACE
-    cluster.apply([{"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}}])
-    cluster.apply([d for d in docs if d])
 
 
 @pytest.fixture

@@ -29,6 +29,7 @@ from temporalio.worker import Replayer
 from controller.temporal.rollouts import dm_query
 from controller.temporal.worker_presence import PINNED, run_build
 from decisionmodel.engine.render import labels as L
+from decisionmodel.records.chain import StoredRecord, verify_chain
 from decisionmodel.vocabulary import Phase, Reason
 from localenv.env import RUNTIME_PORT
 from workflows.rollout import RolloutWorkflow
@@ -331,6 +332,43 @@ class Checker:
                         + ")"
                     )
         return left
+
+    def decision_records(self, obj: dict[str, Any]) -> None:
+        """Issue 38: the DecisionModel's signed records verify (signatures, subjects, the chain
+        up to the head its status names), the revision it serves was promoted with a record,
+        and no record carries a secret or dataset content."""
+        life = self.life
+        uid = obj["metadata"]["uid"]
+        out = life.cluster.kubectl(
+            "-n", life.records_namespace, "get", "configmaps", "-o", "json",
+            "-l", f"decisionmodel.io/decision-record=true,decisionmodel.io/dm-uid={uid}",
+        ).stdout  # fmt: skip
+        stored = [
+            StoredRecord(i["metadata"]["name"], i["data"]["envelope.json"].encode())
+            for i in json.loads(out)["items"]
+        ]
+        status = obj.get("status") or {}
+        head = status.get("decisionRecord")
+        report = verify_chain(
+            stored,
+            life.records_key.public_key(),
+            (int(head["sequence"]), str(head["digest"])) if head else None,
+        )
+        self.checks += 1
+        if report.problems:
+            self.flag("the decision records verify", "; ".join(report.problems)[:400])
+        promoted = {
+            r.predicate.revision.hash for r in report.records if r.predicate.decision == "Promote"
+        }
+        stable = (status.get("stableRevision") or {}).get("hash")
+        self.checks += 1
+        if stable and stable not in promoted:
+            self.flag(
+                "every promotion has a signed record",
+                f"stable {stable} has none among {len(report.records)} records",
+            )
+        for r in stored:
+            self._no_marker(f"decision record {r.name}", r.envelope.decode())
 
     async def histories(self) -> list[WorkflowHistory]:
         found = []

@@ -62,6 +62,9 @@ WEIGHTS: Final[dict[str, int]] = {
     "wait": 10,
     # Until the DecisionModel rests (bounded): what a person does who watches `kubectl get dm`.
     "rest": 3,
+    # The decision records' signing key Secret deleted, and created again (issue 38).
+    "record_key_gone": 1,
+    "record_key_back": 2,
 }
 FAULT_KINDS: Final = frozenset(
     {
@@ -70,6 +73,7 @@ FAULT_KINDS: Final = frozenset(
         "foreign_service",
         "runtime_fault",
         "secret_unlabel",
+        "record_key_gone",
         "worker_restart",
         "controller_restart",
         "worker_upgrade",

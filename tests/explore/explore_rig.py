@@ -21,7 +21,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from cryptography.hazmat.primitives.asymmetric import ec
 from explore_ops import BAD_TAG, GOOD_TAGS, Desired, Op
+from harness.decision_records import KEY_SECRET, create_key_secret, grant_records
 from harness.refusing_proxy import RefusingProxy
 from harness.rollout_harness import (
     ControllerProcess,
@@ -105,6 +107,11 @@ class Lifecycle:
         self.queue = f"ex-{suffix}"
         self.repo = f"ex-{suffix}"
         self.h = RolloutHarness(cluster, client, self.queue, namespace=f"ex-{suffix}")
+        # Signed decision records (issue 38) in a namespace of the lifecycle's own, with its
+        # key; ``record_key_gone`` deletes the key Secret (a promotion then waits for it).
+        self.records_namespace = f"exrec-{suffix}"
+        self.records_key = ec.generate_private_key(ec.SECP256R1())
+        self.record_key_gone = False
         self.logs = logs
         self.desired = Desired()
         self.processes: list[Supervised] = []
@@ -139,6 +146,8 @@ class Lifecycle:
         put_model(self.repo, BAD_TAG, accuracy=0.3, revision=f"{self.repo}-bad")
         self.h.golden_configmap(DATASET, golden_jsonl(EVAL_CASES, marker=DATASET_MARKER))
         self.h.api_key_secret("runtime-key", SECRET_MARKER)
+        grant_records(self.cluster, self.records_namespace)
+        create_key_secret(self.cluster, self.records_namespace, self.records_key)
         # The controller reaches Temporal through a proxy of its own, which can refuse its
         # credential (operation temporal_refused) without touching any other lifecycle.
         host, _, port = self.temporal.address.rpartition(":")
@@ -164,6 +173,7 @@ class Lifecycle:
             "DMROLLOUT_WORKER_BUILD_ID": build,
             "DMROLLOUT_WORKER_DRAIN_CHECK_SECONDS": "2",
             "DMROLLOUT_WORKER_PROMOTE_ON_START": "true" if promote else "false",
+            "DMROLLOUT_DECISION_RECORDS_NAMESPACE": self.records_namespace,
         }
         proc = WorkerProcess(self.cluster, self.temporal.address, self.queue, logs, extra_env=env)
         return Supervised(f"worker {build}" + ("" if promote else " (draining)"), proc)
@@ -179,7 +189,11 @@ class Lifecycle:
             health_port=free_port(),
             identity=f"{self.queue}-{self.controllers}",
             extra_args=("--watch-namespaces", self.namespace),
-            extra_env={**CONTROLLER_ENV, "DMROLLOUT_CONTROLLER_LEASE_NAME": self.queue},
+            extra_env={
+                **CONTROLLER_ENV,
+                "DMROLLOUT_CONTROLLER_LEASE_NAME": self.queue,
+                "DMROLLOUT_DECISION_RECORDS_NAMESPACE": self.records_namespace,
+            },
         )
         return Supervised(f"controller {self.controllers}", controller)
 
@@ -201,7 +215,8 @@ class Lifecycle:
             await asyncio.to_thread(self.proxy.stop)
 
     def delete(self) -> None:
-        self.cluster.kubectl("delete", "namespace", self.namespace, "--wait=false", check=False)
+        for namespace in (self.namespace, self.records_namespace):
+            self.cluster.kubectl("delete", "namespace", namespace, "--wait=false", check=False)
 
     # -- operations ---------------------------------------------------------------------------
     async def apply(self, op: Op) -> str:
@@ -243,6 +258,8 @@ class Lifecycle:
             self.secret_unlabelled = k == "secret_unlabel"
             label = "decisionmodel.io/api-key" + ("-" if k == "secret_unlabel" else "=true")
             return self._kubectl("label", "secret", "runtime-key", "--overwrite", label)
+        if k in ("record_key_gone", "record_key_back"):
+            return self._record_key(k == "record_key_gone")
         if k in ("approve", "reject", "abort", "retry", "undo"):
             rc, said = self._cli("promote" if k == "approve" else k)
             self.undone_after_change |= k == "undo" and rc == 0
@@ -285,6 +302,20 @@ class Lifecycle:
         if op.kind == "runtime_heal":
             return self.heal_runtime() or "no runtime fault"
         raise AssertionError(f"unknown operation {op}")
+
+    def _record_key(self, gone: bool) -> str:
+        """The decision records' signing key Secret deleted (a promotion waits, saying so on
+        Promoted) or created again."""
+        if gone == self.record_key_gone:
+            return "key Secret already " + ("gone" if gone else "there")
+        self.touched_at = time.monotonic()
+        self.record_key_gone = gone
+        if gone:
+            return self.cluster.kubectl(
+                "-n", self.records_namespace, "delete", "secret", KEY_SECRET
+            ).stdout.strip()
+        create_key_secret(self.cluster, self.records_namespace, self.records_key)
+        return "key Secret created again"
 
     def heal_runtime(self) -> str:
         if self.runtime_fault is None:

@@ -168,6 +168,8 @@ async def _heal(life: Lifecycle, trace: Trace) -> None:
         said += " " + await life.apply(Op("foreign_service_gone"))
     if life.secret_unlabelled:
         said += " " + await life.apply(Op("secret_fix"))
+    if life.record_key_gone:
+        said += " " + await life.apply(Op("record_key_back"))
     for p in life.processes:
         if not p.alive():
             await asyncio.to_thread(p.start)
@@ -380,6 +382,9 @@ async def _nothing_left(life: Lifecycle, checker: Checker, status: dict[str, Any
         await asyncio.sleep(3)
     if left:
         checker.flag("nothing left behind", ", ".join(left))
+    obj = await asyncio.to_thread(life.dm)
+    if obj is not None:
+        await _quiet(life, asyncio.to_thread(checker.decision_records, obj))
     stranded = await _quiet(life, checker.unserved_pins())
     if stranded:
         checker.flag("no run pinned to a build no worker serves", "; ".join(stranded))

@@ -1,6 +1,13 @@
-"""A decision record's predicate for the records tests (unit and cosign)."""
+"""Decision records in the tests: a predicate (unit, cosign), and a records namespace with
+the shipped Role and a signing key (e2e, explorer)."""
 
 from __future__ import annotations
+
+from pathlib import Path
+
+import yaml
+from cryptography.hazmat.primitives import serialization
+from cryptography.hazmat.primitives.asymmetric import ec
 
 from decisionmodel.records.statement import (
     DecisionPredicate,
@@ -9,6 +16,8 @@ from decisionmodel.records.statement import (
     RecordedRevision,
     RecordedRun,
 )
+from localenv.cluster import LocalCluster
+from localenv.identities import SYSTEM_NAMESPACE
 
 DIGEST = "ab" * 32
 
@@ -28,3 +37,35 @@ def predicate(sequence: int, previous: str | None, decision: str = "Promote") ->
         builds=RecordedBuilds(worker="1.0", controller="1.0"),
         recorded_at="2026-12-07T00:00:00+00:00",
     )
+
+
+REPO = Path(__file__).resolve().parents[2]
+KEY_SECRET = "dmrollout-decision-record-key"
+
+
+def grant_records(cluster: LocalCluster, namespace: str) -> None:
+    """The namespace and the shipped records Role (deploy/decision-records) in it."""
+    docs = [d for d in yaml.safe_load_all((REPO / "deploy/decision-records/role.yaml").read_text())]
+    for d in docs:
+        d["metadata"]["namespace"] = namespace
+        if d["kind"] == "RoleBinding":
+            d["subjects"][0]["namespace"] = SYSTEM_NAMESPACE
+    cluster.apply([{"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}}])
+    cluster.apply([d for d in docs if d])
+
+
+def key_pem(key: ec.EllipticCurvePrivateKey) -> str:
+    return key.private_bytes(
+        serialization.Encoding.PEM,
+        serialization.PrivateFormat.PKCS8,
+        serialization.NoEncryption(),
+    ).decode()
+
+
+def create_key_secret(
+    cluster: LocalCluster, namespace: str, key: ec.EllipticCurvePrivateKey
+) -> None:
+    cluster.kubectl(
+        "-n", namespace, "create", "secret", "generic", KEY_SECRET,
+        f"--from-literal=key.pem={key_pem(key)}",
+    )  # fmt: skip
