@@ -53,10 +53,17 @@ VERDICT_BOUND: Final = timedelta(days=8)
 # Runs started before a cancelled apply was finished (and its rollout aborted) replay as
 # they ran.
 APPLY_SHIELD_PATCH: Final = "stage-apply-shielded"
+# The change id of "a cancelled stage stops retrying its apply": the attempt in flight ends
+# (and what it applied is aborted), no further attempt starts. Before it, the shielded apply
+# went on retrying while the stage's cluster was away and applied the stopped run's spec when
+# the cluster came back, possibly over a newer run's (pipeline explorer, seed 21).
+APPLY_STOPS_ON_CANCEL_PATCH: Final = "stage-apply-stops-on-cancel"
 # Cancelled before the rollout was found: how long the cleanup looks for it.
 ABORT_FIND_BOUND: Final = timedelta(minutes=2)
 
 T = TypeVar("T")
+TRY_CANCEL: Final = workflow.ActivityCancellationType.TRY_CANCEL
+WAIT_CANCELLED: Final = workflow.ActivityCancellationType.WAIT_CANCELLATION_COMPLETED
 
 
 @workflow.defn(name="PipelineStageWorkflow")
@@ -89,20 +96,28 @@ class PipelineStageWorkflow:
         return verdict
 
     async def _apply(self, inp: StageInput) -> AppliedStage:
-        """Apply, and when cancelled meanwhile finish applying first: the apply may already
-        have reached the cluster, whose controller would then roll it out with nobody left
-        to abort it. The rollout found is aborted, then the cancellation goes on."""
-        step = self._step(APPLY_STAGE, inp, AppliedStage, APPLY_BOUND, beat=False)
+        """Apply; when cancelled meanwhile, let the attempt in flight end first: it may have
+        reached the cluster, whose controller would then roll it out with nobody left to
+        abort it. What it applied is aborted (its rollout rolls back), then the cancellation
+        goes on. No attempt starts after the cancel (APPLY_STOPS_ON_CANCEL_PATCH)."""
         if not workflow.patched(APPLY_SHIELD_PATCH):
-            return await step
-        applying = asyncio.ensure_future(step)
+            return await self._step(APPLY_STAGE, inp, AppliedStage, APPLY_BOUND, beat=False)
+        stops = workflow.patched(APPLY_STOPS_ON_CANCEL_PATCH)
+        applying = asyncio.ensure_future(
+            self._step(
+                APPLY_STAGE, inp, AppliedStage, APPLY_BOUND, beat=False,
+                cancel=WAIT_CANCELLED if stops else TRY_CANCEL,
+            )
+        )  # fmt: skip
         try:
             return await asyncio.shield(applying)
         except asyncio.CancelledError:
+            if stops:
+                applying.cancel()  # no retry; the attempt in flight ends as it ends
             try:
                 applied = await applying
-            except ApplicationError:
-                raise asyncio.CancelledError() from None  # refused: nothing was applied
+            except (ApplicationError, asyncio.CancelledError):
+                raise asyncio.CancelledError() from None  # nothing was applied
             await self._abort_applied(inp, applied, None)
             raise
 
@@ -135,6 +150,7 @@ class PipelineStageWorkflow:
         *,
         beat: bool = True,
         total: timedelta | None = None,
+        cancel: workflow.ActivityCancellationType = workflow.ActivityCancellationType.TRY_CANCEL,
     ) -> T:
         try:
             result: T = await workflow.execute_activity(
@@ -145,7 +161,7 @@ class PipelineStageWorkflow:
                 schedule_to_close_timeout=total,
                 heartbeat_timeout=HEARTBEAT if beat else None,
                 retry_policy=RETRY,
-                cancellation_type=workflow.ActivityCancellationType.TRY_CANCEL,
+                cancellation_type=cancel,
             )
         except ActivityError as e:
             cause = e.cause

@@ -24,6 +24,7 @@ from temporalio.api.enums.v1 import EventType
 from temporalio.api.sdk.v1 import WorkflowMetadata
 from temporalio.client import (
     Client,
+    WorkflowExecutionStatus,
     WorkflowFailureError,
     WorkflowHandle,
     WorkflowUpdateFailedError,
@@ -100,6 +101,9 @@ class FakeCluster:
     release_apply: asyncio.Event | None = None
     # Its API server does not answer: a health check of its promoted stage fails (retried).
     unanswering: bool = False
+    # Its API server refuses the apply (retryable) while this is set; `apply_attempts` counts.
+    apply_away: bool = False
+    apply_attempts: int = 0
     # What the promoted stage's DecisionModel looks like when the run asks during a soak.
     health: p.StageHealth = field(default_factory=lambda: p.StageHealth(serving=True))
     health_from: int = 1  # the check from which it answers `health` (serving before)
@@ -108,6 +112,9 @@ class FakeCluster:
     def activities(self) -> list[object]:
         @activity.defn(name=p.APPLY_STAGE)
         async def apply(inp: p.StageInput) -> p.AppliedStage:
+            self.apply_attempts += 1
+            if self.apply_away:
+                raise ApplicationError("the API server did not answer", type="Unavailable")
             if self.applying is not None and self.release_apply is not None:
                 self.applying.set()
                 await self.release_apply.wait()
@@ -572,6 +579,32 @@ async def test_an_abort_while_the_stage_applies_still_aborts_the_rollout_it_star
     assert "stopped stage staging" in await asyncio.wait_for(rollout.result(), 30)
     done = await result(handle)
     assert done.stages["staging"].state == StageState.ABORTED
+
+
+async def test_an_abort_while_the_stage_cluster_is_away_never_applies_when_it_returns(
+    fleet: Fleet,
+) -> None:
+    """Pipeline explorer seed 21: the stage's cluster refused the apply (away) when the run was
+    aborted; the stage stops retrying and closes, and the cluster, once back, is never sent
+    the stopped run's spec (it could land over a newer run's)."""
+    staging = fleet.clusters["staging"]
+    staging.apply_away = True
+    for c in fleet.clusters.values():
+        await fleet.start_worker(c)
+    handle = await start(fleet, spec(fleet, {"name": "staging", "cluster": "staging"}))
+    for _ in range(200):  # bounded: the first attempts are a second apart
+        if staging.apply_attempts >= 2:
+            break
+        await asyncio.sleep(0.05)
+    assert staging.apply_attempts >= 2
+    await handle.signal(PipelineWorkflow.abort, "change freeze")
+    done = await result(handle)
+    assert done.stages["staging"].state == StageState.ABORTED
+    # Closed while the cluster is still away: no attempt of a closed run is ever retried.
+    child = fleet.client.get_workflow_handle(f"{handle.id}/staging")
+    assert (await child.describe()).status != WorkflowExecutionStatus.RUNNING
+    staging.apply_away = False
+    assert staging.applied == []
 
 
 async def cancel_requested(handle: WorkflowHandle[Any, Any]) -> None:
