@@ -157,7 +157,15 @@ class Fleet:
                 activities=hub.activities(),
             )
         )
+        # The clusters' workers too, however the lifecycle ends (one the test server failed
+        # left them polling a server that was gone).
+        stack.push_async_callback(fleet.workers_down)
         return fleet
+
+    async def workers_down(self) -> None:
+        for name in self.clusters:
+            with contextlib.suppress(Exception):
+                await self.down(name)
 
     async def up(self, name: str) -> bool:
         cluster = self.clusters[name]
