@@ -179,6 +179,8 @@ class RolloutWorkflow:
         # ``_attributes`` and go out together before the next command (``_flush_attributes``).
         self._lean = False
         self._attributes: dict[str, SearchAttributeUpdate[Any]] = {}
+        # Decision records still being written when a stop came (``_record_best_effort``).
+        self._records_in_flight: list[asyncio.Future[None]] = []
 
     # -- entry point -----------------------------------------------------------------------
     @workflow.run
@@ -200,6 +202,8 @@ class RolloutWorkflow:
         evaluated = self._state.evaluation
         if evaluated is not None and evaluated.decision is not None:
             outcome = outcome.model_copy(update={"decision": evaluated.decision})
+        if self._records_in_flight:
+            await asyncio.gather(*self._records_in_flight)
         self._finish(outcome)
         # Signals/updates in flight (e.g. a rejected approval being recorded) complete first.
         await workflow.wait_condition(workflow.all_handlers_finished)
@@ -764,8 +768,18 @@ class RolloutWorkflow:
 
     async def _record_best_effort(self, arg: DecisionRecordInput, summary: str) -> None:
         """A rollback's or a hold's record: retried for a while, then a Warning Event (the
-        rollback or the hold never waits for its record)."""
+        rollback or the hold never waits for its record). A stop that comes meanwhile (an
+        abort right after the hold was shown) does not lose it: it is written beside the
+        stop, and the run ends only after it."""
         self._flush_attributes()
+        writing = asyncio.ensure_future(self._write_best_effort(arg, summary))
+        try:
+            await asyncio.shield(writing)
+        except asyncio.CancelledError:
+            self._records_in_flight.append(writing)
+            raise
+
+    async def _write_best_effort(self, arg: DecisionRecordInput, summary: str) -> None:
         try:
             await workflow.execute_activity(
                 WRITE_DECISION_RECORD, arg, result_type=DecisionRecordResult,

@@ -42,6 +42,9 @@ SYSTEM_NS = "dmrollout-system"
 EXAMPLES_NS = "dmrollout-examples"
 NAMESPACED_NS = "team-a"  # the placeholder in deploy/namespaced/kustomization.yaml
 ALL_ON_WATCHED = yaml.safe_load(ALL_ON.read_text())["watchNamespaces"]
+# The records namespace of ci/all-on-values.yaml (docs/audit.md): the platform team's, made
+# before the release, as a watched namespace is.
+ALL_ON_RECORDS = yaml.safe_load(ALL_ON.read_text())["decisionRecords"]["namespace"]
 PSA_WARNING = "would violate PodSecurity"
 
 
@@ -167,7 +170,8 @@ def cluster(local_cluster: LocalCluster) -> LocalCluster:
     # dmrollout-system as deploy/ defines it (restricted Pod Security), so the dry runs below are
     # checked against that profile.
     local_cluster.kubectl("apply", "-f", str(ROOT / "deploy" / "core" / "namespace.yaml"))
-    local_cluster.apply([_namespace(n) for n in (EXAMPLES_NS, NAMESPACED_NS, *ALL_ON_WATCHED)])
+    made = (EXAMPLES_NS, NAMESPACED_NS, *ALL_ON_WATCHED, ALL_ON_RECORDS)
+    local_cluster.apply([_namespace(n) for n in made])
     return local_cluster
 
 

@@ -36,6 +36,7 @@ EXPECTED = {
     "DatasetNotFound": False,
     "SecretNotFound": False,
     "SecretReadFailed": False,
+    "DecisionRecordUnwritten": False,
     "InvalidDigest": True,
     "InvalidEvaluationPolicy": True,
     "InvalidRevisionParams": True,
