@@ -149,8 +149,11 @@ APPROVAL_REFUSED_WHEN_STOPPING = "approval-refused-when-stopping"
 # 38, docs/audit.md): a promotion waits for its record (shown on Promoted, bounded by
 # timeouts.decision); a rollback's or a hold's is best effort (a Warning Event when it fails).
 DECISION_RECORDS = "decision-records"
-# How long a rollback's or a hold's record is retried before the Warning Event.
-_RECORD_BEST_EFFORT = timedelta(minutes=5)
+# How long a rollback's or a hold's record is retried before the Warning Event: short, since
+# the run stays open meanwhile and the next revision waits for it (explorer seed 7020: a
+# rollback's record retried for 5 minutes with the key gone, and the next spec's run started
+# beside it after the controller's 120 s).
+_RECORD_BEST_EFFORT = timedelta(seconds=30)
 # One round of a status write's retries outside compensation: the old fixed window.
 _ROUND = timedelta(minutes=10)
 
@@ -707,7 +710,6 @@ class RolloutWorkflow:
             event_type="Warning",
             must_finish=True,
         )
-        await self._record_decision("RollBack", reason, message)
         if state.record is not None:
             # Kept when a newer run has made this revision its candidate since the failure was
             # recorded (explorer seed 3458: a pinned spec's run aborted, the spec back to the
@@ -716,6 +718,8 @@ class RolloutWorkflow:
             await self._delete_revision(
                 state.record.hash, f"rollback: {reason}", keep_if_rolling_out=True
             )
+        # After the cleanup, which a missing record must not delay.
+        await self._record_decision("RollBack", reason, message)
         result = RolloutResult.ROLLED_BACK if has_stable else RolloutResult.FAILED
         return RolloutOutcome(result=result, revision=failed.hash, reason=reason, message=message)
 
