@@ -16,13 +16,12 @@ from __future__ import annotations
 import asyncio
 from datetime import UTC, datetime
 
-from cryptography.hazmat.primitives.asymmetric import ec
 from temporalio import activity
 from temporalio.client import Client
 
 from activities.typed_errors import typed_errors
 from decisionmodel.errors import DecisionRecordUnwritten
-from decisionmodel.records.chain import StoredRecord, envelope_digest, verify_chain
+from decisionmodel.records.chain import ChainReport, envelope_digest, verify_chain
 from decisionmodel.records.dsse import RecordProblem, load_signing_key, seal
 from decisionmodel.records.statement import (
     DecisionPredicate,
@@ -38,7 +37,7 @@ from decisionmodel.rollout.contracts import (
     DecisionRecordInput,
     DecisionRecordResult,
 )
-from decisionmodel.rollout.settings import RolloutSettings
+from decisionmodel.rollout.settings import RolloutSettings, worker_build
 from decisionmodel.vocabulary import ConditionType, EventReason
 from kube import decision_records as store
 from kube.client import Kube
@@ -91,11 +90,10 @@ class DecisionRecordActivities:
                 )
             except KubeError as e:
                 raise store.store_problem(e, namespace) from None
-            stored = [s for _, s in chain]
-            mine = _already_written(stored, key, info.workflow_run_id, inp.decision)
+            report = verify_chain([s for _, s in chain], key.public_key())
+            mine = _already_written(report, info.workflow_run_id, inp.decision)
             if mine is not None:
                 return mine
-            report = verify_chain(stored, key.public_key())
             last = report.records[-1] if report.records else None
             predicate = DecisionPredicate(
                 decision_model=RecordedModel(
@@ -123,7 +121,7 @@ class DecisionRecordActivities:
                     namespace=info.workflow_namespace,
                 ),
                 builds=RecordedBuilds(
-                    worker=self.settings.worker_build_id or _package_version(),
+                    worker=worker_build(self.settings),
                     controller=inp.controller_build,
                 ),
                 recorded_at=datetime.now(UTC).isoformat(timespec="seconds"),
@@ -195,13 +193,10 @@ async def _approver(client: Client) -> tuple[str, str]:
 
 
 def _already_written(
-    stored: list[StoredRecord],
-    key: ec.EllipticCurvePrivateKey,
-    run_id: str | None,
-    decision: str,
+    report: ChainReport, run_id: str | None, decision: str
 ) -> DecisionRecordResult | None:
     """This run's record of this decision, when an earlier attempt wrote it."""
-    for r in verify_chain(stored, key.public_key()).records:
+    for r in report.records:
         if r.predicate.run.run_id == run_id and r.predicate.decision == decision:
             return DecisionRecordResult(
                 written=True, name=r.name, sequence=r.predicate.sequence, digest=r.digest
@@ -225,12 +220,3 @@ async def _announce(
         f"{inp.dm.name}"
     )
     await emit_event(kube, inp.dm, EventReason.DECISION_RECORDED, message)
-
-
-def _package_version() -> str:
-    from importlib.metadata import PackageNotFoundError, version
-
-    try:
-        return version("dmrollout")
-    except PackageNotFoundError:
-        return "unknown"

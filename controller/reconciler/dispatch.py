@@ -15,7 +15,6 @@ one workflow ID, so dispatch is idempotent.
 from __future__ import annotations
 
 import functools
-import importlib.metadata
 import re
 from dataclasses import dataclass
 from itertools import product
@@ -34,6 +33,7 @@ from decisionmodel.rollout.contracts import (
 )
 from decisionmodel.rollout.identity import unresolved_hash
 from decisionmodel.rollout.reference_identity import is_reference_revision, same_serving_image
+from decisionmodel.rollout.settings import package_version
 from decisionmodel.rollout.spec_mapping import (
     dm_ref,
     in_place,
@@ -242,10 +242,7 @@ def rollout_input(
 @functools.cache
 def controller_build() -> str:
     """This controller's build (the installed package's version), for the decision records."""
-    try:
-        return importlib.metadata.version("dmrollout")
-    except importlib.metadata.PackageNotFoundError:  # a source tree run without installing
-        return "dev"
+    return package_version()
 
 
 def record_of(rev: RevisionStatus | None) -> RevisionRecord | None:

@@ -22,7 +22,6 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from importlib.metadata import PackageNotFoundError, version
 
 import temporalio.api.deployment.v1 as deployment_pb
 import temporalio.api.workflowservice.v1 as wsv1
@@ -39,7 +38,7 @@ from controller.temporal.worker_presence import (
     RunBuild,
     WorkerPresence,
 )
-from decisionmodel.rollout.settings import RolloutSettings
+from decisionmodel.rollout.settings import RolloutSettings, worker_build
 
 log = logging.getLogger("dmrollout.worker")
 
@@ -52,12 +51,7 @@ _PROMOTE_RETRY_SECONDS = 1.0
 
 def build_id(settings: RolloutSettings) -> str:
     """This worker's build: the setting (the chart passes the image tag), else the package's."""
-    if settings.worker_build_id:
-        return settings.worker_build_id
-    try:
-        return version("dmrollout")
-    except PackageNotFoundError:  # a source tree run without installing
-        return "dev"
+    return worker_build(settings)
 
 
 def deployment_version(settings: RolloutSettings) -> WorkerDeploymentVersion | None:

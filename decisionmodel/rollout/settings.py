@@ -275,3 +275,19 @@ class RolloutSettings(BaseSettings):
     @property
     def default_registry_host(self) -> str:
         return self.ollaya_registry.split("://", 1)[-1].rstrip("/")
+
+
+def package_version() -> str:
+    """The installed dmrollout's version ("dev" in a source tree run without installing): the
+    build a worker and a controller report when nothing names one."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("dmrollout")
+    except PackageNotFoundError:
+        return "dev"
+
+
+def worker_build(settings: RolloutSettings) -> str:
+    """This worker's build: the setting (the chart passes the image tag), else the package's."""
+    return settings.worker_build_id or package_version()
