@@ -29,7 +29,7 @@ from temporalio.worker import Replayer
 from controller.temporal.rollouts import dm_query
 from controller.temporal.worker_presence import PINNED, run_build
 from decisionmodel.engine.render import labels as L
-from decisionmodel.records.chain import StoredRecord, verify_chain
+from decisionmodel.records.chain import StoredRecord, VerifiedRecord, verify_chain
 from decisionmodel.vocabulary import Phase, Reason
 from localenv.env import RUNTIME_PORT
 from workflows.rollout import RolloutWorkflow
@@ -86,6 +86,9 @@ class Checker:
     _since: dict[str, float] = field(default_factory=dict)
     # Per revision: the most evaluations and cases its sequential test has shown.
     _tests: dict[str, tuple[int, int]] = field(default_factory=dict)
+    # The bad model served when the last spec was judged (what was shown, its revision hash):
+    # the decision records say whether a gate judged it before it was promoted.
+    bad_serving: tuple[str, str] | None = None
 
     def quiet_for(self) -> float:
         own = time.monotonic() - self.life.touched_at
@@ -369,6 +372,22 @@ class Checker:
             )
         for r in stored:
             self._no_marker(f"decision record {r.name}", r.envelope.decode())
+        self._bad_promotion(report.records)
+
+    def _bad_promotion(self, records: list[VerifiedRecord]) -> None:
+        """The bad model serves: its last promotion must have been ungated (no evaluation)."""
+        if self.bad_serving is None:
+            return
+        shown, hashed = self.bad_serving
+        promotions = [
+            r.predicate
+            for r in records
+            if r.predicate.decision == "Promote" and r.predicate.revision.hash == hashed
+        ]
+        self.checks += 1
+        if not promotions or promotions[-1].evaluation is not None:
+            gated = "a gate judged its promotion" if promotions else "no promotion record"
+            self.flag("a failing candidate never serves", f"{gated}: {shown}")
 
     async def histories(self) -> list[WorkflowHistory]:
         found = []

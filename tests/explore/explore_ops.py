@@ -113,9 +113,6 @@ class Desired:
     # makes the pin stale (the registry no longer answers it for the tag).
     pinned: bool = False
     pin_stale: bool = False
-    # The bad tag was asked while no gate held it: it may have been promoted before a gate came
-    # on, and a gate judges candidates, not the stable (seeds 4425, 4445).
-    ungated_bad: bool = False
 
     @property
     def should_serve(self) -> bool:
@@ -155,7 +152,6 @@ class Desired:
         d = replace(self)
         if op.kind == "tag":  # a GitOps commit of a new tag writes no digest of the old one
             d.tag, d.pinned, d.pin_stale = op.arg, False, False
-            d.ungated_bad = op.arg == BAD_TAG and not d.gate
         elif op.kind == "pin":
             d.pinned, d.pin_stale = op.arg == "on", False
         elif op.kind == "republish" and op.arg == d.tag and d.pinned:
@@ -168,7 +164,6 @@ class Desired:
             d.replicas = int(op.arg)
         elif op.kind == "gate":
             d.gate, d.sequential = op.arg != "off", op.arg == "sequential"
-            d.ungated_bad = d.ungated_bad or (d.tag == BAD_TAG and not d.gate)
         elif op.kind == "promotion":
             d.manual, d.manual_field = op.arg == "Manual", False
         return d

@@ -358,8 +358,12 @@ def _user_step(desired: Desired, status: dict[str, Any], repo: str) -> str | Non
 def _judge_last_spec(life: Lifecycle, checker: Checker, status: dict[str, Any]) -> None:
     serving = _serving(status, life.repo)
     if not life.desired.should_serve:
-        if serving == BAD_TAG and not life.desired.ungated_bad:
-            checker.flag("a failing candidate never serves", _brief(status))
+        if serving == BAD_TAG:
+            # Judged by its promotion's signed record: a bad model asked while no gate held it
+            # may serve (a gate judges candidates, not the stable: seeds 4425, 4445), one a gate
+            # judged may not. Read from the records, not guessed from the operations (seed 7037:
+            # a gated bad tag asked after an unfinished good one, the ungated bad still served).
+            checker.bad_serving = (_brief(status), str(status["stableRevision"]["hash"]))
         return
     if serving == life.desired.tag:
         return
