@@ -23,11 +23,13 @@ model at 50 cases 82 % of the time. Each bound here is built for its side:
   is larger, up to about 2.5, but there the sign errors bias the estimate downwards: measured,
   the lower bound misses far less often than its level). Noise does not add to the estimate: a
   calibrated model's lower bound is about 0, and it is never failed for the plug-in's bias. The
-  fail side is judged at ``alpha / 100`` (FAIL_SIDE_SHARE), not ``alpha``: at 50 cases a
-  level-``alpha`` bound still fails a calibrated model against ``maxECE: "0.05"`` in 0.6 % of
-  runs (its sampling error is larger than the threshold), and a calibration rollback must not be
-  a coin that lands wrong once in 200 rollouts; the cost is power at few cases, stated in
-  docs/evaluation.md.
+  fail side is judged at ``alpha / 100`` (FAIL_SIDE_SHARE; ``alpha / 1000`` below 200 points),
+  not ``alpha``: at 50 cases a level-``alpha`` bound still fails a calibrated model against
+  ``maxECE: "0.05"`` in 0.6 % of runs (its sampling error is larger than the threshold), and a
+  calibration rollback must not be a coin that lands wrong once in 200 rollouts; the cost is
+  power at few cases, stated in docs/evaluation.md. Its standard error is never below a
+  calibrated model's (Σ c(1-c) over the points' stated confidences), which a sample whose bins
+  all lean one way would otherwise undercut.
 """
 
 from __future__ import annotations
@@ -47,8 +49,15 @@ ECE_DIFFERENCE: Final = "candidate and stable ECE bounds, each at half the level
 CROSS_FIT_INFLATION: Final = math.sqrt(1 + 2 / math.pi)
 # The lower bound is judged at alpha / this. At a tenth (one share per bin) a calibrated model
 # against maxECE "0.05" at 50 cases was still failed in 2 and 1 of 4,000 seeded runs (one and
-# three questions per case; bench/gate_errors.py): a hundredth makes that about 1 in 50,000.
+# three questions per case; bench/gate_errors.py); at a hundredth still once (seed 3340: 23 of
+# 50 right where the stated confidences expect 34.5, a 1-in-4,000 sample whose bins all lean
+# the same way). Below SMALL_SAMPLE_POINTS points the threshold is within about one standard
+# error of a calibrated model's ECE, so a thousandth; above, a hundredth keeps the power (a
+# thousandth there halves it: ECE 0.10 failed 62 % -> 32 % at 2,000 cases). The share is set
+# by the number of points, never by the data's values, so each side's level stays fixed.
 FAIL_SIDE_SHARE: Final = 100
+SMALL_SAMPLE_SHARE: Final = 1000
+SMALL_SAMPLE_POINTS: Final = 200
 
 
 def _gaps(records: Sequence[CaseRecord]) -> list[float]:
@@ -85,6 +94,15 @@ def _binomial_floor(records: Sequence[CaseRecord], total: int) -> float:
     return math.sqrt(q * (1 - q) / total)
 
 
+def _calibrated_floor(records: Sequence[CaseRecord], total: int) -> float:
+    """The standard error the signed mean has if the model is calibrated: each point right
+    with the probability it states, so Σ c(1-c) / total². A sample whose own spread is
+    smaller (at 50 cases a few bins can hold points that all agree) would otherwise shrink
+    the lower bound's error to nothing and fail a calibrated model."""
+    spread = sum(c * (1 - c) for record in records for _, c, _ in record.points)
+    return math.sqrt(spread) / total
+
+
 def upper_bound(records: Sequence[CaseRecord], alpha: float) -> float:
     """At least the true ECE, but with probability ``alpha`` (1.0 with fewer than 2 cases)."""
     gaps = _gaps(records)
@@ -98,16 +116,23 @@ def upper_bound(records: Sequence[CaseRecord], alpha: float) -> float:
     return min(1.0, plug_in + NormalDist().inv_cdf(1 - alpha) * se)
 
 
+def fail_side_share(points: int) -> int:
+    """The lower bound's level is alpha divided by this (see FAIL_SIDE_SHARE)."""
+    return SMALL_SAMPLE_SHARE if points < SMALL_SAMPLE_POINTS else FAIL_SIDE_SHARE
+
+
 def lower_bound(records: Sequence[CaseRecord], alpha: float) -> float:
-    """At most the true ECE, but with probability ``alpha / FAIL_SIDE_SHARE`` (0.0 with fewer
-    than 2 cases)."""
+    """At most the true ECE, but with probability ``alpha / fail_side_share(points)`` (0.0 with
+    fewer than 2 cases)."""
     halves = (_gaps(records[1::2]), _gaps(records[0::2]))  # case i is scored by the other half
     signs = [_signs(half) for half in halves]
     found = _mean_and_se(records, lambda i: signs[i % 2])
     if found is None:
         return 0.0
-    z = NormalDist().inv_cdf(1 - alpha / FAIL_SIDE_SHARE)
-    return max(0.0, found[0] - z * found[1] * CROSS_FIT_INFLATION)
+    total = sum(len(r.points) for r in records)
+    se = max(found[1], _calibrated_floor(records, total))
+    z = NormalDist().inv_cdf(1 - alpha / fail_side_share(total))
+    return max(0.0, found[0] - z * se * CROSS_FIT_INFLATION)
 
 
 def ece_bounds(records: Sequence[CaseRecord], alpha: float) -> Interval:
@@ -123,7 +148,7 @@ def ece_bounds(records: Sequence[CaseRecord], alpha: float) -> Interval:
 
 def ece_interval(records: Sequence[CaseRecord], confidence: float) -> Interval:
     """At ``confidence``: the upper bound misses at most ``(1 - confidence)/2``, the lower
-    bound a hundredth of that."""
+    bound a hundredth of that (a thousandth below SMALL_SAMPLE_POINTS points)."""
     return ece_bounds(records, (1 - confidence) / 2)
 
 
@@ -134,12 +159,13 @@ def ece_difference(
     stable's upper to the reverse, each revision's bounds at half the level (a union bound:
     neither the estimator's bias nor the pairing is assumed away). The fail side (the lower
     end) uses the stable's upper bound at the fail side's level too, so it misses at most a
-    hundredth of ``(1 - confidence)/2`` as ``maxECE``'s does."""
+    hundredth (a thousandth at few points) of ``(1 - confidence)/2`` as ``maxECE``'s does."""
     if len(candidate) != len(stable):
         raise ValueError("paired figures need the same cases")
     alpha = (1 - confidence) / 4
     own, base = ece_bounds(candidate, alpha), ece_bounds(stable, alpha)
-    strict_upper = max(base.estimate, upper_bound(stable, alpha / FAIL_SIDE_SHARE))
+    points = sum(len(r.points) for r in stable)
+    strict_upper = max(base.estimate, upper_bound(stable, alpha / fail_side_share(points)))
     return Interval(
         own.estimate - base.estimate,
         max(-1.0, own.lower - strict_upper),
