@@ -10,6 +10,7 @@ from temporalio.client import Client
 from activities.decision_record import DecisionRecordActivities
 from activities.delete_revision import DeleteRevisionActivities
 from activities.evaluate import EvaluateActivities
+from activities.evaluation_design import EvaluationDesignActivities
 from activities.pipeline_hub import PipelineHubActivities
 from activities.pipeline_stage import StageActivities
 from activities.prefetch import PrefetchActivities
@@ -49,6 +50,7 @@ def build_activities(
         StartActivities(kube, settings).start,
         WarmupActivities(kube, settings, on_probe_transition=on_probe_transition).warmup_inspect,
         EvaluateActivities(kube, settings).evaluate,
+        EvaluationDesignActivities(kube, settings).check_evaluation_design,
         *_promote(kube, settings),
         DeleteRevisionActivities(kube, settings).delete_revision,
         WatchActivities(kube, settings).watch_promoted,

@@ -22,6 +22,8 @@ from activities.typed_errors import typed_errors
 from decisionmodel.rollout import step_status
 from decisionmodel.rollout.contracts import (
     EvaluateInput,
+    EvaluationDesign,
+    EvaluationDesignInput,
     EvaluationOutcome,
     PrefetchResult,
     PromoteInput,
@@ -121,6 +123,10 @@ def cached(inp: RevisionObjectsInput, _: PrefetchResult) -> StatusUpdate:
 
 def model_ready(inp: WarmupInput, result: WarmupResult) -> StatusUpdate:
     return step_status.model_ready(inp.dm, inp.record, result, inp.replicas)
+
+
+def designed(inp: EvaluationDesignInput, design: EvaluationDesign) -> StatusUpdate:
+    return step_status.designed(inp.dm, design)
 
 
 def evaluated(inp: EvaluateInput, outcome: EvaluationOutcome) -> StatusUpdate:

@@ -62,6 +62,7 @@ class StatusKey(enum.StrEnum):
     ROLLBACK_TO = "rollbackTo"
     ROLLOUT = "rollout"
     EVALUATION_LEDGER = "evaluationLedger"
+    EVALUATION_DESIGN = "evaluationDesign"
 
 
 class Phase(enum.StrEnum):
@@ -292,6 +293,9 @@ class Reason(enum.StrEnum):
     # the traffic is not switched (the message names the fix); a rollback's or a hold's that
     # could not be written is a Warning Event (neither waits for a record).
     DECISION_RECORD_UNWRITTEN = "DecisionRecordUnwritten"
+    # The golden set cannot decide a gate at its confidence with 80 % power for a candidate one
+    # margin better (issue 35 item 6): said at the rollout's start, the rollout goes on.
+    EVALUATION_UNDERPOWERED = "EvaluationUnderpowered"
 
     # --- this project: progress and success -----------------------------------------------
     RESOLVING = "Resolving"
@@ -345,6 +349,7 @@ class EventReason(enum.StrEnum):
     ROLLBACK_SUPERSEDED = "RollbackSuperseded"
     DECISION_RECORDED = "DecisionRecorded"  # a signed decision record was written
     DECISION_RECORD_UNWRITTEN = "DecisionRecordUnwritten"
+    EVALUATION_UNDERPOWERED = "EvaluationUnderpowered"
 
 
 # Failures no retry can fix (seed 001 marks them permanent; DESIGN.md "Things that must hold").

@@ -17,7 +17,7 @@ from collections.abc import Mapping
 from datetime import datetime
 from typing import Any, Final
 
-from decisionmodel.api.status import EvaluationGates, LedgerEntryStatus
+from decisionmodel.api.status import EvaluationDesignStatus, EvaluationGates, LedgerEntryStatus
 from decisionmodel.evaluation.ledger import LedgerEntry, with_entry
 from decisionmodel.rollout.contracts import (
     ConditionUpdate,
@@ -51,6 +51,7 @@ ROLLOUT_STATUS_FIELDS: Final = (
     StatusKey.PREVIOUS_REVISION,
     "evaluation",
     StatusKey.EVALUATION_LEDGER,
+    StatusKey.EVALUATION_DESIGN,
     StatusKey.LAST_PROMOTION_TIME,
     StatusKey.ROLLOUT,
 )
@@ -68,6 +69,7 @@ def has_status_fields(update: StatusUpdate) -> bool:
         or update.clear_failed
         or update.evaluation is not None
         or update.evaluation_gates is not None
+        or update.evaluation_design is not None
         or update.promoted
         or update.conditions
     )
@@ -206,6 +208,11 @@ def build_rollout_status(
     decision = update.evaluation.decision if update.evaluation is not None else None
     if decision is not None and decision.sequential is not None:
         owned[StatusKey.EVALUATION_LEDGER] = ledger_with(current, decision.sequential)
+
+    if update.evaluation_design is not None:
+        owned[StatusKey.EVALUATION_DESIGN] = EvaluationDesignStatus.model_validate(
+            update.evaluation_design.model_dump(mode="json")
+        ).model_dump(mode="json", by_alias=True, exclude_none=True)
 
     conditions = _conditions(current, update, generation, now)
     if conditions:

@@ -48,6 +48,7 @@ with workflow.unsafe.imports_passed_through():
     from decisionmodel.rollout import step_status
     from decisionmodel.rollout.contracts import (
         CHECK_CANDIDATE,
+        CHECK_EVALUATION_DESIGN,
         DELETE_REVISION,
         EVALUATE,
         PREFETCH,
@@ -67,6 +68,8 @@ with workflow.unsafe.imports_passed_through():
         DeleteRevisionInput,
         DeleteRevisionResult,
         EvaluateInput,
+        EvaluationDesign,
+        EvaluationDesignInput,
         EvaluationOutcome,
         EvaluationPolicy,
         Phase,
@@ -149,6 +152,14 @@ APPROVAL_REFUSED_WHEN_STOPPING = "approval-refused-when-stopping"
 # 38, docs/audit.md): a promotion waits for its record (shown on Promoted, bounded by
 # timeouts.decision); a rollback's or a hold's is best effort (a Warning Event when it fails).
 DECISION_RECORDS = "decision-records"
+# The change id of "the golden set's power is checked before anything is made" (issue 35 item
+# 6): a gate the dataset can never decide fails the rollout at once, too little power is said.
+EVALUATION_DESIGN = "evaluation-design"
+# Failures of that check that end the rollout; any other (a timeout, the API server away)
+# leaves the dataset to the evaluation step, which judges it again anyway.
+_DESIGN_REFUSALS = frozenset(
+    {Reason.INVALID_EVALUATION_POLICY, Reason.DATASET_INVALID, Reason.DECISION_MODEL_GONE}
+)
 # How long a rollback's or a hold's record is retried before the Warning Event: short, since
 # the run stays open meanwhile and the next revision waits for it (explorer seed 7020: a
 # rollback's record retried for 5 minutes with the key gone, and the next spec's run started
@@ -234,6 +245,8 @@ class RolloutWorkflow:
 
     async def _steps(self, inp: RolloutInput) -> RolloutOutcome:
         """The steps in order; a step that fails for good raises RolloutFailure."""
+        if inp.evaluation is not None and inp.evaluation.confidence is not None:
+            await self._check_design(inp, inp.evaluation)
         resolved = await self._resolve(inp)
         objects = _revision_objects(inp, resolved)
         await self._prefetch(inp, objects)
@@ -254,6 +267,24 @@ class RolloutWorkflow:
         return RolloutOutcome(result=RolloutResult.PROMOTED, revision=record.hash)
 
     # -- the steps ---------------------------------------------------------------------------
+    async def _check_design(self, inp: RolloutInput, policy: EvaluationPolicy) -> None:
+        """0. What the golden set can decide with its gates' intervals, before anything of the
+        revision is made (the step writes status.evaluationDesign and any warning itself)."""
+        if not workflow.patched(EVALUATION_DESIGN):
+            return
+        try:
+            await self._activity(
+                CHECK_EVALUATION_DESIGN,
+                EvaluationDesignInput(dm=inp.dm, policy=policy, status=StepStatus(report=True)),
+                EvaluationDesign,
+                summary=f"check what {policy.dataset.kind} {policy.dataset.name} can decide",
+                start_to_close=timedelta(seconds=60),
+                schedule_to_close=timedelta(minutes=2),
+            )
+        except RolloutFailure as failure:
+            if failure.reason in _DESIGN_REFUSALS:
+                raise
+
     async def _resolve(self, inp: RolloutInput) -> ResolveResult:
         """1. resolve: tag → digest, guards, revision identity."""
         status = await self._enter(Phase.RESOLVING, "resolve")

@@ -21,6 +21,8 @@ from controller.cli.errors import CliError, ExitCode, explain
 from controller.cli.output import emit_data, table
 from controller.temporal.rollouts import Rollouts, RunningRollout, dm_query
 from decisionmodel.api import GROUP, PLURAL, VERSION
+from decisionmodel.api.status import EvaluationDesignStatus
+from decisionmodel.evaluation.design import GateDesign
 from decisionmodel.rollout.contracts import Phase
 from decisionmodel.rollout.evaluation_status import decision_lines, report_command
 from decisionmodel.vocabulary import Device, StatusKey
@@ -80,6 +82,8 @@ def _status_view(namespace: str, obj: dict[str, Any]) -> dict[str, Any]:
         # A rollback-to served in place of the spec until it changes (issue 34).
         StatusKey.ROLLBACK_TO: st.get(StatusKey.ROLLBACK_TO),
         "evaluation": st.get("evaluation"),
+        # What the golden set can decide, checked at the rollout's start (issue 35 item 6).
+        StatusKey.EVALUATION_DESIGN: st.get(StatusKey.EVALUATION_DESIGN),
         # The command that writes the evaluation report (reliability diagram, confusion).
         "report": report_command(namespace, obj["metadata"]["name"])
         if st.get("evaluation")
@@ -138,12 +142,26 @@ def _status_text(v: dict[str, Any]) -> str:
         )
         lines.extend(_verdict_lines(ev.get("decision")))
         lines.append(f"  report     {v['report']}")
+    lines.extend(_design_lines(v.get(StatusKey.EVALUATION_DESIGN)))
     for c in v["conditions"]:
         lines.append(
             f"  {c['type']:<10} {c['status']:<5} {c.get('reason', '')}: {c.get('message', '')}"
         )
     lines.extend(_rollout_lines(v))
     return "\n".join(lines)
+
+
+def _design_lines(raw: dict[str, Any] | None) -> list[str]:
+    """Each gate's power and expected cases to a verdict, from status.evaluationDesign."""
+    if not raw:
+        return []
+    try:
+        found = EvaluationDesignStatus.model_validate(raw)
+    except ValueError:
+        return ["  design     (status.evaluationDesign does not read)"]
+    if not found.checked:
+        return [f"  design     {found.message}"]
+    return [f"  design     {GateDesign.model_validate(g.model_dump()).line()}" for g in found.gates]
 
 
 def _rollback_lines(rollback: dict[str, Any] | None) -> list[str]:

@@ -245,6 +245,39 @@ class LedgerEntryStatus(WireModel):
     fail_log_wealth: str = Field(max_length=32, description="Log wealth, fail bettor (state).")
 
 
+class GateDesignStatus(WireModel):
+    """One gate against the golden set's size (issue 35 item 6)."""
+
+    gate: str = Field(max_length=80, description="The spec field: minAccuracy, slices[x]....")
+    threshold: str = Field(max_length=16, description="The gate's threshold as written.")
+    design: str = Field(
+        max_length=40, description="The candidate the power is for, one margin better."
+    )
+    cases: int = Field(ge=0, description="Cases the evaluation reads for this gate.")
+    can_pass: bool = Field(description="Whether any outcome of that many cases passes it.")
+    can_fail: bool = Field(description="Whether any outcome of that many cases fails it.")
+    power: float | None = Field(
+        default=None, description="The chance it passes the design candidate (unset: unknown)."
+    )
+    cases_for_power: int | None = Field(
+        default=None, description="About the cases that give 80 % power (unset: over 5,000)."
+    )
+    expected_cases: int | None = Field(
+        default=None, description="Sequential: mean cases to a verdict at the design candidate."
+    )
+
+
+class EvaluationDesignStatus(WireModel):
+    """What the golden set can decide, checked when the rollout starts."""
+
+    checked: bool = Field(description="False: the dataset could not be read at the start.")
+    cases: int = Field(ge=0, description="Cases the evaluation will read.")
+    gates: list[GateDesignStatus] = Field(
+        default_factory=list, max_length=64, description="Each interval-judged gate."
+    )
+    message: str = Field(default="", max_length=1000, description="The same, in words.")
+
+
 class EvaluationDecisionStatus(WireModel):
     """The decision record of an evaluation with spec.rollout.evaluation.confidence."""
 
@@ -413,6 +446,11 @@ class DecisionModelStatus(WireModel):
         default=None,
         description="The newest signed decision record (with decision records on): dmrollout "
         "verify checks the chain against it.",
+    )
+    evaluation_design: EvaluationDesignStatus | None = Field(
+        default=None,
+        description="With confidence: what the golden set can decide, checked at the start "
+        "of the latest rollout (each gate's power for a candidate one margin better).",
     )
     evaluation_ledger: list[LedgerEntryStatus] | None = Field(
         default=None,

@@ -20,6 +20,7 @@ from decisionmodel.api.status import Phase as Phase
 from decisionmodel.evaluation.aggregates import EvaluationAggregates
 from decisionmodel.evaluation.decision import EvaluationDecision
 from decisionmodel.evaluation.decision import SliceGates as SliceGates
+from decisionmodel.evaluation.design import GateDesign
 from decisionmodel.vocabulary import ConditionStatus, Device, Engine, EvaluationResult, Gate
 from decisionmodel.vocabulary import RolloutResult as RolloutResult
 
@@ -39,6 +40,8 @@ CHECK_CANDIDATE = "check_candidate"
 RECOVER_STORE_BEGIN = "recover_store_begin"
 RECOVER_STORE_END = "recover_store_end"
 WRITE_DECISION_RECORD = "write_decision_record"
+# What the golden set can decide, before anything of the revision is made (issue 35 item 6).
+CHECK_EVALUATION_DESIGN = "check_evaluation_design"
 
 TASK_QUEUE = "dmrollout-rollouts"
 WORKFLOW_ID_PREFIX = "rollout"
@@ -378,6 +381,26 @@ class WarmupResult(Contract):
     precision: str | None = None
 
 
+class EvaluationDesignInput(Contract):
+    dm: DMRef
+    policy: EvaluationPolicy
+    status: StepStatus | None = None
+
+
+class EvaluationDesign(Contract):
+    """What the golden set can decide (numbers only: status.evaluationDesign). ``checked``
+    False when the dataset could not be read yet: the evaluation step says why when it runs."""
+
+    checked: bool
+    cases: int = 0
+    gates: list[GateDesign] = Field(default_factory=list, max_length=64)
+    message: str = Field(default="", max_length=1000)
+
+    @property
+    def underpowered(self) -> bool:
+        return any(g.underpowered or not g.can_pass for g in self.gates)
+
+
 class EvaluateInput(Contract):
     dm: DMRef
     candidate: RevisionRecord
@@ -565,6 +588,7 @@ class StatusUpdate(Contract):
     clear_failed: bool = False
     evaluation: EvaluationOutcome | None = None
     evaluation_gates: dict[str, str] | None = None
+    evaluation_design: EvaluationDesign | None = None
     promoted: bool = False  # sets lastPromotionTime
     conditions: list[ConditionUpdate] = Field(default_factory=list)
     event_reason: str | None = None
@@ -576,7 +600,14 @@ class StatusUpdate(Contract):
 
 
 # StepStatus and the step inputs that carry it name StatusUpdate before it is defined.
-for _model in (StepStatus, ResolveInput, RevisionObjectsInput, WarmupInput, EvaluateInput):
+for _model in (
+    StepStatus,
+    ResolveInput,
+    RevisionObjectsInput,
+    WarmupInput,
+    EvaluateInput,
+    EvaluationDesignInput,
+):
     _model.model_rebuild()
 PromoteInput.model_rebuild()
 

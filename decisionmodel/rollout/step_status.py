@@ -11,6 +11,7 @@ from decisionmodel.engine.render.labels import store_pvc_name
 from decisionmodel.rollout.contracts import (
     ConditionUpdate,
     DMRef,
+    EvaluationDesign,
     EvaluationOutcome,
     EvaluationPolicy,
     ResolveResult,
@@ -25,6 +26,29 @@ from decisionmodel.vocabulary import (
     EventReason,
     Reason,
 )
+
+
+def designed(dm: DMRef, design: EvaluationDesign) -> StatusUpdate:
+    """check_evaluation_design: status.evaluationDesign; a golden set too small to decide a
+    gate with 80 % power says so at once (Evaluated=Unknown, a Warning Event): the rollout
+    goes on, and the evaluation's own verdict replaces the condition when it runs."""
+    if not design.underpowered:
+        return StatusUpdate(dm=dm, evaluation_design=design)
+    return StatusUpdate(
+        dm=dm,
+        evaluation_design=design,
+        conditions=[
+            ConditionUpdate(
+                type=ConditionType.EVALUATED,
+                status=ConditionStatus.UNKNOWN,
+                reason=Reason.EVALUATION_UNDERPOWERED,
+                message=design.message,
+            )
+        ],
+        event_reason=EventReason.EVALUATION_UNDERPOWERED,
+        event_message=design.message,
+        event_type="Warning",
+    )
 
 
 def resolved(dm: DMRef, result: ResolveResult) -> StatusUpdate:

@@ -55,6 +55,10 @@ class FakeCluster:
     # write_decision_record fails (retryably, DecisionRecordUnwritten) until this is set.
     records_down: asyncio.Event | None = None
     record_attempts: int = 0
+    # check_evaluation_design's answer (with confidence set): a design that decides its gates.
+    design: c.EvaluationDesign = field(
+        default_factory=lambda: c.EvaluationDesign(checked=True, cases=500)
+    )
 
     def activities(self) -> list[Any]:
         cluster = self
@@ -95,6 +99,13 @@ class FakeCluster:
             ready = step_status.model_ready(inp.dm, inp.record, result, inp.replicas)
             await cluster._report(c.WARMUP_INSPECT, inp.status, ready)
             return result
+
+        @activity.defn(name=c.CHECK_EVALUATION_DESIGN)
+        async def check_evaluation_design(inp: c.EvaluationDesignInput) -> c.EvaluationDesign:
+            cluster._step(c.CHECK_EVALUATION_DESIGN)
+            designed = step_status.designed(inp.dm, cluster.design)
+            await cluster._report(c.CHECK_EVALUATION_DESIGN, inp.status, designed)
+            return cluster.design
 
         @activity.defn(name=c.EVALUATE)
         async def evaluate(inp: c.EvaluateInput) -> c.EvaluationOutcome:
@@ -165,6 +176,7 @@ class FakeCluster:
             start,
             warmup,
             evaluate,
+            check_evaluation_design,
             promote,
             check_candidate,
             watch_promoted,

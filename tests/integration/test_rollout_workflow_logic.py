@@ -641,3 +641,57 @@ async def test_each_decision_is_recorded_and_a_promotion_waits_for_its_record(
     await held.signal(RolloutWorkflow.abort, "no")
     assert (await held.result()).result == c.RolloutResult.ROLLED_BACK
     assert [d.split(":")[0] for d in cluster.decisions] == ["Promote", "Hold", "RollBack"]
+
+
+async def test_a_golden_set_that_cannot_decide_its_gate_fails_before_anything_is_made(
+    client: Client, queue: str, cluster: FakeCluster
+) -> None:
+    """Issue 35 item 6: the design check runs first; its refusal fails the rollout at once
+    (nothing resolved, nothing to delete); too little power is said and the rollout goes on;
+    a check that could not run (not a refusal) leaves the dataset to the evaluation."""
+    from decisionmodel.evaluation.design import GateDesign
+
+    base = make_input(stable=True, evaluation=True)
+    assert base.evaluation is not None
+    policy = base.evaluation.model_copy(update={"confidence": "0.95"})
+
+    def fresh() -> c.RolloutInput:
+        return base.model_copy(
+            update={"evaluation": policy, "requested_revision": "u" + uuid.uuid4().hex[:15]}
+        )
+
+    cluster.fail[c.CHECK_EVALUATION_DESIGN] = ApplicationError(
+        "spec.rollout.evaluation.minAccuracy 0.98 on the golden set's 50 cases ...",
+        type="InvalidEvaluationPolicy",
+        non_retryable=True,
+    )
+    outcome = await (await start(client, queue, fresh())).result()
+    assert outcome.result == c.RolloutResult.ROLLED_BACK
+    assert outcome.reason == "InvalidEvaluationPolicy"
+    assert cluster.calls == [c.CHECK_EVALUATION_DESIGN, "record-failure"]
+
+    cluster.calls.clear()
+    cluster.fail[c.CHECK_EVALUATION_DESIGN] = ApplicationError(
+        "the API server refused the read", type="SecretReadFailed", non_retryable=True
+    )
+    assert (await (await start(client, queue, fresh())).result()).result == "Promoted"
+    assert cluster.calls[:2] == [c.CHECK_EVALUATION_DESIGN, c.RESOLVE]
+
+    del cluster.fail[c.CHECK_EVALUATION_DESIGN]
+    weak = GateDesign(
+        gate="minAccuracy", threshold="0.90", design="accuracy 0.95", cases=50, can_pass=True,
+        can_fail=True, power=0.2, cases_for_power=232,
+    )  # fmt: skip
+    cluster.design = c.EvaluationDesign(checked=True, cases=50, gates=[weak], message="too small")
+    cluster.statuses.clear()
+    assert (await (await start(client, queue, fresh())).result()).result == "Promoted"
+    said = [s for s in cluster.statuses if s.evaluation_design is not None]
+    assert said and said[0].event_reason == "EvaluationUnderpowered"
+    assert [(u.type, u.status, u.reason) for u in said[0].conditions] == [
+        ("Evaluated", "Unknown", "EvaluationUnderpowered")
+    ]
+
+    cluster.calls.clear()  # without confidence the point gates are judged: nothing to check
+    plain = base.model_copy(update={"requested_revision": "u" + uuid.uuid4().hex[:15]})
+    assert (await (await start(client, queue, plain)).result()).result == "Promoted"
+    assert c.CHECK_EVALUATION_DESIGN not in cluster.calls

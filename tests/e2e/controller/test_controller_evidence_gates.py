@@ -275,3 +275,70 @@ async def test_sequential_evaluation_stops_early_and_a_retry_continues_its_test(
     assert again["cases"] == 40 + again["thisEvaluation"] and again["thisEvaluation"] > 0
     assert "restarted" not in again
     assert ctl.status("seq")["stableRevision"]["hash"] == revision  # the stable kept serving
+
+
+async def test_a_golden_set_too_small_for_its_gate_is_refused_before_anything_is_made(
+    ctl: RolloutHarness,
+) -> None:
+    """Issue 35 item 6: 50 cases can never pass minAccuracy 0.98 at confidence 0.95 (every
+    case right gives a lower bound of 0.929), so with onInconclusive Reject every candidate
+    would be rolled back: the rollout fails at once naming the field and the fix, nothing of
+    the candidate is made, the stable serves. Fixed (Hold: a person decides) and retried, the
+    rollout goes on and says the golden set is too small, with the cases it would need."""
+    put_model("laya", "small", accuracy=0.99, confidence=0.8, revision="small")
+    cases = make_golden_set(50, seed=12)
+    ctl.golden_configmap("golden-small", "".join(json.dumps(c) + "\n" for c in cases))
+    ctl.create_dm("small", {"model": "laya:en"})
+    await eventually(lambda: ctl.status("small").get("phase") == "Ready", 120, what="Ready")
+    stable = ctl.status("small")["stableRevision"]["hash"]
+    made = set(ctl.names("deployments")), set(ctl.names("jobs"))
+    evaluation = {
+        "datasetRef": {"configMapRef": {"name": "golden-small", "key": "cases.jsonl"}},
+        "minAccuracy": "0.98",
+        "confidence": "0.95",
+        "onInconclusive": "Reject",
+    }
+    ctl.update_spec("small", {"model": "laya:small", "rollout": {"evaluation": evaluation}})
+    failed = await eventually(
+        lambda: (
+            (f := ctl.status("small").get("failedRevision") or {}).get("model") == "laya:small"
+            and f
+        ),
+        120,
+        what="refused",
+    )
+    assert failed["reason"] == "InvalidEvaluationPolicy"
+    assert failed["message"].startswith(
+        "spec.rollout.evaluation.minAccuracy 0.98 on the golden set's 50 cases at confidence "
+        "0.95: no outcome can pass it"
+    ), failed["message"]
+    assert (
+        "ConfigMap golden-small" in failed["message"]
+        and "onInconclusive: Hold" in failed["message"]
+    )
+    assert ctl.status("small")["stableRevision"]["hash"] == stable
+    assert (set(ctl.names("deployments")), set(ctl.names("jobs"))) == made  # nothing made
+    shown = run(ctl, "status", "small")
+    assert "InvalidEvaluationPolicy" in shown.stdout, shown.stdout
+
+    # The fix, then the retry the refusal names (a failed revision is retried by the user:
+    # the spec still names the same revision).
+    ctl.update_spec("small", {"rollout": {"evaluation": {**evaluation, "onInconclusive": "Hold"}}})
+    retried = run(ctl, "retry", "small")
+    assert retried.returncode == 0, retried.stderr
+    warned = await eventually(
+        lambda: (
+            (c := condition(ctl, "small", "Evaluated")).get("reason") == "EvaluationUnderpowered"
+            and c
+        ),
+        120,
+        what="said too small",
+    )
+    assert "minAccuracy 0.98 on 50 cases: no outcome can pass it" in warned["message"]
+    design = ctl.status("small")["evaluationDesign"]
+    assert design["checked"] and design["cases"] == 50
+    [gate] = design["gates"]
+    assert gate["gate"] == "minAccuracy" and not gate["canPass"] and gate["casesForPower"] > 50
+    await held(ctl, "small")  # evaluated all the same, and a person decides
+    assert "design     minAccuracy 0.98 on 50 cases" in run(ctl, "status", "small").stdout
+    assert ctl.status("small")["stableRevision"]["hash"] == stable

@@ -55,6 +55,8 @@ from decisionmodel.api.crd import (
 )
 from decisionmodel.api.status import (
     DecisionRecordStatus,
+    EvaluationDesignStatus,
+    GateDesignStatus,
     LedgerEntryStatus,
     ReResolveStatus,
     RollbackToStatus,
@@ -389,6 +391,24 @@ def _full_status() -> DecisionModelStatus:
             result=EvaluationResult.FAILED,
             reason="accuracy 0.8000 < minAccuracy 0.9",
             completed_at=t,
+        ),
+        evaluation_design=EvaluationDesignStatus(
+            checked=True,
+            cases=50,
+            gates=[
+                GateDesignStatus(
+                    gate="minAccuracy",
+                    threshold="0.98",
+                    design="accuracy 0.99",
+                    cases=50,
+                    can_pass=False,
+                    can_fail=True,
+                    power=0.0,
+                    cases_for_power=300,
+                    expected_cases=50,
+                )
+            ],
+            message="the golden set is too small to decide minAccuracy 0.98 on 50 cases",
         ),
         evaluation_ledger=[
             LedgerEntryStatus(
