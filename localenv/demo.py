@@ -21,7 +21,7 @@ from typing import Any
 import httpx
 
 from decisionmodel.api.crd import CRD_NAME
-from decisionmodel.rollout.evaluation_status import decision_lines
+from decisionmodel.rollout.evaluation_status import decision_lines, design_lines
 from localenv.env import REGISTRY_HOST, REGISTRY_URL, LocalEnv
 from localenv.paths import REPO_ROOT
 from localenv.processes import ManagedProcess
@@ -166,6 +166,9 @@ def run_demo(env: LocalEnv, stop: threading.Event, state: Path) -> float:
     confidence = (ev.get("decision") or {}).get("confidence")
     for line in decision_lines(ev.get("decision")):
         print(f"    {line} (confidence {confidence}, {ev.get('cases')} cases)", flush=True)
+    # What the golden set could decide, checked before the rollout made anything (issue 35).
+    for line in design_lines(st.get("evaluationDesign")):
+        print(f"    before the rollout: {line}", flush=True)
     print(cluster.kubectl("get", "dm", "-n", NAMESPACE, "-o", "wide").stdout, flush=True)
     return time.monotonic() - began
 

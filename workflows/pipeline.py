@@ -113,6 +113,11 @@ RECHECK_MAX = timedelta(minutes=30)
 UNCONFIRMED_BOUND = APPROVAL_BOUND
 
 
+def _longer(pause: timedelta) -> timedelta:
+    """The next wait before asking again: doubled, at most RECHECK_MAX."""
+    return min(pause * 2, RECHECK_MAX)
+
+
 @workflow.defn(name="PipelineWorkflow")
 class PipelineWorkflow:
     def __init__(self) -> None:
@@ -273,7 +278,7 @@ class PipelineWorkflow:
         while True:
             if bounded and workflow.now() >= until:  # soaked, a cluster unconfirmed: back off
                 await self._sleep_until(workflow.now() + pause)
-                pause = min(pause * 2, RECHECK_MAX)
+                pause = _longer(pause)
             else:
                 await self._sleep_until(min(workflow.now() + every, until))
             if not self._not_aborted(stage):
@@ -308,7 +313,7 @@ class PipelineWorkflow:
                 return self._unconfirmed(stage)
             await self._sleep_until(workflow.now() + pause)  # a cluster did not answer
             if bounded:
-                pause = min(pause * 2, RECHECK_MAX)
+                pause = _longer(pause)
             if not self._not_aborted(stage):
                 return False
         now = upstream_verdicts(stage, self._progress)
@@ -427,7 +432,7 @@ class PipelineWorkflow:
                 self._set(stage, StageState.PENDING, StageReason.FREIGHT_NOT_SERVED, message)
             await self._sleep_until(min(workflow.now() + pause, give_up))
             if bounded:
-                pause = min(pause * 2, RECHECK_MAX)
+                pause = _longer(pause)
             if not self._not_aborted(stage):
                 return False
 

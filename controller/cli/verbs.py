@@ -21,10 +21,12 @@ from controller.cli.errors import CliError, ExitCode, explain
 from controller.cli.output import emit_data, table
 from controller.temporal.rollouts import Rollouts, RunningRollout, dm_query
 from decisionmodel.api import GROUP, PLURAL, VERSION
-from decisionmodel.api.status import EvaluationDesignStatus
-from decisionmodel.evaluation.design import GateDesign
 from decisionmodel.rollout.contracts import Phase
-from decisionmodel.rollout.evaluation_status import decision_lines, report_command
+from decisionmodel.rollout.evaluation_status import (
+    decision_lines,
+    design_lines,
+    report_command,
+)
 from decisionmodel.vocabulary import Device, StatusKey
 from kube.access_review import who_am_i
 from kube.client import CONTROLLER_FIELD_MANAGER, Kube
@@ -153,15 +155,10 @@ def _status_text(v: dict[str, Any]) -> str:
 
 def _design_lines(raw: dict[str, Any] | None) -> list[str]:
     """Each gate's power and expected cases to a verdict, from status.evaluationDesign."""
-    if not raw:
-        return []
     try:
-        found = EvaluationDesignStatus.model_validate(raw)
+        return [f"  design     {line}" for line in design_lines(raw)]
     except ValueError:
         return ["  design     (status.evaluationDesign does not read)"]
-    if not found.checked:
-        return [f"  design     {found.message}"]
-    return [f"  design     {GateDesign.model_validate(g.model_dump()).line()}" for g in found.gates]
 
 
 def _rollback_lines(rollback: dict[str, Any] | None) -> list[str]:

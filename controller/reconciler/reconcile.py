@@ -236,6 +236,7 @@ class Reconciler:
             self.budget.dequeue(key)
             self.started.pop(key, None)
             self.re_resolves.forget(key)
+            self.superseding.forget(key)
             return None
         try:
             dm = DecisionModel.from_k8s(obj)

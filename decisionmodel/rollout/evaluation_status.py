@@ -9,12 +9,14 @@ from typing import Any
 from decisionmodel.api.status import (
     ConfusionCellStatus,
     EvaluationDecisionStatus,
+    EvaluationDesignStatus,
     EvaluationStatus,
     ReliabilityBinStatus,
 )
 from decisionmodel.evaluation.aggregates import EvaluationAggregates
 from decisionmodel.evaluation.decimal_format import render4
 from decisionmodel.evaluation.decision import EvaluationDecision
+from decisionmodel.evaluation.design import GateDesign
 from decisionmodel.rollout.contracts import EvaluationOutcome
 
 
@@ -73,6 +75,17 @@ def decision_lines(decision: Mapping[str, Any] | None) -> list[str]:
         return []
     wire = EvaluationDecisionStatus.model_validate(decision)
     return EvaluationDecision.model_validate(wire.model_dump(mode="json")).lines()
+
+
+def design_lines(design: Mapping[str, Any] | None) -> list[str]:
+    """One line per gate of ``status.evaluationDesign`` (what the golden set can decide, checked
+    when the rollout started), or why it was not checked."""
+    if not design:
+        return []
+    wire = EvaluationDesignStatus.model_validate(design)
+    if not wire.checked:
+        return [wire.message]
+    return [GateDesign.model_validate(g.model_dump()).line() for g in wire.gates]
 
 
 def report_command(namespace: str, name: str, revision: str | None = None) -> str:

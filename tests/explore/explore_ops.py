@@ -105,6 +105,10 @@ class Desired:
     gate: bool = False
     # The gate judged by the sequential test (issue 35): stops early, keeps a ledger.
     sequential: bool = False
+    # A gate the golden set can never pass (minAccuracy 0.99 on 30 cases, confidence 0.95)
+    # under onInconclusive Reject: each rollout is refused before anything is made (issue 35
+    # item 6), the stable serves.
+    strict: bool = False
     manual: bool = False
     # spec.manualPromotion (the reference's boolean) instead of rollout.promotion: Manual.
     manual_field: bool = False
@@ -117,7 +121,7 @@ class Desired:
     @property
     def should_serve(self) -> bool:
         """Whether this spec, with every fault healed, must end up serving."""
-        return (self.tag != BAD_TAG or not self.gate) and not self.pin_stale
+        return (self.tag != BAD_TAG or not self.gate) and not self.pin_stale and not self.strict
 
     def spec(self, repo: str, dataset: str, digest: str | None = None) -> dict[str, Any]:
         rollout: dict[str, Any] = {"promotion": "Manual" if self.manual else "Automatic"}
@@ -125,7 +129,14 @@ class Desired:
             rollout = {"promotion": None, "manualPromotion": True}
         else:
             rollout["manualPromotion"] = None
-        if self.gate:
+        if self.strict:
+            rollout["evaluation"] = {
+                "datasetRef": {"configMapRef": {"name": dataset, "key": "cases.jsonl"}},
+                "minAccuracy": "0.99",
+                "confidence": "0.95",
+                "onInconclusive": "Reject",
+            }
+        elif self.gate:
             rollout["evaluation"] = {
                 "datasetRef": {"configMapRef": {"name": dataset, "key": "cases.jsonl"}},
                 # The good tags score 0.68 on this 30-case set, the bad one 0.33 (simulated
@@ -164,6 +175,7 @@ class Desired:
             d.replicas = int(op.arg)
         elif op.kind == "gate":
             d.gate, d.sequential = op.arg != "off", op.arg == "sequential"
+            d.strict = op.arg == "strict"
         elif op.kind == "promotion":
             d.manual, d.manual_field = op.arg == "Manual", False
         return d
@@ -175,7 +187,7 @@ def _arg(kind: str, rng: random.Random, desired: Desired) -> str:
     if kind == "replicas":
         return "2" if desired.replicas == 1 else "1"
     if kind == "gate":
-        return "off" if desired.gate else rng.choice(("on", "sequential"))
+        return "off" if desired.gate else rng.choice(("on", "sequential", "strict"))
     if kind == "promotion":
         return "Automatic" if desired.manual else "Manual"
     if kind == "republish":

@@ -151,3 +151,19 @@ def test_slices_in_the_policy_are_judged() -> None:
     found = judged(policy, 300, {"fraud": 40})
     assert [g.gate for g in found] == ["minAccuracy", "slices[fraud].minAccuracy"]
     assert not found[1].can_pass
+
+
+def test_status_reads_back_as_the_lines_dmrollout_status_prints() -> None:
+    from decisionmodel.api.status import EvaluationDesignStatus
+    from decisionmodel.rollout.contracts import EvaluationDesign
+    from decisionmodel.rollout.evaluation_status import design_lines
+
+    found = design({"minAccuracy": "0.98"}, CONFIDENCE, 50)
+    wire = EvaluationDesignStatus.model_validate(
+        EvaluationDesign(checked=True, cases=50, gates=found).model_dump(mode="json")
+    ).model_dump(mode="json", by_alias=True, exclude_none=True)
+    assert wire["gates"][0]["canPass"] is False
+    assert design_lines(wire) == [found[0].line()]
+    unread = {"checked": False, "cases": 0, "message": "not checked: ConfigMap x is missing"}
+    assert design_lines(unread) == ["not checked: ConfigMap x is missing"]
+    assert design_lines(None) == []
