@@ -5,7 +5,8 @@ Pod directory's ~1 s cache), so a test can toggle a fault on a live Pod. Values 
 are ignored.
 
 - `device`: `/api/ps` reports this device (e.g. `cpu` on a cuda Pod = silent CPU fallback);
-  loads succeed even when OLLAYA_DEVICE asks for cuda on a node without GPU.
+  loads succeed even when OLLAYA_DEVICE asks for cuda on a node without GPU (such a model
+  then is on the fault's device, and stays there once the fault is removed).
 - `digest`: `/api/ps` reports this digest instead of sha256 of the stored manifest.
 - `never-pin: "true"`: `/api/ps` always shows `expires_at` set (now + OLLAYA_KEEP_ALIVE, 5m
   when that pins), even after `keep_alive: -1`.

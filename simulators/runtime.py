@@ -212,13 +212,17 @@ class RuntimeSimulator:
             )
         if faults.load_fails:
             raise ApiError(500, f"load model '{name}': simulated failure", "MODEL_LOAD_FAILED")
-        if faults.device is not None:
-            device = faults.device
-        else:
-            try:
-                device = resolve_device(pod.env.get("OLLAYA_DEVICE"), pod.node_has_gpu)
-            except ValueError as exc:
+        try:
+            device = resolve_device(pod.env.get("OLLAYA_DEVICE"), pod.node_has_gpu)
+        except ValueError as exc:
+            if faults.device is None:
                 raise ApiError(500, f"load model '{name}': {exc}", "MODEL_LOAD_FAILED") from exc
+            # The silent fallback is where the model really went: no device it asked for is
+            # there, so it stays on the fault's device when the fault is removed.
+            device = faults.device
+        # Otherwise the model keeps its own device, and the fault is applied when /api/ps
+        # answers (report-time, pod_faults): removing it restores the true device at once
+        # (explorer seeds 8016, 8020: a model loaded under the fault reported it for ever).
         if faults.load_delay_seconds > 0:
             timeout = self._load_timeout(pod)
             if faults.load_delay_seconds > timeout > 0:

@@ -494,6 +494,29 @@ async def test_device_annotation_is_a_silent_cpu_fallback(
     assert entry["device"] == "cpu"
 
 
+async def test_a_model_loaded_under_a_device_fault_reports_its_own_device_once_removed(
+    runtime: Any, http: httpx.AsyncClient, stored: Callable[..., ModelArtifact]
+) -> None:
+    """Report-time, as documented (explorer seeds 8016, 8020: a stable Pod restored while the
+    fault was on reported it after the fault was removed, and never became model-ready)."""
+    pod = runtime.add_pod(
+        POD,
+        env={"OLLAYA_DEVICE": "cuda"},
+        node_has_gpu=True,
+        annotations={"sim.dmrollout.dev/device": "cpu-fallback"},
+    )
+    stored(pod.store_dir)
+    load = await http.post(runtime.url(POD, "/api/decide"), json={"model": "laya:en"})
+    assert load.status_code == 200
+
+    async def device() -> str:
+        return str((await http.get(runtime.url(POD, "/api/ps"))).json()["models"][0]["device"])
+
+    assert await device() == "cpu-fallback"
+    runtime.update_pod(POD, annotations={})
+    assert await device() == "cuda:0"
+
+
 async def test_load_faults(
     runtime: Any, http: httpx.AsyncClient, stored: Callable[..., ModelArtifact]
 ) -> None:
