@@ -110,8 +110,8 @@ def refused(policy: EvaluationPolicy, found: list[GateDesign]) -> str | None:
         return (
             f"spec.rollout.evaluation.{gate.gate} {gate.threshold} on the golden set's "
             f"{gate.cases} cases at confidence {policy.confidence}: {why}. Fix: {more} to "
-            f"{policy.dataset.kind} {policy.dataset.name} (and raise maxCases), lower "
-            "confidence, or set onInconclusive: Hold; then dmrollout retry"
+            f"{policy.dataset.kind} {policy.dataset.name} (maxCases {policy.max_cases} reads at "
+            "most that many), lower confidence, or set onInconclusive: Hold; then dmrollout retry"
         )[:1000]
     return None
 
