@@ -39,8 +39,8 @@ from pydantic import BaseModel, ConfigDict, Field
 from decisionmodel.evaluation import intervals as iv
 from decisionmodel.evaluation.case_records import CaseRecord
 from decisionmodel.evaluation.dataset import MAX_CASES
-from decisionmodel.evaluation.exact_binomial import clopper_pearson
-from decisionmodel.evaluation.sequential import SequentialGate
+from decisionmodel.evaluation.exact_binomial import clopper_pearson, regularized_beta
+from decisionmodel.evaluation.sequential import SequentialGate, run_until_decided
 from decisionmodel.vocabulary import EvaluationResult
 
 DESIGN_POWER: Final = 0.8
@@ -236,25 +236,15 @@ def _pass_times(t: float, p: float, tail: float) -> tuple[int | None, ...]:
     found: list[int | None] = []
     for run in range(SEQUENTIAL_RUNS):
         rng = random.Random(f"design|{t}|{tail}|{run}")
-        gate = SequentialGate(t, "min", tail)
-        stop: int | None = None
-        for i in range(MAX_CASES):
-            gate = gate.after(1.0 if rng.random() < p else 0.0)
-            verdict = gate.verdict()
-            if verdict != EvaluationResult.INCONCLUSIVE:
-                stop = i + 1 if verdict == EvaluationResult.PASSED else None
-                break
-        found.append(stop)
+        outcomes = [1.0 if rng.random() < p else 0.0 for _ in range(MAX_CASES)]
+        gate, used = run_until_decided(SequentialGate(t, "min", tail), outcomes)
+        found.append(used if gate.verdict() == EvaluationResult.PASSED else None)
     return tuple(found)
 
 
 def _all_right_passes_within(t: float, tail: float, n: int) -> bool:
-    gate = SequentialGate(t, "min", tail)
-    for _ in range(n):
-        gate = gate.after(1.0)
-        if gate.verdict() == EvaluationResult.PASSED:
-            return True
-    return False
+    gate, _ = run_until_decided(SequentialGate(t, "min", tail), [1.0] * n)
+    return gate.verdict() == EvaluationResult.PASSED
 
 
 def _least_right(n: int, t: float, tail: float) -> int | None:
@@ -295,21 +285,14 @@ def _flip_power(n: int, f: float, p: float, tail: float) -> float:
     return _lower_tail(n, p, most) if most is not None else 0.0
 
 
-def _log_pmf(n: int, p: float, k: int) -> float:
-    return (
-        math.lgamma(n + 1) - math.lgamma(k + 1) - math.lgamma(n - k + 1)
-        + k * math.log(p) + (n - k) * math.log1p(-p)
-    )  # fmt: skip
-
-
 def _upper_tail(n: int, p: float, k: int) -> float:
-    """P(X >= k) for X ~ Binomial(n, p)."""
-    return min(1.0, sum(math.exp(_log_pmf(n, p, j)) for j in range(k, n + 1)))
+    """P(X >= k) for X ~ Binomial(n, p): the regularized incomplete beta I_p(k, n - k + 1)."""
+    return 1.0 if k <= 0 else regularized_beta(k, n - k + 1, p)
 
 
 def _lower_tail(n: int, p: float, k: int) -> float:
     """P(X <= k) for X ~ Binomial(n, p)."""
-    return min(1.0, sum(math.exp(_log_pmf(n, p, j)) for j in range(0, k + 1)))
+    return 1.0 if k >= n else 1.0 - _upper_tail(n, p, k + 1)
 
 
 def _normal_n(t: float, p: float, tail: float) -> int:
