@@ -117,7 +117,7 @@ def refused(policy: EvaluationPolicy, found: list[GateDesign]) -> str | None:
 
 
 def summary(policy: EvaluationPolicy, found: list[GateDesign]) -> str:
-    weak = [g for g in found if g.underpowered or not g.can_pass]
+    weak = [g for g in found if g.weak]
     if not weak:
         return "; ".join(g.line() for g in found)[:1000]
     return (

@@ -68,6 +68,11 @@ class GateDesign(BaseModel):
     def underpowered(self) -> bool:
         return self.power is not None and self.power < DESIGN_POWER
 
+    @property
+    def weak(self) -> bool:
+        """Worth a warning: too little power, or no outcome can pass it."""
+        return self.underpowered or not self.can_pass
+
     def line(self) -> str:
         head = f"{self.gate} {self.threshold} on {self.cases} cases"
         if not self.can_pass and not self.can_fail:

@@ -398,7 +398,7 @@ class EvaluationDesign(Contract):
 
     @property
     def underpowered(self) -> bool:
-        return any(g.underpowered or not g.can_pass for g in self.gates)
+        return any(g.weak for g in self.gates)
 
 
 class EvaluateInput(Contract):
