@@ -155,6 +155,14 @@ DECISION_RECORDS = "decision-records"
 # The change id of "the golden set's power is checked before anything is made" (issue 35 item
 # 6): a gate the dataset can never decide fails the rollout at once, too little power is said.
 EVALUATION_DESIGN = "evaluation-design"
+# The change id of "a hold shown to a person keeps its record when a stop comes while the hold's
+# status is written" (CI, stop 46: the phase answers queries from its first moment, so an abort
+# could arrive before the Hold record was asked for, and the chain lacked the hold).
+HOLD_RECORD_ON_STOP = "hold-record-on-stop"
+# The change id of "a status write cancelled by a stop is the stop" (found with the one above:
+# an abort that cancelled a wait's status write failed the whole run with "Activity cancelled",
+# instead of rolling back). Histories from before failed as they ran.
+STATUS_WRITE_CANCEL_IS_A_STOP = "status-write-cancel-is-a-stop"
 # Failures of that check that end the rollout; any other (a timeout, the API server away)
 # leaves the dataset to the evaluation step, which judges it again anyway.
 _DESIGN_REFUSALS = frozenset(
@@ -510,21 +518,31 @@ class RolloutWorkflow:
         self, step: str, reason: Reason, *, event_message: str, message: str
     ) -> None:
         """Phase AwaitingPromotion with Promoted=False saying why and how to decide."""
-        await self._enter(
-            Phase.AWAITING_PROMOTION,
-            step,
-            event_reason=EventReason.AWAITING_PROMOTION,
-            event_message=event_message,
-            conditions=[
-                ConditionUpdate(
-                    type=ConditionType.PROMOTED,
-                    status=ConditionStatus.FALSE,
-                    reason=reason,
-                    message=message[:1000],
-                )
-            ],
-            by_step=False,  # a wait, not an activity: record_status writes it
+        held = ConditionUpdate(
+            type=ConditionType.PROMOTED,
+            status=ConditionStatus.FALSE,
+            reason=reason,
+            message=message[:1000],
         )
+        try:
+            await self._enter(
+                Phase.AWAITING_PROMOTION,
+                step,
+                event_reason=EventReason.AWAITING_PROMOTION,
+                event_message=event_message,
+                conditions=[held],
+                by_step=False,  # a wait, not an activity: record_status writes it
+            )
+        except asyncio.CancelledError:
+            # Queries show the hold from the phase's first moment: a stop sent while its status
+            # is written still leaves the hold's record (written beside the stop).
+            if workflow.patched(HOLD_RECORD_ON_STOP):
+                arg = self._decision_arg("Hold", reason, message)
+                if arg is not None:
+                    self._records_in_flight.append(
+                        asyncio.ensure_future(self._write_best_effort(arg, _summary(arg)))
+                    )
+            raise
         await self._record_decision("Hold", reason, message)
 
     async def _promote_committed(self, inp: RolloutInput, record: RevisionRecord) -> PromoteResult:
@@ -783,23 +801,34 @@ class RolloutWorkflow:
         """The signed decision record (activities/decision_record.py; a worker without a
         records namespace answers at once that records are off). Only for a resolved
         candidate: its model digest is the record's subject."""
-        state = self._state
-        record = state.record
-        if state.require_input().decision_records is False or record is None or not record.digest:
+        arg = self._decision_arg(decision, reason, message)
+        if arg is None:
             return
-        if not workflow.patched(DECISION_RECORDS):
-            return
-        arg = _decision_input(state, record, decision, reason, message)
-        summary = f"signed decision record: {decision} revision {record.hash}"
+        if self._records_in_flight and workflow.patched(HOLD_RECORD_ON_STOP):
+            # A hold's record written beside a stop comes first: the chain keeps the order.
+            await asyncio.gather(*self._records_in_flight)
+        summary = _summary(arg)
         if not arg.blocking:
             await self._record_best_effort(arg, summary)
             return
         await self._activity(
             WRITE_DECISION_RECORD, arg, DecisionRecordResult, summary=summary,
             start_to_close=timedelta(seconds=60),
-            schedule_to_close=timedelta(seconds=state.require_input().timeouts.decision),
+            schedule_to_close=timedelta(seconds=self._state.require_input().timeouts.decision),
             timeout_reason=Reason.DECISION_RECORD_UNWRITTEN,
         )  # fmt: skip
+
+    def _decision_arg(
+        self, decision: DecisionKind, reason: str, message: str
+    ) -> DecisionRecordInput | None:
+        """The record's input, or None when this run writes none."""
+        state = self._state
+        record = state.record
+        if state.require_input().decision_records is False or record is None or not record.digest:
+            return None
+        if not workflow.patched(DECISION_RECORDS):
+            return None
+        return _decision_input(state, record, decision, reason, message)
 
     async def _record_best_effort(self, arg: DecisionRecordInput, summary: str) -> None:
         """A rollback's or a hold's record: retried for a while, then a Warning Event (the
@@ -1075,6 +1104,10 @@ class RolloutWorkflow:
             step = f"{summary} (the status write)"
             await (self._until_done(step, attempt) if must_finish else attempt(_ROUND))
         except ActivityError as e:
+            if isinstance(e.cause, CancelledError) and workflow.patched(
+                STATUS_WRITE_CANCEL_IS_A_STOP
+            ):
+                raise asyncio.CancelledError() from e
             raise _status_failure(e) from None
         self._stop_if_requested()
 
@@ -1380,6 +1413,10 @@ def _watched_previous(inp: RolloutInput, previous: str) -> RevisionRecord | None
     if not inp.post_promotion_watch_seconds or inp.stable is None:
         return None
     return inp.stable if inp.stable.hash == previous else None
+
+
+def _summary(arg: DecisionRecordInput) -> str:
+    return f"signed decision record: {arg.decision} revision {arg.candidate.hash}"
 
 
 def _unresolved_record(inp: RolloutInput) -> RevisionRecord:

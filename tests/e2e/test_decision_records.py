@@ -168,7 +168,13 @@ async def test_decisions_leave_a_signed_chain_that_outlives_the_history(
         found = records.predicates()
         return found if len(found) == 5 else None
 
-    predicates = await eventually(five, 30, what="five records")
+    try:
+        predicates = await eventually(five, 30, what="five records")
+    except AssertionError as e:
+        seen = [
+            (p["decision"], p["sequence"], p["run"]["runId"][-6:]) for p in records.predicates()
+        ]
+        raise AssertionError(f"{e}\nrecords written: {seen}") from e
     assert predicates is not None
     assert [p["decision"] for p in predicates] == ["Promote", "Hold", "RollBack", "Hold", "Promote"]
     assert predicates[2]["reason"] == "Aborted"

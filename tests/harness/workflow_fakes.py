@@ -55,6 +55,11 @@ class FakeCluster:
     # write_decision_record fails (retryably, DecisionRecordUnwritten) until this is set.
     records_down: asyncio.Event | None = None
     record_attempts: int = 0
+    # A status write entering this phase holds until `release_status` is set (`status_held`
+    # tells when): the window in which queries already show the phase.
+    hold_status_phase: c.Phase | None = None
+    status_held: asyncio.Event = field(default_factory=asyncio.Event)
+    release_status: asyncio.Event = field(default_factory=asyncio.Event)
     # check_evaluation_design's answer (with confidence set): a design that decides its gates.
     design: c.EvaluationDesign = field(
         default_factory=lambda: c.EvaluationDesign(checked=True, cases=500)
@@ -158,6 +163,9 @@ class FakeCluster:
 
         @activity.defn(name=c.RECORD_STATUS)
         async def record_status(update: c.StatusUpdate) -> None:
+            if update.phase is not None and update.phase == cluster.hold_status_phase:
+                cluster.status_held.set()
+                await cluster.release_status.wait()
             await cluster._write(update)
 
         @activity.defn(name=c.WRITE_DECISION_RECORD)

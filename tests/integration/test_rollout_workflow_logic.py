@@ -643,6 +643,35 @@ async def test_each_decision_is_recorded_and_a_promotion_waits_for_its_record(
     assert [d.split(":")[0] for d in cluster.decisions] == ["Promote", "Hold", "RollBack"]
 
 
+async def test_a_hold_aborted_while_its_status_is_written_keeps_its_record(
+    client: Client, queue: str, cluster: FakeCluster
+) -> None:
+    """CI, stop 46: queries show AwaitingPromotion from the phase's first moment, so an abort can
+    come while the hold's status is still being written, before its record was asked for. The
+    chain still gets the hold, before the rollback."""
+    cluster.hold_status_phase = c.Phase.AWAITING_PROMOTION
+    held = await start(
+        client, queue, make_input(stable=True, promotion="Manual", model="laya:v2", records=True)
+    )
+    await wait_phase(held, c.Phase.AWAITING_PROMOTION)
+    await asyncio.wait_for(cluster.status_held.wait(), 20)
+    await held.signal(RolloutWorkflow.abort, "no")
+    await async_assert_eventually(
+        lambda: _cancel_requested(held), 20, what="the hold's step cancelled"
+    )
+    cluster.release_status.set()
+    assert (await held.result()).result == c.RolloutResult.ROLLED_BACK
+    assert [d.split(":")[0] for d in cluster.decisions] == ["Hold", "RollBack"]
+
+
+async def _cancel_requested(handle: WorkflowHandle[Any, Any]) -> bool:
+    """The abort reached the run: its history shows the status write's cancellation asked."""
+    history = await handle.fetch_history()
+    kinds = {e.event_type for e in history.events}
+    assert EventType.EVENT_TYPE_ACTIVITY_TASK_CANCEL_REQUESTED in kinds
+    return True
+
+
 async def test_a_golden_set_that_cannot_decide_its_gate_fails_before_anything_is_made(
     client: Client, queue: str, cluster: FakeCluster
 ) -> None:
