@@ -309,7 +309,7 @@ async def history(ctx: CliContext) -> int:
 
 
 def _rpc() -> Any:
-    from controller.temporal.rollouts import RPC_TIMEOUT
+    from controller.temporal.runs import RPC_TIMEOUT
 
     return RPC_TIMEOUT
 

@@ -16,7 +16,8 @@ from controller.cli.context import CliContext
 from controller.cli.errors import CliError, ExitCode
 from controller.cli.verbs import _dm_or_not_found, _running_rollouts, _status_text, _status_view
 from controller.reconciler.guard_status import held_by_guard
-from controller.temporal.rollouts import RPC_TIMEOUT, Rollouts
+from controller.temporal.rollouts import Rollouts
+from controller.temporal.runs import RPC_TIMEOUT
 from decisionmodel.api import GROUP, PLURAL, VERSION
 from decisionmodel.api.status import Condition
 from decisionmodel.engine.render.labels import ANNOTATION_RETRY, ANNOTATION_ROLLBACK_TO

@@ -17,7 +17,8 @@ from temporalio.api.history.v1 import HistoryEvent
 from controller.cli.context import CliContext
 from controller.cli.errors import CliError, ExitCode
 from controller.cli.verbs import _dm_or_not_found
-from controller.temporal.rollouts import RPC_TIMEOUT, revision_query
+from controller.temporal.rollouts import revision_query
+from controller.temporal.runs import RPC_TIMEOUT
 from decisionmodel.api.status import EvaluationGates, EvaluationStatus
 from decisionmodel.report import ReportSubject, render_report
 from decisionmodel.rollout.contracts import EVALUATE, EvaluationOutcome, RolloutInput

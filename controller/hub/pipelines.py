@@ -18,20 +18,15 @@ import asyncio
 import logging
 from collections.abc import Awaitable, Callable
 from contextlib import aclosing
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 from typing import Any, Final
 
 from pydantic import ValidationError
-from temporalio.api.enums.v1 import TaskQueueType
-from temporalio.api.taskqueue.v1 import TaskQueue
-from temporalio.api.workflowservice.v1 import DescribeTaskQueueRequest
-from temporalio.client import Client, WorkflowExecutionStatus
-from temporalio.common import WorkflowIDReusePolicy
-from temporalio.exceptions import WorkflowAlreadyStartedError
-from temporalio.service import RPCError
 
 from controller.hub.leadership import Elector, Outcome, run_leading, stop_on_signals
 from controller.serve.liveness import LoopProgress
+from controller.temporal import runs
+from controller.temporal.runs import TEMPORAL_ERRORS, TemporalClient
 from decisionmodel.api.pipeline import DecisionModelPipelineSpec, stage_task_queue
 from decisionmodel.engine.render.labels import ANNOTATION_RETRY
 from decisionmodel.pipeline.contracts import (
@@ -72,7 +67,6 @@ ENDED_PHASES: Final = frozenset(
 STALLED_PHASES: Final = frozenset(
     {PipelinePhase.FAILED.value, PipelinePhase.ABORTED.value, PipelinePhase.INVALID.value}
 )
-RPC_TIMEOUT: Final = timedelta(seconds=10)
 # Running runs looked at per full list; more are found by the lists after.
 ORPHAN_SCAN_LIMIT: Final = 1000
 PIPELINE_WORKFLOW: Final = "PipelineWorkflow"
@@ -162,7 +156,9 @@ class PipelineHealth:
 
 
 class PipelineController:
-    def __init__(self, kube: Kube, client: Client, health: PipelineHealth | None = None) -> None:
+    def __init__(
+        self, kube: Kube, client: TemporalClient, health: PipelineHealth | None = None
+    ) -> None:
         self.kube = kube
         self.client = client
         self.known: dict[tuple[str, str], str] = {}  # (ns, name) -> workflow id of its run
@@ -208,7 +204,7 @@ class PipelineController:
         self.health.progress.started()
         try:
             await self.reconcile(obj)
-        except (KubeError, RPCError) as e:  # the next event or resync tries again
+        except (KubeError, *TEMPORAL_ERRORS) as e:  # the next event or resync tries again
             log.warning("pipeline %s/%s: %s", *_key(obj), e)
         finally:
             self.health.progress.finished()
@@ -272,13 +268,11 @@ class PipelineController:
         list of the pipelines (start-up, each relist), never one per pipeline."""
         query = f"WorkflowType = '{PIPELINE_WORKFLOW}' AND ExecutionStatus = 'Running'"
         try:
-            async for run in self.client.list_workflows(
-                query, limit=ORPHAN_SCAN_LIMIT, rpc_timeout=RPC_TIMEOUT
-            ):
-                owner = _owner(run.id, run.typed_search_attributes.get(sa.DM_PIPELINE))
+            async for wid, attributes in runs.running(self.client, query, ORPHAN_SCAN_LIMIT):
+                owner = _owner(wid, attributes.get(sa.DM_PIPELINE))
                 if owner is not None and owner not in listed:
-                    await self._abort(run.id, "the DecisionModelPipeline was deleted")
-        except RPCError as e:  # the next full list looks again
+                    await self._abort(wid, "the DecisionModelPipeline was deleted")
+        except TEMPORAL_ERRORS as e:  # the next full list looks again
             log.warning("could not list the running pipeline runs: %s", e)
 
     async def deleted(self, obj: Obj) -> None:
@@ -310,30 +304,25 @@ class PipelineController:
                     "promoted": retry.promoted,
                 }
             )
-        try:
-            await self.client.start_workflow(
-                PipelineWorkflow.run,
-                inp,
-                id=wid,
-                search_attributes=at_start(inp),
-                task_queue=HUB_TASK_QUEUE,
-                # One run per revision: an ended run is not started again by a resync.
-                id_reuse_policy=WorkflowIDReusePolicy.REJECT_DUPLICATE,
-                static_summary=f"pipeline {ref.namespace}/{ref.name} revision {revision}",
-                rpc_timeout=RPC_TIMEOUT,
-            )
+        started = await runs.start_once(
+            self.client,
+            PipelineWorkflow.run,
+            inp,
+            wid=wid,
+            attributes=at_start(inp),
+            task_queue=HUB_TASK_QUEUE,
+            # One run per revision: an ended run is not started again by a resync.
+            reuse=runs.Reuse.ONCE,
+            summary=f"pipeline {ref.namespace}/{ref.name} revision {revision}",
+        )
+        if started:
             log.info("pipeline %s/%s: started %s", ref.namespace, ref.name, wid)
-        except WorkflowAlreadyStartedError:
-            pass
 
     async def _abort(self, wid: str, reason: str) -> None:
-        handle = self.client.get_workflow_handle(wid)
         try:
-            described = await handle.describe(rpc_timeout=RPC_TIMEOUT)
-            if described.status == WorkflowExecutionStatus.RUNNING:
-                await handle.signal(PipelineWorkflow.abort, reason, rpc_timeout=RPC_TIMEOUT)
+            if await runs.signal_if_running(self.client, wid, PipelineWorkflow.abort, reason):
                 log.info("aborted %s: %s", wid, reason)
-        except RPCError as e:
+        except TEMPORAL_ERRORS as e:
             log.warning("could not abort %s: %s", wid, e)
 
     async def _stage_workers(
@@ -343,15 +332,7 @@ class PipelineController:
         few minutes): a queue nobody polls is a cluster not installed, misspelt, or away."""
         polled: dict[str, bool] = {}
         for cluster in sorted({s.cluster for s in spec.stages}):
-            answer = await self.client.workflow_service.describe_task_queue(
-                DescribeTaskQueueRequest(
-                    namespace=self.client.namespace,
-                    task_queue=TaskQueue(name=stage_task_queue(cluster)),
-                    task_queue_type=TaskQueueType.TASK_QUEUE_TYPE_WORKFLOW,
-                ),
-                timeout=RPC_TIMEOUT,
-            )
-            polled[cluster] = bool(answer.pollers)
+            polled[cluster] = await runs.polled(self.client, stage_task_queue(cluster))
         missing = [
             f"stage {s.name} (spec.stages[{i}].cluster {s.cluster!r}: no worker polls "
             f"{stage_task_queue(s.cluster)})"
@@ -411,7 +392,10 @@ def _key(obj: Obj) -> tuple[str, str]:
 
 
 async def run_pipeline_controller(
-    kube: Kube, client: Client, elector: Elector | None, health: PipelineHealth | None = None
+    kube: Kube,
+    client: TemporalClient,
+    elector: Elector | None,
+    health: PipelineHealth | None = None,
 ) -> int:
     """The controller, reconciling only while ``elector`` holds its Lease (always, with None;
     controller/hub/leadership.py); the exit code: 0 after SIGTERM, 1 once the Lease is lost or

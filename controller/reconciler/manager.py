@@ -13,15 +13,12 @@ import logging
 import signal
 import time
 
-from temporalio.service import RPCError
-
 from controller.reconciler.cache import DECISION_MODEL, CacheNotSynced, ObjectCache
 from controller.reconciler.dispatch import DispatchSettings
 from controller.reconciler.leader import LeaderElector
 from controller.reconciler.reconcile import Reconciler
 from controller.reconciler.settings import ControllerSettings
 from controller.reconciler.steady import SteadyState
-from controller.reconciler.store_recovery import StoreRecoveries
 from controller.reconciler.watch import Watcher
 from controller.reconciler.workqueue import QueueShutDown, WorkQueue
 from controller.serve.health import HealthServer
@@ -39,8 +36,11 @@ from controller.temporal.client import (
     connect,
     make_runtime,
 )
+from controller.temporal.errors import is_away
 from controller.temporal.probe import TemporalProbe
-from controller.temporal.rollouts import Rollouts, is_away
+from controller.temporal.rollouts import Rollouts
+from controller.temporal.runs import TEMPORAL_ERRORS
+from controller.temporal.store_recoveries import StoreRecoveries
 from decisionmodel.rollout.settings import RolloutSettings
 from decisionmodel.vocabulary import Reason
 from kube.client import Kube
@@ -160,7 +160,7 @@ class Manager:
         where = f"Temporal at {self.temporal.address} (namespace {self.temporal.namespace!r})"
         try:
             await check_namespace(client, self.temporal.namespace)
-        except (RPCError, RuntimeError) as e:
+        except TEMPORAL_ERRORS as e:
             if not is_away(e):
                 raise
             # Not a reason to stop, nor is a refused credential: the steady state needs

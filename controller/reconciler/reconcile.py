@@ -66,8 +66,9 @@ from controller.reconciler.superseding import (
 from controller.serve.logs import current_dm
 from controller.serve.metrics import transition_memory
 from controller.serve.tracing import span
+from controller.temporal.errors import TemporalUnavailable
 from controller.temporal.probe import TemporalProbe
-from controller.temporal.rollouts import Rollouts, RunningRollout, TemporalUnavailable
+from controller.temporal.rollouts import Rollouts, RunningRollout
 from decisionmodel.api import DecisionModel, DecisionModelInvalid
 from decisionmodel.api.conditions import is_condition_true
 from decisionmodel.api.status import DecisionModelStatus, FailedRevisionStatus, ReResolveStatus

@@ -26,7 +26,8 @@ from typing import Any, Final
 
 from controller.reconciler.cache import DirectReader, ObjectReader, create_or_wait
 from controller.reconciler.settings import ControllerSettings
-from controller.reconciler.store_recovery import StoreHealth, StoreRecoveries, store_health
+from controller.reconciler.store_recovery import StoreHealth, store_health
+from controller.temporal.store_recoveries import StoreRecoveries
 from decisionmodel.api import DecisionModel
 from decisionmodel.engine.render import (
     render_pdb,

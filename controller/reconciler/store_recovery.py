@@ -16,16 +16,12 @@ A new ``decisionmodel.io/retry`` value is part of the workflow ID, so it starts 
 
 from __future__ import annotations
 
-import logging
 from dataclasses import dataclass
 from typing import Any
 
-from temporalio.client import Client, WorkflowExecutionStatus
-from temporalio.common import WorkflowIDReusePolicy
-from temporalio.exceptions import WorkflowAlreadyStartedError
-from temporalio.service import RPCError
-
-from controller.temporal.rollouts import RPC_TIMEOUT, is_away
+from controller.temporal.errors import is_away
+from controller.temporal.runs import TEMPORAL_ERRORS
+from controller.temporal.store_recoveries import StoreRecoveries
 from decisionmodel.engine.render.labels import ANNOTATION_STORE_RECOVERING, store_pvc_name
 from decisionmodel.rollout.contracts import (
     ConditionUpdate,
@@ -35,9 +31,6 @@ from decisionmodel.rollout.contracts import (
     store_workflow_id,
 )
 from decisionmodel.vocabulary import ConditionStatus, ConditionType, Reason
-from workflows.store_recovery import StoreRecoveryWorkflow
-
-log = logging.getLogger("dmrollout.controller.store")
 
 
 @dataclass(frozen=True)
@@ -47,44 +40,6 @@ class StoreHealth:
 
     condition: ConditionUpdate | None = None
     probe: bool = True
-
-
-class StoreRecoveries:
-    def __init__(self, client: Client, task_queue: str) -> None:
-        self.client = client
-        self.task_queue = task_queue
-
-    async def start(self, inp: StoreRecoveryInput, wid: str) -> None:
-        try:
-            await self.client.start_workflow(
-                StoreRecoveryWorkflow.run,
-                inp,
-                id=wid,
-                task_queue=self.task_queue,
-                id_reuse_policy=WorkflowIDReusePolicy.ALLOW_DUPLICATE,
-                static_summary=f"Recover the model store of {inp.objects.dm.namespace}/"
-                f"{inp.objects.dm.name} revision {inp.objects.record.hash}",
-                rpc_timeout=RPC_TIMEOUT,
-            )
-            log.info("started %s", wid)
-        except WorkflowAlreadyStartedError:
-            pass
-
-    async def state(self, wid: str) -> StoreRecoveryOutcome | str | None:
-        """ "running", the closed run's outcome, or None when there is no such workflow."""
-        handle = self.client.get_workflow_handle(wid, result_type=StoreRecoveryOutcome)
-        try:
-            desc = await handle.describe(rpc_timeout=RPC_TIMEOUT)
-        except RPCError as e:
-            if is_away(e):
-                raise
-            return None
-        if desc.status == WorkflowExecutionStatus.RUNNING:
-            return "running"
-        if desc.status != WorkflowExecutionStatus.COMPLETED:
-            return StoreRecoveryOutcome(recovered=False, message=f"recovery ended {desc.status}")
-        outcome: StoreRecoveryOutcome = await handle.result()
-        return outcome
 
 
 async def store_health(
@@ -107,7 +62,7 @@ async def store_health(
             return StoreHealth(_prefetch_failed(name, wid, state), probe=False)
         if state != "running":
             await recoveries.start(StoreRecoveryInput(objects=inp, retry_token=retry), wid)
-    except (RPCError, RuntimeError) as e:
+    except TEMPORAL_ERRORS as e:
         if not is_away(e):
             raise
         # The recovery is a transaction in Temporal: it waits for Temporal, and says so; the

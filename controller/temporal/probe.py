@@ -21,7 +21,9 @@ from typing import Final
 
 from temporalio.api.workflowservice.v1 import DescribeNamespaceRequest
 
-from controller.temporal.rollouts import RPC_TIMEOUT, Rollouts, TemporalUnavailable
+from controller.temporal.errors import TemporalUnavailable
+from controller.temporal.rollouts import Rollouts
+from controller.temporal.runs import RPC_TIMEOUT
 from decisionmodel.vocabulary import Reason
 
 log = logging.getLogger("dmrollout.controller.temporal")

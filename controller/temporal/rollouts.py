@@ -21,10 +21,17 @@ from temporalio.client import (
     WorkflowExecutionStatus,
     WorkflowUpdateFailedError,
 )
-from temporalio.common import SearchAttributePair, TypedSearchAttributes, WorkflowIDReusePolicy
-from temporalio.exceptions import WorkflowAlreadyStartedError
+from temporalio.common import SearchAttributePair, TypedSearchAttributes
 from temporalio.service import RPCError, RPCStatusCode
 
+from controller.temporal import runs
+from controller.temporal.errors import (
+    TemporalUnavailable,
+    away_reason,
+    is_away,
+    is_unreachable,
+)
+from controller.temporal.runs import RPC_TIMEOUT
 from controller.temporal.worker_presence import (
     DEFAULT_STALE_SECONDS,
     RunBuild,
@@ -45,9 +52,6 @@ from workflows.rollout import RolloutWorkflow
 
 log = logging.getLogger("dmrollout.controller.rollouts")
 
-# Every call to Temporal is bounded (a frontend that accepts and never answers must not hang a
-# reconcile or a CLI command); a timed-out call raises RPCError DEADLINE_EXCEEDED.
-RPC_TIMEOUT: Final = timedelta(seconds=10)
 # An approval's answer waits for the candidate's check (check_candidate: at most 60 s with its
 # retries, e.g. while the runtime's Secret is being fixed): longer, so the answer arrives
 # (explorer seed 6013: 10 s ended in "internal error" while the check retried).
@@ -64,80 +68,6 @@ WORKFLOW_TASK_TIMEOUT: Final = timedelta(seconds=30)
 # After Temporal did not answer, calls fail at once for this long instead of each waiting its
 # own timeout: with Temporal away, reconciles go on looking after the stable without delay.
 UNREACHABLE_HOLD_SECONDS: Final = 10.0
-# No answer, or none to act on: the frontend away, timed out, throttling, or failing inside.
-_UNREACHABLE_CODES: Final = frozenset(
-    {
-        RPCStatusCode.UNAVAILABLE,
-        RPCStatusCode.DEADLINE_EXCEEDED,
-        RPCStatusCode.CANCELLED,
-        RPCStatusCode.RESOURCE_EXHAUSTED,
-        RPCStatusCode.INTERNAL,
-        RPCStatusCode.UNKNOWN,
-    }
-)
-
-
-# Answers that refuse this controller's credential, not an absence: the API key or the client
-# certificate is expired or revoked (UNAUTHENTICATED), or the identity lacks the namespace
-# (PERMISSION_DENIED). The steady state goes on as for an absence; the condition says which.
-_REFUSED_CODES: Final = {
-    RPCStatusCode.UNAUTHENTICATED: Reason.TEMPORAL_UNAUTHORIZED,
-    RPCStatusCode.PERMISSION_DENIED: Reason.TEMPORAL_PERMISSION_DENIED,
-}
-# The same refusals as the SDK's connection words them (lazy connect, or a TLS handshake the
-# server ended because it refused the client certificate: "received fatal alert: ...").
-_REFUSED_WORDS: Final = (
-    ("permission denied", Reason.TEMPORAL_PERMISSION_DENIED),
-    ("permissiondenied", Reason.TEMPORAL_PERMISSION_DENIED),
-    ("unauthenticated", Reason.TEMPORAL_UNAUTHORIZED),
-    ("fatal alert", Reason.TEMPORAL_UNAUTHORIZED),
-)
-
-
-class TemporalUnavailable(Exception):
-    """Temporal cannot be used now: it did not answer (refused, reset, timed out), or it refused
-    this controller's credential (``reason`` says which); the message names where it was asked.
-    Rollouts wait; nothing that needs only Kubernetes does."""
-
-    def __init__(self, message: str, reason: Reason = Reason.TEMPORAL_UNAVAILABLE) -> None:
-        super().__init__(message)
-        self.reason = reason
-
-
-def refusal_reason(error: BaseException) -> Reason | None:
-    """TemporalUnauthorized / TemporalPermissionDenied when Temporal refused the controller's
-    credential; None for anything else."""
-    if isinstance(error, RPCError) and error.status in _REFUSED_CODES:
-        return _REFUSED_CODES[error.status]
-    if isinstance(error, RPCError | RuntimeError):
-        text = (error.message if isinstance(error, RPCError) else str(error)).lower()
-        for words, reason in _REFUSED_WORDS:
-            if words in text:
-                return reason
-    return None
-
-
-def is_unreachable(error: BaseException) -> bool:
-    """A failure that says Temporal is not there (as opposed to an answer: not found, refused)."""
-    if isinstance(error, RPCError):
-        return error.status in _UNREACHABLE_CODES
-    # The SDK's lazy connection raises this while the frontend cannot be reached.
-    return isinstance(error, RuntimeError) and "client connect" in str(error).lower()
-
-
-def away_reason(error: BaseException) -> Reason | None:
-    """Why Temporal cannot be used now (a refused credential first: an UNAVAILABLE that is a
-    refused certificate is one), or None for an answer to act on (not found, invalid)."""
-    refused = refusal_reason(error)
-    if refused is not None:
-        return refused
-    return Reason.TEMPORAL_UNAVAILABLE if is_unreachable(error) else None
-
-
-def is_away(error: BaseException) -> bool:
-    """Temporal cannot be used now: not there, or refusing the controller's credential. What
-    needs only Kubernetes goes on."""
-    return away_reason(error) is not None
 
 
 @dataclass(frozen=True)
@@ -228,38 +158,31 @@ class Rollouts:
 
     async def start(self, inp: RolloutInput) -> bool:
         """Start the rollout of ``inp``; False when that workflow was already running."""
-        wid = workflow_id(inp.dm, inp.requested_revision, inp.retry_token)
-        try:
-            await self.client.start_workflow(
-                RolloutWorkflow.run,
-                inp,
-                id=wid,
-                task_queue=self.task_queue,
-                # A closed run of the same revision may run again (the spec came back to it
-                # after a supersede); a running one is never started twice.
-                id_reuse_policy=WorkflowIDReusePolicy.ALLOW_DUPLICATE,
-                search_attributes=TypedSearchAttributes(
-                    [
-                        SearchAttributePair(sa.DM_NAMESPACE, inp.dm.namespace),
-                        SearchAttributePair(sa.DM_NAME, inp.dm.name),
-                        SearchAttributePair(sa.DM_REVISION, inp.requested_revision),
-                        SearchAttributePair(sa.DM_MODEL, inp.revision.model),
-                        SearchAttributePair(sa.DM_PHASE, Phase.PENDING.value),
-                    ]
-                ),
-                static_summary=f"Rollout of {inp.revision.model} to DecisionModel "
-                f"{inp.dm.namespace}/{inp.dm.name}",
-                static_details=f"requested revision `{inp.requested_revision}`, "
-                f"{inp.replicas} replica(s), device {inp.revision.device}, promotion "
-                f"{inp.promotion}" + (f", retry {inp.retry_token!r}" if inp.retry_token else ""),
-                execution_timeout=None,
-                task_timeout=WORKFLOW_TASK_TIMEOUT,
-                rpc_timeout=RPC_TIMEOUT,
-            )
-        except WorkflowAlreadyStartedError:
-            return False
-        log.info("started %s", wid)
-        return True
+        return await runs.start_once(
+            self.client,
+            RolloutWorkflow.run,
+            inp,
+            wid=workflow_id(inp.dm, inp.requested_revision, inp.retry_token),
+            task_queue=self.task_queue,
+            # A closed run of the same revision may run again (the spec came back to it after a
+            # supersede); a running one is never started twice.
+            reuse=runs.Reuse.AFTER_CLOSE,
+            attributes=TypedSearchAttributes(
+                [
+                    SearchAttributePair(sa.DM_NAMESPACE, inp.dm.namespace),
+                    SearchAttributePair(sa.DM_NAME, inp.dm.name),
+                    SearchAttributePair(sa.DM_REVISION, inp.requested_revision),
+                    SearchAttributePair(sa.DM_MODEL, inp.revision.model),
+                    SearchAttributePair(sa.DM_PHASE, Phase.PENDING.value),
+                ]
+            ),
+            summary=f"Rollout of {inp.revision.model} to DecisionModel "
+            f"{inp.dm.namespace}/{inp.dm.name}",
+            details=f"requested revision `{inp.requested_revision}`, "
+            f"{inp.replicas} replica(s), device {inp.revision.device}, promotion "
+            f"{inp.promotion}" + (f", retry {inp.retry_token!r}" if inp.retry_token else ""),
+            task_timeout=WORKFLOW_TASK_TIMEOUT,
+        )
 
     async def running(self, dm_namespace: str, dm_name: str) -> list[RunningRollout]:
         query = f"{dm_query(dm_namespace, dm_name)} AND ExecutionStatus = 'Running'"

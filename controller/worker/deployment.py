@@ -31,7 +31,7 @@ from temporalio.common import VersioningBehavior, WorkerDeploymentVersion
 from temporalio.service import RPCError
 from temporalio.worker import WorkerDeploymentConfig
 
-from controller.temporal.rollouts import RPC_TIMEOUT
+from controller.temporal.runs import RPC_TIMEOUT
 from controller.temporal.worker_presence import (
     DEFAULT_STALE_SECONDS,
     PINNED,

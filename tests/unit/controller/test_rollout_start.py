@@ -70,7 +70,7 @@ async def test_a_run_is_closed_only_when_temporal_says_so(
     """A failed describe is no evidence that the run ended: taking it as ended started a second
     rollout of the same revision beside the first. It says Temporal did not answer (the
     reconcile then leaves every rollout as it is), never "closed"."""
-    from controller.temporal.rollouts import TemporalUnavailable
+    from controller.temporal.errors import TemporalUnavailable
 
     rollouts = Rollouts(DescribingClient(status), "q")  # type: ignore[arg-type]
     if closed is None:
@@ -97,7 +97,7 @@ class DownClient:
 
 
 async def test_an_unreachable_temporal_is_said_once_then_answered_at_once() -> None:
-    from controller.temporal.rollouts import TemporalUnavailable
+    from controller.temporal.errors import TemporalUnavailable
 
     client = DownClient()
     rollouts = Rollouts(client, "q", where="Temporal at t:7233")  # type: ignore[arg-type]

@@ -17,14 +17,9 @@ from controller.reconciler.dispatch import DispatchSettings
 from controller.reconciler.reconcile import Reconciler, RolloutStep, temporal_condition
 from controller.reconciler.settings import ControllerSettings
 from controller.temporal.client import ApiKeyReload, TemporalSettings
+from controller.temporal.errors import TemporalUnavailable, away_reason, is_away, refusal_reason
 from controller.temporal.probe import TemporalProbe
-from controller.temporal.rollouts import (
-    Rollouts,
-    TemporalUnavailable,
-    away_reason,
-    is_away,
-    refusal_reason,
-)
+from controller.temporal.rollouts import Rollouts
 from decisionmodel.api import DecisionModel
 from decisionmodel.rollout.contracts import DMRef
 from decisionmodel.vocabulary import ConditionStatus, ConditionType, Reason
