@@ -59,6 +59,7 @@ from decisionmodel.rollout.contracts import (
 from decisionmodel.rollout.render_params import APIKEY_CHECKSUM_PREFIX
 from decisionmodel.rollout.settings import RolloutSettings
 from decisionmodel.rollout.spec_mapping import stable_objects_input
+from decisionmodel.rollout.unanswered import AnswerWindow
 from decisionmodel.vocabulary import ConditionStatus, ConditionType, Reason, StatusKey
 from kube.client import Kube
 from kube.controller_status import Cond
@@ -150,9 +151,9 @@ class SteadyState:
         # Starts and reads store recovery workflows (seed 001 StoreLost); None: not checked.
         self.recoveries = recoveries
         self.secrets = SecretReader(kube)
-        # When each Pod's run of probe errors began, by UID, on the monotonic clock (in
-        # memory: a restart forgives, harmlessly).
-        self.probe_errors: dict[str, float] = {}
+        # Pods that do not answer, by UID, on the monotonic clock (decisionmodel.rollout.
+        # unanswered; in memory: a restart forgives, harmlessly).
+        self.unanswered = AnswerWindow(settings.probe_error_window_seconds)
 
     async def reconcile(self, model: DecisionModel, stable: RevisionRecord) -> StableHealth:
         inp = stable_objects_input(model, stable, self.rollout.runtime_version)
@@ -538,11 +539,10 @@ class SteadyState:
             error is not None and isinstance(error, ProbeError | OSError) and entry is None
         )
         if transport_error and gate_true(pod):
-            since = self.probe_errors.setdefault(uid, time.monotonic())
-            if time.monotonic() - since < self.settings.probe_error_window_seconds:
+            if self.unanswered.tolerates(uid, time.monotonic()):
                 return None  # tolerated (e.g. a 401 while an API-key rotation rolls the Pods)
         else:
-            self.probe_errors.pop(uid, None)
+            self.unanswered.answered(uid)
         state = state_from_verdict(found)
         if found.reason == Reason.DIGEST_MISMATCH:
             log.warning("Pod %s reports another digest", pod["metadata"]["name"])

@@ -16,6 +16,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
+from decisionmodel.rollout.unanswered import outside
+
 Outcome = Literal["pass", "wait", "refuse"]
 
 
@@ -47,7 +49,7 @@ def judge(seen: Round, replicas: int, candidate: str, waited: float, window: flo
         said = "; ".join(seen.lost) or "no model-ready Pod"
         return Judgement("refuse", f"{shortfall} while awaiting promotion: {said}; {fix}")
     quiet = "; ".join(seen.unanswered)
-    if waited >= window:
+    if outside(waited, window):
         return Judgement(
             "refuse",
             f"{shortfall}: its Pods did not answer the re-check before promotion for "

@@ -34,6 +34,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from decisionmodel.engine.runtime_client import GateVerdict
+from decisionmodel.rollout.unanswered import AnswerWindow
 from decisionmodel.vocabulary import Reason
 
 
@@ -60,12 +61,15 @@ class Judgement:
 class WatchJudge:
     error_window: float
     strikes_needed: int = 2
-    errors_since: dict[str, float] = field(default_factory=dict)
+    unanswered: AnswerWindow = field(init=False)
     no_ready_since: float | None = None
     strikes: int = 0
     # Pods seen serving (gate True, or passing) in this watch: once its gate is set False, a
     # Pod that lost its model is not "still warming".
     served: set[str] = field(default_factory=set)
+
+    def __post_init__(self) -> None:
+        self.unanswered = AnswerWindow(self.error_window)
 
     def judge(self, looks: list[PodLook], desired: int, now: float, fallback: int = 0) -> Judgement:
         """``fallback``: the previous revision's Pods that passed their gate in this round."""
@@ -92,7 +96,7 @@ class WatchJudge:
     def pending(self, now: float) -> bool:
         """Whether a judgement is still open: ending the watch now would hold a promotion that
         the next checks could fail. Each one closes within ``error_window`` (and the strikes)."""
-        open_errors = any(now - since < self.error_window for since in self.errors_since.values())
+        open_errors = self.unanswered.open(now)
         none_ready = (
             self.no_ready_since is not None and now - self.no_ready_since < self.error_window
         )
@@ -102,10 +106,8 @@ class WatchJudge:
         """The Pods tolerated for now, and the gate failures (named with their reason)."""
         tolerated: set[str] = set()
         failures: list[str] = []
-        unanswered = {look.uid for look in looks if look.verdict.unanswered}
-        for uid in list(self.errors_since):
-            if uid not in unanswered:
-                del self.errors_since[uid]  # it answered again (or went away): forgiven
+        # A Pod that answered again (or went away) is forgiven.
+        self.unanswered.only(look.uid for look in looks if look.verdict.unanswered)
         for look in looks:
             said = f"{look.name}: {look.verdict.reason} ({look.verdict.message[:200]})"
             if look.serving or look.verdict.ready:
@@ -116,7 +118,7 @@ class WatchJudge:
                 tolerated.add(look.uid)  # still warming: not a verdict on the revision
             elif not look.verdict.unanswered:
                 failures.append(said)  # an answer: wrong digest, device, pin, or model lost
-            elif now - self.errors_since.setdefault(look.uid, now) < self.error_window:
+            elif self.unanswered.tolerates(look.uid, now):
                 tolerated.add(look.uid)
             else:
                 failures.append(f"{said} for {self.error_window:.0f}s")
