@@ -9,7 +9,7 @@ applies DecisionModels until there are N, waits until all are Ready, lets them s
 the controller's requests over ``--window`` seconds and samples its CPU (and the API server's)
 from /proc, and the Temporal frontend's requests over the same window from the dev server's own
 counters (bench/temporal_requests.py; the workers' task polls apart). Prints them beside the
-issue's figures from before the watch-fed cache (controller/reconciler/cache.py); ``--json
+issue's figures from before the watch-fed cache (controller/machinery/cache.py); ``--json
 PATH`` writes them as one flat JSON object. Asserts
 nothing;
 bounded by ``--timeout`` per size. Leader election is off: a Lease renewal is a constant cost,

@@ -1,5 +1,5 @@
 """One coordination.k8s.io/v1 Lease: its wire format, and the three bounded calls leader election
-makes on it (``controller.reconciler.leader`` holds the election itself).
+makes on it (``controller.machinery.leader`` holds the election itself).
 
 Every write is conditional: a create fails when the Lease exists, a replace carries the
 resourceVersion that was read. Either losing its race answers False (the API's 409), never an

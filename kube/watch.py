@@ -1,6 +1,6 @@
 """The one list-then-watch: list a collection, then watch it from the list's resourceVersion.
 
-Used by the controller's watches (which keep its cache, ``controller.reconciler.watch``) and by
+Used by the controller's watches (which keep its cache, ``controller.machinery.watch``) and by
 the activities' waits (``kube.wait``). :meth:`ListWatch.events` yields what changed:
 
 - :class:`Listed`: a fresh list (the first, after 410 Gone, or the periodic safety net);

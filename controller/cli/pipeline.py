@@ -20,7 +20,7 @@ from temporalio.client import WorkflowUpdateFailedError
 from controller.cli.context import CliContext, add_kube_flags, add_temporal_flags
 from controller.cli.errors import CliError, ExitCode
 from controller.hub.leadership import PipelineControllerSettings
-from controller.reconciler.leader import LeaderElector
+from controller.machinery.leader import LeaderElector
 from controller.temporal.client import TemporalSettings
 from decisionmodel.engine.render.labels import ANNOTATION_RETRY
 from decisionmodel.pipeline.contracts import Approval, PipelineRecord

@@ -4,7 +4,7 @@ Two pipeline controllers acting at once would race on every pipeline: both start
 run (harmless, the workflow ID dedupes), but each also aborts what it takes for a superseded
 run and rewrites the conditions from its own view, so a replica still catching up after a
 restart could abort the run the other just started for a newer revision. The main controller's
-election (controller/reconciler/leader.py, client-go's rules) is reused on a Lease of its own:
+election (controller/machinery/leader.py, client-go's rules) is reused on a Lease of its own:
 sharing the controller's Lease would make the two controllers exclude each other. The CLI
 builds the elector (``controller.cli.pipeline``): the hub and the reconciler are independent
 rooms (.importlinter), so this module knows it only as an :class:`Elector`.
@@ -73,7 +73,7 @@ class PipelineControllerSettings(BaseSettings):
 
 
 class Elector(Protocol):
-    """What the pipeline controller needs of controller.reconciler.leader.LeaderElector."""
+    """What the pipeline controller needs of controller.machinery.leader.LeaderElector."""
 
     async def run(
         self,

@@ -21,11 +21,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from controller.reconciler.dispatch import DesiredRevision
 from controller.temporal.rollouts import RunningRollout
 from decisionmodel.api import DecisionModel
 from decisionmodel.engine.render.labels import ANNOTATION_RETRY
 from decisionmodel.rollout.contracts import workflow_id
+from decisionmodel.rollout.dispatch import DesiredRevision
 from decisionmodel.rollout.spec_mapping import dm_ref, rollout_policy
 
 

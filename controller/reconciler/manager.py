@@ -13,14 +13,13 @@ import logging
 import signal
 import time
 
-from controller.reconciler.cache import DECISION_MODEL, CacheNotSynced, ObjectCache
-from controller.reconciler.dispatch import DispatchSettings
-from controller.reconciler.leader import LeaderElector
+from controller.machinery.cache import DECISION_MODEL, CacheNotSynced, ObjectCache
+from controller.machinery.leader import LeaderElector
+from controller.machinery.watch import Watcher
+from controller.machinery.workqueue import QueueShutDown, WorkQueue
 from controller.reconciler.reconcile import Reconciler
 from controller.reconciler.settings import ControllerSettings
 from controller.reconciler.steady import SteadyState
-from controller.reconciler.watch import Watcher
-from controller.reconciler.workqueue import QueueShutDown, WorkQueue
 from controller.serve.health import HealthServer
 from controller.serve.liveness import LoopProgress
 from controller.serve.metrics import ControllerMetrics
@@ -41,6 +40,7 @@ from controller.temporal.probe import TemporalProbe
 from controller.temporal.rollouts import Rollouts
 from controller.temporal.runs import TEMPORAL_ERRORS
 from controller.temporal.store_recoveries import StoreRecoveries
+from decisionmodel.rollout.dispatch import DispatchSettings
 from decisionmodel.rollout.settings import RolloutSettings
 from decisionmodel.vocabulary import Reason
 from kube.client import Kube
@@ -176,7 +176,7 @@ class Manager:
             poll_stale_seconds=self.settings.worker_poll_stale_seconds,
         )
         # One watch-fed cache, read by every reconcile and the steady state
-        # (controller/reconciler/cache.py).
+        # (controller/machinery/cache.py).
         cache = ObjectCache()
 
         def wake_all() -> None:

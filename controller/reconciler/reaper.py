@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any, Final
 
-from controller.reconciler.cache import DirectReader, ObjectReader
+from controller.machinery.cache import DirectReader, ObjectReader
 from decisionmodel.engine.render.labels import (
     LABEL_MANAGED_BY,
     LABEL_NAME,

@@ -18,18 +18,9 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+from controller.machinery.cache import DECISION_MODEL, DirectReader, ObjectReader
 from controller.reconciler import re_resolve as re_resolving
-from controller.reconciler.cache import DECISION_MODEL, DirectReader, ObjectReader
 from controller.reconciler.decide import Decision, decide
-from controller.reconciler.dispatch import (
-    DesiredRevision,
-    DispatchSettings,
-    desired_revision,
-    record_of,
-    rollback_refusal,
-    rollout_input,
-    runtime_update_available,
-)
 from controller.reconciler.fleet_budget import FleetBudget
 from controller.reconciler.guard_status import (
     guard_shown,
@@ -52,7 +43,6 @@ from controller.reconciler.restarts import (
     exhausted_message,
     plan_restart,
 )
-from controller.reconciler.rollback_to import RollbackPlan, rollback_condition, rollback_plan
 from controller.reconciler.served import served_generations
 from controller.reconciler.settings import ControllerSettings
 from controller.reconciler.steady import HeldCandidate, SteadyState
@@ -85,6 +75,16 @@ from decisionmodel.rollout.contracts import (
     RolloutTuning,
     StatusUpdate,
 )
+from decisionmodel.rollout.dispatch import (
+    DesiredRevision,
+    DispatchSettings,
+    desired_revision,
+    record_of,
+    rollback_refusal,
+    rollout_input,
+    runtime_update_available,
+)
+from decisionmodel.rollout.rollback_to import RollbackPlan, rollback_condition, rollback_plan
 from decisionmodel.rollout.spec_mapping import dm_ref
 from decisionmodel.vocabulary import (
     ROLLOUT_PHASES,
@@ -167,7 +167,7 @@ class Reconciler:
     # Runs already said (by an Event) to be stranded; the condition says it on every reconcile.
     stranded_told: OrderedDict[str, None] = field(default_factory=OrderedDict)
     # Where the DecisionModel is read: the controller's watch-fed cache
-    # (controller/reconciler/cache.py).
+    # (controller/machinery/cache.py).
     reader: ObjectReader | None = None
     # Whether Temporal answers, for the DecisionModels that make no call of their own to it.
     temporal: TemporalProbe | None = None
@@ -688,7 +688,7 @@ class Reconciler:
     async def _rollback_to(
         self, ref: DMRef, dm: DecisionModel, want: ControllerStatus
     ) -> RollbackPlan:
-        """decisionmodel.io/rollback-to (controller.reconciler.rollback_to): its record and
+        """decisionmodel.io/rollback-to (decisionmodel.rollout.rollback_to): its record and
         condition into ``want``; the annotation removed once it has done its work or a spec
         change ended it (before the record is cleared: a crash in between loses nothing)."""
         plan = rollback_plan(dm)

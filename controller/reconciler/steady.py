@@ -24,7 +24,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Final
 
-from controller.reconciler.cache import DirectReader, ObjectReader, create_or_wait
+from controller.machinery.cache import DirectReader, ObjectReader, create_or_wait
 from controller.reconciler.settings import ControllerSettings
 from controller.reconciler.store_recovery import StoreHealth, store_health
 from controller.temporal.store_recoveries import StoreRecoveries
@@ -143,7 +143,7 @@ class SteadyState:
     ) -> None:
         self.kube = kube
         # Where objects are read: the controller's watch-fed cache
-        # (controller/reconciler/cache.py), so a
+        # (controller/machinery/cache.py), so a
         # re-inspection costs probes of the Pods and no API read; writes go to the API.
         self.reader: ObjectReader = reader or DirectReader(kube)
         self.rollout = rollout

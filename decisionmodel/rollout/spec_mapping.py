@@ -194,7 +194,7 @@ def evaluation_policy(ev: EvaluationSpec | None) -> EvaluationPolicy | None:
 
 def rollout_policy(dm: DecisionModel) -> RolloutPolicy:
     """The live policy of ``dm``: what a rollout dispatched now would enforce (the same two
-    fields ``controller.reconciler.dispatch.rollout_input`` puts into the workflow input)."""
+    fields ``decisionmodel.rollout.dispatch.rollout_input`` puts into the workflow input)."""
     rollout = dm.spec.rollout
     return RolloutPolicy(
         evaluation=evaluation_policy(rollout.evaluation),

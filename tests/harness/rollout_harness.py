@@ -25,10 +25,10 @@ from temporalio.client import Client, WorkflowHandle
 from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.worker import Worker
 
-from controller.reconciler.dispatch import DispatchSettings, rollout_input
 from controller.worker.run import build_worker
 from decisionmodel.api import DecisionModel
 from decisionmodel.rollout.contracts import RolloutInput, RolloutOutcome, RolloutTuning, workflow_id
+from decisionmodel.rollout.dispatch import DispatchSettings, rollout_input
 from decisionmodel.rollout.settings import RolloutSettings
 from kube.client import Kube
 from localenv.cluster import LocalCluster

@@ -1,5 +1,5 @@
-"""The controller's watch-fed cache against the real kube-apiserver (controller/reconciler/cache.py,
-controller/reconciler/watch.py): nothing is read before the first list, the list holds exactly the
+"""The controller's watch-fed cache against the real kube-apiserver (controller/machinery/cache.py,
+controller/machinery/watch.py): nothing is read before the first list, the list holds exactly the
 labelled
 objects of the namespace, and watch events keep it current and enqueue the DecisionModel. The
 410 Gone relist is tests/unit/controller/test_cache.py (this API server replays a resume point
@@ -14,8 +14,8 @@ import pytest
 from harness.helpers import eventually, scratch_namespace
 from harness.rollout_harness import install_crd
 
-from controller.reconciler.cache import CacheNotSynced, ObjectCache
-from controller.reconciler.watch import Watcher
+from controller.machinery.cache import CacheNotSynced, ObjectCache
+from controller.machinery.watch import Watcher
 from decisionmodel.engine.render.labels import LABEL_NAME
 from kube.client import Kube
 from localenv.cluster import LocalCluster

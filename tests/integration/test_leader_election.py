@@ -21,7 +21,7 @@ from harness.helpers import async_assert_eventually, eventually
 from kubernetes import client, config
 from kubernetes.client.rest import ApiException
 
-from controller.reconciler.leader import LeaderElector
+from controller.machinery.leader import LeaderElector
 from kube.client import Kube
 from kube.errors import Unavailable
 from kube.lease import LeaseStore, format_micro_time

@@ -15,9 +15,9 @@ import yaml
 from harness.helpers import scratch_namespace
 from kubernetes import client, config
 
-from controller.reconciler.dispatch import DispatchSettings, rollout_input
 from decisionmodel.api import DecisionModel
 from decisionmodel.api.crd import render_crd_yaml
+from decisionmodel.rollout.dispatch import DispatchSettings, rollout_input
 from localenv.cluster import LocalCluster
 
 DIGEST = "c305bd41e2f5f0b4d1b2dcb5f9a1e3c7a4d6e8f0b2c4d6e8f0a2c4e6a8b0c2d4"

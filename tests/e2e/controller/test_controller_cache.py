@@ -1,5 +1,5 @@
 """The controller reads from its watch-fed cache (issue 14, point 2;
-controller/reconciler/cache.py).
+controller/machinery/cache.py).
 
 A controller of its own, whose periodic re-inspection is an hour away, so whatever it does here
 was driven by a watch event: a stable Pod replaced by its Deployment is gated and counted again

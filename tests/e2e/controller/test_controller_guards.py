@@ -157,8 +157,8 @@ async def test_a_foreign_object_is_a_resource_conflict_until_it_is_removed(
 ) -> None:
     from harness.rollout_harness import registry_digest
 
-    from controller.reconciler.dispatch import DispatchSettings, desired_revision
     from decisionmodel.api import DecisionModel
+    from decisionmodel.rollout.dispatch import DispatchSettings, desired_revision
 
     digest = registry_digest("laya", "en")
     spec = {"model": "laya:en", "digest": digest}

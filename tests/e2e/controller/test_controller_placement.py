@@ -18,9 +18,9 @@ from harness.rollout_harness import RolloutHarness
 from temporalio.service import RPCError
 from test_controller import phase
 
-from controller.reconciler.dispatch import DispatchSettings, desired_revision
 from decisionmodel.api import DecisionModel
 from decisionmodel.rollout.contracts import workflow_id
+from decisionmodel.rollout.dispatch import DispatchSettings, desired_revision
 from decisionmodel.rollout.spec_mapping import dm_ref
 
 CONTROL_PLANE = "node-role.kubernetes.io/control-plane"

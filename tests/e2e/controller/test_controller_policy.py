@@ -11,10 +11,10 @@ from typing import Any
 from harness.helpers import async_assert_eventually, eventually
 from harness.rollout_harness import ControllerProcess, RolloutHarness, golden_jsonl, put_model
 
-from controller.reconciler.dispatch import DispatchSettings, rollout_input
 from controller.temporal.rollouts import dm_query
 from decisionmodel.api import DecisionModel
 from decisionmodel.rollout.contracts import RolloutResult
+from decisionmodel.rollout.dispatch import DispatchSettings, rollout_input
 from workflows.rollout import RolloutWorkflow
 
 EVALUATION = {

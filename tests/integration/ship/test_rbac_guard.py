@@ -360,7 +360,7 @@ _RESOURCES: dict[str, tuple[str, str]] = {
     "custom_object_status": ("decisionmodel.io", "decisionmodels/status"),
 }
 _VERB = {"read": "get", "replace": "update"}
-# Resources listed by controller/reconciler/watch.py are also watched (list + watch on the same
+# Resources listed by controller/machinery/watch.py are also watched (list + watch on the same
 # lister).
 _WATCHED = {
     "decisionmodels",

@@ -1,5 +1,5 @@
-"""The controller's cache (controller/reconciler/cache.py) and the watch loop that feeds it
-(controller/reconciler/watch.py), against a scripted API: never read before the first list, a
+"""The controller's cache (controller/machinery/cache.py) and the watch loop that feeds it
+(controller/machinery/watch.py), against a scripted API: never read before the first list, a
 relist after
 410 Gone replaces the scope and reports what vanished, a dropped connection resumes from the
 last resourceVersion without a relist, and readers get copies. The real API server:
@@ -14,8 +14,8 @@ import pytest
 from harness.fake_api_server import FakeAPIServer
 from harness.helpers import eventually
 
-from controller.reconciler.cache import CacheNotSynced, ObjectCache
-from controller.reconciler.watch import Watcher, WatchSpec, _labelled_key
+from controller.machinery.cache import CacheNotSynced, ObjectCache
+from controller.machinery.watch import Watcher, WatchSpec, _labelled_key
 from decisionmodel.engine.render.labels import LABEL_NAME
 
 

@@ -5,14 +5,14 @@ from __future__ import annotations
 from typing import Any
 
 from controller.reconciler.decide import decide
-from controller.reconciler.dispatch import (
+from controller.temporal.rollouts import RunningRollout
+from decisionmodel.api import DecisionModel
+from decisionmodel.rollout.contracts import DMRef, retry_key, workflow_id
+from decisionmodel.rollout.dispatch import (
     DispatchSettings,
     desired_revision,
     runtime_update_available,
 )
-from controller.temporal.rollouts import RunningRollout
-from decisionmodel.api import DecisionModel
-from decisionmodel.rollout.contracts import DMRef, retry_key, workflow_id
 from decisionmodel.rollout.spec_mapping import record_for, rollout_policy
 
 DIGEST_A = "a" * 64
@@ -163,7 +163,7 @@ def test_a_retry_after_a_moved_tag_resolves_again_instead_of_reusing_the_failed_
     digest, so resolve asks the registry again (the documented fix works)."""
     from harness.helpers import spec_hash
 
-    from controller.reconciler.dispatch import rollout_input
+    from decisionmodel.rollout.dispatch import rollout_input
 
     spec = {"model": "laya:en"}
     image = desired_revision(dm(spec), DispatchSettings()).image

@@ -8,7 +8,6 @@ from __future__ import annotations
 from typing import Any
 
 from controller.reconciler.decide import Decision, decide
-from controller.reconciler.dispatch import DispatchSettings, desired_revision
 from controller.reconciler.placement_guard import (
     clear_refusal,
     placement_refusal,
@@ -18,6 +17,7 @@ from controller.reconciler.placement_guard import (
 from controller.temporal.rollouts import RunningRollout
 from decisionmodel.api import DecisionModel
 from decisionmodel.engine.placement import PlacementPolicy
+from decisionmodel.rollout.dispatch import DispatchSettings, desired_revision
 from decisionmodel.vocabulary import ConditionType, Reason
 from kube.controller_status import Cond
 

@@ -10,8 +10,8 @@ from test_decide import dm
 
 from controller.reconciler import re_resolve as rr
 from controller.reconciler.decide import decide
-from controller.reconciler.dispatch import DispatchSettings, desired_revision
 from decisionmodel.api.status import FailedRevisionStatus, ReResolveStatus
+from decisionmodel.rollout.dispatch import DispatchSettings, desired_revision
 
 T0 = datetime(2026, 12, 2, 12, 0, tzinfo=UTC)
 BACKOFF = rr.Backoff()

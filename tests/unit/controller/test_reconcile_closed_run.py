@@ -8,12 +8,12 @@ import contextlib
 from collections.abc import AsyncIterator
 from typing import Any
 
-from controller.reconciler.dispatch import DispatchSettings
 from controller.reconciler.reconcile import JUST_CLOSED_RECHECK_SECONDS, Reconciler
 from controller.reconciler.settings import ControllerSettings
 from controller.temporal.rollouts import RunningRollout
 from decisionmodel.api import DecisionModel
 from decisionmodel.rollout.contracts import DMRef
+from decisionmodel.rollout.dispatch import DispatchSettings
 
 DIGEST = "a" * 64
 FIRST_RUN = "rollout/ns/m/u123"

@@ -9,13 +9,13 @@ from collections.abc import AsyncIterator
 from types import SimpleNamespace
 from typing import Any
 
-from controller.reconciler.dispatch import DispatchSettings
 from controller.reconciler.reconcile import Reconciler
 from controller.reconciler.settings import ControllerSettings
 from controller.reconciler.superseding import RECHECK_SECONDS, STOP_WAIT_SECONDS, Superseding
 from controller.temporal.rollouts import RunningRollout
 from decisionmodel.api import DecisionModel
 from decisionmodel.rollout.contracts import DMRef
+from decisionmodel.rollout.dispatch import DispatchSettings
 from decisionmodel.rollout.settings import RolloutSettings
 
 ABORTED = "rollout/ns/m/" + "a" * 16

@@ -13,10 +13,10 @@ from typing import Any
 import pytest
 
 from controller.reconciler.decide import decide
-from controller.reconciler.dispatch import DispatchSettings, desired_revision
 from decisionmodel.api import DecisionModel
 from decisionmodel.engine.params import default_image
 from decisionmodel.rollout.contracts import RevisionIdentity
+from decisionmodel.rollout.dispatch import DispatchSettings, desired_revision
 from decisionmodel.rollout.reference_identity import reference_revision_hash
 from decisionmodel.vocabulary import Device
 

@@ -13,9 +13,9 @@ from typing import Any
 
 import pytest
 
-from controller.reconciler.dispatch import record_of
 from decisionmodel.api.status import RevisionStatus
 from decisionmodel.rollout.contracts import RevisionIdentity, RevisionRecord
+from decisionmodel.rollout.dispatch import record_of
 from decisionmodel.vocabulary import Engine
 
 DIGEST = "a" * 64

@@ -10,12 +10,12 @@ from typing import Any
 from test_decide import DIGEST_A, DIGEST_B, dm
 
 from controller.reconciler.decide import decide
-from controller.reconciler.dispatch import (
+from decisionmodel.rollout.dispatch import (
     DispatchSettings,
     desired_revision,
     rollback_refusal,
 )
-from controller.reconciler.rollback_to import RollbackPlan, rollback_condition, rollback_plan
+from decisionmodel.rollout.rollback_to import RollbackPlan, rollback_condition, rollback_plan
 from decisionmodel.rollout.spec_mapping import record_for
 
 ANNOTATION = "decisionmodel.io/rollback-to"

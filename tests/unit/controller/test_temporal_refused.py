@@ -13,7 +13,6 @@ from typing import Any
 import pytest
 from temporalio.service import RPCError, RPCStatusCode
 
-from controller.reconciler.dispatch import DispatchSettings
 from controller.reconciler.reconcile import Reconciler, RolloutStep, temporal_condition
 from controller.reconciler.settings import ControllerSettings
 from controller.temporal.client import ApiKeyReload, TemporalSettings
@@ -22,6 +21,7 @@ from controller.temporal.probe import TemporalProbe
 from controller.temporal.rollouts import Rollouts
 from decisionmodel.api import DecisionModel
 from decisionmodel.rollout.contracts import DMRef
+from decisionmodel.rollout.dispatch import DispatchSettings
 from decisionmodel.vocabulary import ConditionStatus, ConditionType, Reason
 
 WHERE = "Temporal at t:7233 (namespace 'rollouts')"

@@ -6,7 +6,7 @@ import asyncio
 
 import pytest
 
-from controller.reconciler.workqueue import QueueShutDown, WorkQueue
+from controller.machinery.workqueue import QueueShutDown, WorkQueue
 
 # Small real delays: long enough to order events on a loaded 2-core machine, short enough to
 # keep the suite fast.

@@ -23,7 +23,7 @@ from controller.hub.leadership import (
     PipelineControllerSettings,
     run_leading,
 )
-from controller.reconciler.leader import LeaderElector
+from controller.machinery.leader import LeaderElector
 from controller.reconciler.settings import ControllerSettings
 from kube.lease import LeaseRecord, LeaseStore
 

@@ -7,7 +7,6 @@ from typing import Any
 
 import pytest
 
-from controller.reconciler.dispatch import DispatchSettings, rollout_input
 from decisionmodel.api import DecisionModel
 from decisionmodel.errors import PolicyMismatch
 from decisionmodel.rollout.contracts import (
@@ -17,6 +16,7 @@ from decisionmodel.rollout.contracts import (
     RolloutPolicy,
     approval_token,
 )
+from decisionmodel.rollout.dispatch import DispatchSettings, rollout_input
 from decisionmodel.rollout.policy_check import check_evaluation, check_promotion, policy_problem
 from decisionmodel.rollout.spec_mapping import rollout_policy
 from decisionmodel.vocabulary import PERMANENT_REASONS, Reason

@@ -20,7 +20,6 @@ from dataclasses import dataclass
 from itertools import product
 from typing import Literal
 
-from controller.reconciler.rollback_to import named, rollback_plan
 from decisionmodel.api import DecisionModel
 from decisionmodel.api.status import RevisionStatus
 from decisionmodel.engine.params import DEFAULT_IMAGE_REPOSITORY, default_image
@@ -33,6 +32,7 @@ from decisionmodel.rollout.contracts import (
 )
 from decisionmodel.rollout.identity import unresolved_hash
 from decisionmodel.rollout.reference_identity import is_reference_revision, same_serving_image
+from decisionmodel.rollout.rollback_to import named, rollback_plan
 from decisionmodel.rollout.settings import package_version
 from decisionmodel.rollout.spec_mapping import (
     dm_ref,
@@ -146,7 +146,7 @@ def image_for(dm: DecisionModel, settings: DispatchSettings) -> str:
 
 def rollback_target(dm: DecisionModel) -> RevisionStatus | None:
     """The revision a ``decisionmodel.io/rollback-to`` in force asks for in place of the spec
-    (controller.reconciler.rollback_to: taken into status.rollbackTo, ended by the next spec
+    (decisionmodel.rollout.rollback_to: taken into status.rollbackTo, ended by the next spec
     change), or None: the spec's revision is desired."""
     rollback = rollback_plan(dm).in_force
     return rollback.target if rollback is not None else None

@@ -1,4 +1,4 @@
-"""Watches that keep the controller's cache (controller/reconciler/cache.py) and turn API changes
+"""Watches that keep the controller's cache (controller/machinery/cache.py) and turn API changes
 into DecisionModel keys on the work queue.
 
 One list-then-watch per kind and watched namespace (``kube.watch``, the same loop the
@@ -21,7 +21,7 @@ from contextlib import aclosing
 from dataclasses import dataclass
 from typing import Any, Final
 
-from controller.reconciler.cache import DECISION_MODEL, LABELLED_KINDS, ObjectCache
+from controller.machinery.cache import DECISION_MODEL, LABELLED_KINDS, ObjectCache
 from decisionmodel.engine.render.labels import LABEL_NAME
 from kube.client import Kube
 from kube.errors import KubeError

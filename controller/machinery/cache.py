@@ -2,7 +2,7 @@
 
 Issue 14: re-reading each DecisionModel's objects from the API every re-inspection cost ~0.18
 requests/s per DecisionModel (134 req/s at 1,000). Here one list + watch per kind and watched
-namespace (``controller/reconciler/watch.py``) keeps a copy of every object the controller reads:
+namespace (``controller/machinery/watch.py``) keeps a copy of every object the controller reads:
 the
 DecisionModels, and the Pods, Deployments, Services, PDBs, PVCs and Jobs labelled
 ``decisionmodel.io/name``. Reads are then free and the idle cost no longer grows with the count.
