@@ -20,7 +20,6 @@ import contextlib
 from datetime import datetime, timedelta
 
 from temporalio import workflow
-from temporalio.common import RetryPolicy
 from temporalio.exceptions import (
     ActivityError,
     ApplicationError,
@@ -56,17 +55,11 @@ with workflow.unsafe.imports_passed_through():
     from decisionmodel.pipeline.windows import describe, next_opening
     from decisionmodel.vocabulary import PERMANENT_REASONS, Reason, StageReason, StageState
     from workflows import pipeline_attributes as attrs
+    from workflows import retry_policies
     from workflows.pipeline_details import pipeline_details
     from workflows.pipeline_stage import PipelineStageWorkflow
 
-RETRY = RetryPolicy(
-    initial_interval=timedelta(seconds=1),
-    maximum_interval=timedelta(seconds=30),
-    non_retryable_error_types=sorted(str(r) for r in PERMANENT_REASONS),
-)
 HUB_STEP = timedelta(seconds=30)
-# Status is best effort: a few tries, then the next change writes it again.
-RECORD_RETRY = RetryPolicy(maximum_interval=timedelta(seconds=30), maximum_attempts=5)
 # Runs started before the run upserted its phase and stage states replay without it.
 ATTRIBUTES_PATCH = "pipeline-progress-attributes"
 # Runs started before the approval wait was bounded, or the window re-checked after a late
@@ -86,7 +79,6 @@ FREIGHT_BOUND = APPROVAL_BOUND
 FREIGHT_SHOWN_PATCH = "pipeline-freight-shown"
 # One try per activity, retried by the run so each failure shows on FreightPinned at once:
 # 1 s doubling to a minute, for at most ten minutes (then Failed; a retry starts again).
-RESOLVE_ONCE = RetryPolicy(maximum_attempts=1)
 RESOLVE_PAUSE_FIRST = timedelta(seconds=1)
 RESOLVE_PAUSE_MAX = timedelta(minutes=1)
 RESOLVE_BOUND = timedelta(minutes=10)
@@ -365,7 +357,7 @@ class PipelineWorkflow:
                 task_queue=dep.task_queue,
                 start_to_close_timeout=CHECK_STEP,
                 schedule_to_close_timeout=CHECK_BOUND,
-                retry_policy=RETRY,
+                retry_policy=retry_policies.STEP,
                 summary=f"does {dep.name} still serve the freight?",
             )
         except ActivityError as e:
@@ -446,7 +438,7 @@ class PipelineWorkflow:
                 result_type=Freight,
                 start_to_close_timeout=HUB_STEP,
                 schedule_to_close_timeout=FREIGHT_RECHECK * 4,
-                retry_policy=RETRY,
+                retry_policy=retry_policies.STEP,
                 summary=f"does {model} still serve the freight?",
             )
         except ActivityError as e:
@@ -519,7 +511,7 @@ class PipelineWorkflow:
                 ResolveFreightInput(pipeline=inp.pipeline, model=template.model),
                 result_type=Freight,
                 start_to_close_timeout=HUB_STEP,
-                retry_policy=RETRY,
+                retry_policy=retry_policies.STEP,
                 summary=f"resolve {template.model} once for every stage",
             )
         except ActivityError as e:
@@ -546,7 +538,7 @@ class PipelineWorkflow:
                     ResolveFreightInput(pipeline=inp.pipeline, model=template.model),
                     result_type=Freight,
                     start_to_close_timeout=HUB_STEP,
-                    retry_policy=RESOLVE_ONCE,
+                    retry_policy=retry_policies.ONCE,
                     summary=f"resolve {template.model} once for every stage",
                 )
             except ActivityError as e:
@@ -655,7 +647,7 @@ class PipelineWorkflow:
                 RECORD_PIPELINE,
                 self._snapshot(),
                 start_to_close_timeout=HUB_STEP,
-                retry_policy=RECORD_RETRY,
+                retry_policy=retry_policies.FEW,
                 summary="record the pipeline's status on the hub",
             )
         except ActivityError as e:

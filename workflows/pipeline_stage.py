@@ -19,7 +19,6 @@ from functools import partial
 from typing import Final, TypeVar
 
 from temporalio import workflow
-from temporalio.common import RetryPolicy
 from temporalio.exceptions import ActivityError, ApplicationError, CancelledError
 
 with workflow.unsafe.imports_passed_through():
@@ -34,15 +33,9 @@ with workflow.unsafe.imports_passed_through():
         StageRollout,
         StageVerdict,
     )
-    from decisionmodel.vocabulary import PERMANENT_REASONS
+    from workflows import retry_policies
     from workflows.pipeline_details import stage_details
 
-# A cluster that is away is retried, never given up: its stage waits (issue 25, point 5).
-RETRY: Final = RetryPolicy(
-    initial_interval=timedelta(seconds=1),
-    maximum_interval=timedelta(seconds=30),
-    non_retryable_error_types=sorted(str(r) for r in PERMANENT_REASONS),
-)
 APPLY_BOUND: Final = timedelta(seconds=30)
 HEARTBEAT: Final = timedelta(seconds=60)
 # Finding the rollout: the controller starts it within one reconcile of the apply.
@@ -160,7 +153,7 @@ class PipelineStageWorkflow:
                 start_to_close_timeout=bound,
                 schedule_to_close_timeout=total,
                 heartbeat_timeout=HEARTBEAT if beat else None,
-                retry_policy=RETRY,
+                retry_policy=retry_policies.STEP,
                 cancellation_type=cancel,
             )
         except ActivityError as e:
@@ -189,7 +182,7 @@ async def _abort_rollout(rollout: StageRollout, inp: StageInput) -> None:
             result_type=bool,
             start_to_close_timeout=APPLY_BOUND,
             schedule_to_close_timeout=ABORT_FIND_BOUND,
-            retry_policy=RETRY,
+            retry_policy=retry_policies.STEP,
         )
     except ActivityError as e:
         workflow.logger.warning("could not abort %s: %s", rollout.workflow_id, e.cause or e)

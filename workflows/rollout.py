@@ -30,7 +30,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from temporalio import workflow
-from temporalio.common import RetryPolicy, SearchAttributeUpdate
+from temporalio.common import SearchAttributeUpdate
 from temporalio.exceptions import (
     ActivityError,
     ApplicationError,
@@ -97,28 +97,14 @@ with workflow.unsafe.imports_passed_through():
     from decisionmodel.rollout.evaluation_status import evaluation_details
     from decisionmodel.vocabulary import (
         GUARD_REASONS,
-        PERMANENT_REASONS,
         ConditionType,
         EvaluationResult,
         EventReason,
         Reason,
     )
-    from workflows import cleanup_status
+    from workflows import cleanup_status, retry_policies
     from workflows import search_attributes as sa
     from workflows.rollout_state import RolloutState
-
-# Reasons that end a rollout at once (decisionmodel.vocabulary.PERMANENT_REASONS): retrying
-# cannot change the answer. The activities raise ApplicationErrors whose type is one of these
-# with non_retryable=True; listing them here as well makes the policy hold even if an activity
-# forgot the flag. Not listed, on purpose: APIKeyInvalid and ResourceConflict can be fixed while
-# the rollout waits (add the key, remove the foreign object) and retry until the phase deadline;
-# where one is final (a foreign Service at promotion) the activity marks its error non-retryable.
-RETRY = RetryPolicy(
-    initial_interval=timedelta(seconds=1),
-    backoff_coefficient=2.0,
-    maximum_interval=timedelta(seconds=30),
-    non_retryable_error_types=sorted(str(r) for r in PERMANENT_REASONS),
-)
 
 
 # The change id of "a guard holding a step stops its deadline" (see ``_activity``).
@@ -848,7 +834,7 @@ class RolloutWorkflow:
             await workflow.execute_activity(
                 WRITE_DECISION_RECORD, arg, result_type=DecisionRecordResult,
                 start_to_close_timeout=timedelta(seconds=60),
-                schedule_to_close_timeout=_RECORD_BEST_EFFORT, retry_policy=RETRY,
+                schedule_to_close_timeout=_RECORD_BEST_EFFORT, retry_policy=retry_policies.STEP,
                 summary=summary,
             )  # fmt: skip
         except ActivityError as e:
@@ -955,7 +941,7 @@ class RolloutWorkflow:
                 result_type=CandidateReadiness,
                 start_to_close_timeout=timedelta(seconds=30),
                 schedule_to_close_timeout=timedelta(seconds=60),
-                retry_policy=RETRY,
+                retry_policy=retry_policies.STEP,
                 summary=f"check that candidate {record.hash} is model-ready for its approval",
             )
         except ActivityError as e:
@@ -1096,7 +1082,7 @@ class RolloutWorkflow:
                 update,
                 start_to_close_timeout=timedelta(seconds=30),
                 schedule_to_close_timeout=window,
-                retry_policy=RETRY,
+                retry_policy=retry_policies.STEP,
                 summary=summary,
             )
 
@@ -1144,7 +1130,7 @@ class RolloutWorkflow:
                 result_type=DeleteRevisionResult,
                 start_to_close_timeout=timedelta(seconds=60),
                 schedule_to_close_timeout=window,
-                retry_policy=RETRY,
+                retry_policy=retry_policies.STEP,
                 cancellation_type=workflow.ActivityCancellationType.WAIT_CANCELLATION_COMPLETED,
                 summary=f"delete revision {revision} ({why})",
             )
@@ -1203,7 +1189,7 @@ class RolloutWorkflow:
                 update,
                 start_to_close_timeout=timedelta(seconds=30),
                 schedule_to_close_timeout=timedelta(seconds=60),
-                retry_policy=RETRY,
+                retry_policy=retry_policies.STEP,
                 summary=f"status: {update.conditions[0].reason}",
             )
 
@@ -1233,7 +1219,7 @@ class RolloutWorkflow:
                     start_to_close_timeout=start_to_close,
                     schedule_to_close_timeout=schedule_to_close,
                     heartbeat_timeout=beat,
-                    retry_policy=RETRY,
+                    retry_policy=retry_policies.STEP,
                     # Mutating steps: cleanup after a cancel must not race a step still running.
                     cancellation_type=workflow.ActivityCancellationType.WAIT_CANCELLATION_COMPLETED,
                     summary=summary,

@@ -27,7 +27,7 @@ with workflow.unsafe.imports_passed_through():
         StoreRecoveryOutcome,
     )
     from decisionmodel.vocabulary import Reason
-    from workflows.rollout import RETRY
+    from workflows.retry_policies import STEP as RETRY
 
 STEP_TIMEOUT = timedelta(minutes=10)
 

@@ -23,7 +23,8 @@ from decisionmodel.api.status import Condition
 from decisionmodel.engine.render.labels import ANNOTATION_RETRY, ANNOTATION_ROLLBACK_TO
 from decisionmodel.vocabulary import GUARD_REASONS, ConditionType, Phase, Reason, StatusKey
 from kube.client import Kube
-from workflows.rollout import RETRY, RolloutWorkflow
+from workflows.retry_policies import STEP
+from workflows.rollout import RolloutWorkflow
 
 POLL_SECONDS: Final = 1.0
 # Phases in which nothing is rolling out: a rollout ended (or none was needed).
@@ -41,7 +42,7 @@ HELD: Final = {Phase.AWAITING_PROMOTION.value}
 PERSON_GUARDS: Final = GUARD_REASONS - {Reason.REGISTRY_UNAVAILABLE, Reason.REGISTRY_ERROR}
 # How long a guard must hold before `wait` says so: longer than the step's retry interval, so a
 # guard fixed just before (still shown until the step's next attempt clears it) is not one.
-GUARD_HOLD_SECONDS: Final = (RETRY.maximum_interval or timedelta(seconds=30)).total_seconds() + 5
+GUARD_HOLD_SECONDS: Final = (STEP.maximum_interval or timedelta(seconds=30)).total_seconds() + 5
 
 
 def _settled(obj: dict[str, Any]) -> bool:

@@ -135,12 +135,12 @@ def test_permanent_set_is_the_permanent_error_classes() -> None:
 
 @pytest.mark.parametrize("reason", sorted(PERMANENT_REASONS))
 def test_workflow_retry_policy_never_retries_a_permanent_reason(reason: str) -> None:
-    from workflows.rollout import RETRY
+    from workflows.retry_policies import STEP as RETRY
 
     assert reason in (RETRY.non_retryable_error_types or [])
 
 
 def test_workflow_retry_policy_lists_only_permanent_reasons() -> None:
-    from workflows.rollout import RETRY
+    from workflows.retry_policies import STEP as RETRY
 
     assert set(RETRY.non_retryable_error_types or []) == {str(r) for r in PERMANENT_REASONS}

@@ -20,8 +20,8 @@ from decisionmodel.rollout.contracts import (
     RolloutInput,
 )
 from decisionmodel.vocabulary import PERMANENT_REASONS, Reason
+from workflows.retry_policies import STEP as RETRY
 from workflows.rollout import (
-    RETRY,
     RolloutFailure,
     _failure_of,
     _revision_objects,
