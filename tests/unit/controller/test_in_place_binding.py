@@ -119,6 +119,20 @@ class Reader:
         return self.objects.get(kind)
 
 
+CHECKSUM = render_params.apikey_checksum(b"the key", "secret-uid")
+
+
+def _steady(kube: FakeKube) -> SteadyState:
+    """The steady state over the stable's objects as rendered from ``BASE``."""
+    settings = RolloutSettings()
+    return SteadyState(
+        kube,  # type: ignore[arg-type]
+        settings,
+        ControllerSettings(),
+        reader=Reader(settings, CHECKSUM),  # type: ignore[arg-type]
+    )
+
+
 def _fields() -> set[str]:
     top = {name for name in InPlace.model_fields if name != "cache"}
     return top | {f"cache.{name}" for name in CachePolicy.model_fields}
@@ -130,19 +144,12 @@ def test_every_in_place_field_has_a_case_here() -> None:
 
 @pytest.mark.parametrize("field", sorted(CHANGES))
 async def test_an_in_place_change_is_applied_to_the_stable_or_refused(field: str) -> None:
-    settings = RolloutSettings()
-    checksum = render_params.apikey_checksum(b"the key", "secret-uid")
     kube = FakeKube()
-    steady = SteadyState(
-        kube,  # type: ignore[arg-type]
-        settings,
-        ControllerSettings(),
-        reader=Reader(settings, checksum),  # type: ignore[arg-type]
-    )
+    steady = _steady(kube)
     changed = BASE.model_copy(update=CHANGES[field])
     problems: list[ConditionUpdate] = []
     conflicts: list[str] = []
-    await steady._ensure_deployment(changed, checksum, conflicts)
+    await steady._ensure_deployment(changed, CHECKSUM, conflicts)
     await steady._ensure_pdb(changed, conflicts)
     await steady._cache(changed, problems)
     assert conflicts == []
@@ -156,17 +163,10 @@ async def test_an_in_place_change_is_applied_to_the_stable_or_refused(field: str
 
 async def test_the_same_settings_write_nothing() -> None:
     """The check above means something: with nothing changed, nothing is written or said."""
-    settings = RolloutSettings()
-    checksum = render_params.apikey_checksum(b"the key", "secret-uid")
     kube = FakeKube()
-    steady = SteadyState(
-        kube,  # type: ignore[arg-type]
-        settings,
-        ControllerSettings(),
-        reader=Reader(settings, checksum),  # type: ignore[arg-type]
-    )
+    steady = _steady(kube)
     problems: list[ConditionUpdate] = []
-    await steady._ensure_deployment(BASE, checksum, [])
+    await steady._ensure_deployment(BASE, CHECKSUM, [])
     await steady._ensure_pdb(BASE, [])
     await steady._cache(BASE, problems)
     assert kube.writes == [] and problems == []
