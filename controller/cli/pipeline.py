@@ -12,29 +12,25 @@ from __future__ import annotations
 import argparse
 import asyncio
 import getpass
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 from typing import Any, Final
-
-from temporalio.client import WorkflowUpdateFailedError
 
 from controller.cli.context import CliContext, add_kube_flags, add_temporal_flags
 from controller.cli.errors import CliError, ExitCode
 from controller.hub.leadership import PipelineControllerSettings
 from controller.machinery.leader import LeaderElector
+from controller.temporal import pipeline_runs
 from controller.temporal.client import TemporalSettings
 from decisionmodel.engine.render.labels import ANNOTATION_RETRY
-from decisionmodel.pipeline.contracts import Approval, PipelineRecord
+from decisionmodel.pipeline.contracts import Approval
 from decisionmodel.pipeline.retry import RETRYABLE_PHASES
 from decisionmodel.pipeline.stages import verdict_token
 from decisionmodel.vocabulary import ConditionStatus
 from kube.client import Kube
 from kube.lease import LeaseStore
 from kube.pipelines import annotate_pipeline, read_pipeline
-from workflows import search_attributes as sa
-from workflows.pipeline import PipelineWorkflow
 from workflows.pipeline_details import ui_path
 
-RPC: Final = timedelta(seconds=10)
 HISTORY_RUNS: Final = 20
 
 
@@ -65,7 +61,6 @@ async def promote(ctx: CliContext) -> int:
     if not digest:
         raise CliError(ExitCode.FAILED, "the run has not pinned its freight yet; try again")
     client, _ = await ctx.temporal(pipelines=True)
-    handle = client.get_workflow_handle(wid)
     approval = Approval(
         stage=ctx.args.stage,
         digest=digest,
@@ -74,9 +69,9 @@ async def promote(ctx: CliContext) -> int:
         upstream=_upstream_shown(obj, ctx.args.stage),
     )
     try:
-        said = await handle.execute_update(PipelineWorkflow.approve, approval, rpc_timeout=RPC)
-    except WorkflowUpdateFailedError as e:
-        raise CliError(ExitCode.FAILED, f"refused: {e.cause or e}") from None
+        said = await pipeline_runs.approve(client, wid, approval)
+    except pipeline_runs.Refused as e:
+        raise CliError(ExitCode.FAILED, f"refused: {e}") from None
     print(said)
     return ExitCode.OK
 
@@ -97,9 +92,7 @@ def _upstream_shown(obj: dict[str, Any], stage: str) -> dict[str, str]:
 async def abort(ctx: CliContext) -> int:
     wid = _run_id(await _pipeline(ctx))
     client, _ = await ctx.temporal(pipelines=True)
-    await client.get_workflow_handle(wid).signal(
-        PipelineWorkflow.abort, ctx.args.reason, rpc_timeout=RPC
-    )
+    await pipeline_runs.abort(client, wid, ctx.args.reason)
     print(f"abort sent to {wid} ({ctx.args.reason})")
     return ExitCode.OK
 
@@ -142,20 +135,15 @@ async def history(ctx: CliContext) -> int:
     obj = await _pipeline(ctx)
     wid = _run_id(obj)
     client, settings = await ctx.temporal(pipelines=True)
-    key = f"{obj['metadata']['namespace']}/{obj['metadata']['name']}"
-    # Every run of this pipeline, found by its search attributes (names are DNS labels, so
-    # the quoted value needs no escaping).
-    query = f"WorkflowType = 'PipelineWorkflow' AND {sa.DM_PIPELINE.name} = '{key}'"
-    print(f"runs of pipeline {key}, newest first ({query}):")
-    async for run in client.list_workflows(query, limit=HISTORY_RUNS, rpc_timeout=RPC):
-        attrs = run.typed_search_attributes
-        status = run.status.name if run.status else "?"
-        phase = attrs.get(sa.DM_PHASE) or "-"
-        stages = " ".join(attrs.get(sa.DM_STAGE_STATES) or [])
-        revision = attrs.get(sa.DM_REVISION) or "-"
-        print(f"  {run.id}  {status:<10} {phase:<16} revision {revision}  {stages}")
-    handle = client.get_workflow_handle_for(PipelineWorkflow.run, wid)
-    record: PipelineRecord = await handle.query(PipelineWorkflow.progress, rpc_timeout=RPC)
+    meta = obj["metadata"]
+    query = pipeline_runs.runs_query(meta["namespace"], meta["name"])
+    print(f"runs of pipeline {meta['namespace']}/{meta['name']}, newest first ({query}):")
+    for run in await pipeline_runs.runs_of(client, meta["namespace"], meta["name"], HISTORY_RUNS):
+        print(
+            f"  {run.workflow_id}  {run.status:<10} {run.phase:<16} revision {run.revision}  "
+            f"{' '.join(run.stages)}"
+        )
+    record = await pipeline_runs.progress(client, wid)
     print(f"current run {wid}{_ui_link(settings, wid)}")
     for name, p in record.stages.items():
         cluster = record.clusters.get(name, "?")
