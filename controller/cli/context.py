@@ -14,10 +14,9 @@ import os
 from dataclasses import dataclass
 from typing import Final
 
-from temporalio.client import Client
-
 from controller.cli.errors import CliError, ExitCode, Where
 from controller.temporal.client import TemporalSettings, connect
+from controller.temporal.runs import TemporalClient
 from decisionmodel.rollout.settings import RolloutSettings
 from kube.client import Kube, context_namespace
 from kube.timeouts import KubeTimeouts
@@ -93,7 +92,7 @@ class CliContext:
 
     async def temporal(
         self, pipelines: bool = False, identity: str | None = None
-    ) -> tuple[Client, TemporalSettings]:
+    ) -> tuple[TemporalClient, TemporalSettings]:
         """``pipelines``: in the pipelines' namespace unless --temporal-namespace names one;
         ``identity``: what Temporal records as the caller (an approval's approver)."""
         settings = self.temporal_settings()

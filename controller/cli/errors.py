@@ -13,10 +13,9 @@ from dataclasses import dataclass, field
 from typing import Final
 
 import pydantic
-from temporalio.client import WorkflowUpdateRPCTimeoutOrCancelledError
-from temporalio.service import RPCError, RPCStatusCode
 
 from controller.temporal.client import SETUP_COMMAND, NamespaceNotReady
+from controller.temporal.errors import Problem, problem_of
 from controller.temporal.payload_codec import PayloadKeysInvalid
 from kube.errors import Forbidden, KubeconfigInvalid, KubeError, NotFound, Unavailable
 
@@ -91,47 +90,46 @@ def explain(error: BaseException, where: Where) -> CliError:
 
 
 def _temporal(error: BaseException, where: Where) -> CliError | None:
+    if isinstance(error, NamespaceNotReady | PayloadKeysInvalid):
+        return CliError(ExitCode.SETUP, short(error))
+    found = problem_of(error)
+    if found is None:
+        return None
     fix = "set TEMPORAL_ADDRESS (or --address) and check that the server runs"
-    if isinstance(error, RuntimeError) and str(error).startswith("Failed client connect"):
-        return CliError(
-            ExitCode.UNREACHABLE, f"cannot reach {where.temporal()}: {_grpc_cause(error)}; {fix}"
-        )
-    if type(error).__name__ == "ConfigError":  # temporal_sdk_bridge: a profile or config file
-        return CliError(
+    said = {
+        Problem.CONNECT: (
+            ExitCode.UNREACHABLE,
+            f"cannot reach {where.temporal()}: {_grpc_cause(error)}; {fix}",
+        ),
+        Problem.CONFIG: (
             ExitCode.SETUP,
             f"Temporal client configuration: {short(error)}; fix --profile / TEMPORAL_PROFILE "
             "or the config file (TEMPORAL_CONFIG_FILE)",
-        )
-    if isinstance(error, NamespaceNotReady | PayloadKeysInvalid):
-        return CliError(ExitCode.SETUP, short(error))
-    if isinstance(error, WorkflowUpdateRPCTimeoutOrCancelledError):
-        return CliError(
+        ),
+        Problem.UPDATE_NO_ANSWER: (
             ExitCode.UNREACHABLE,
             f"the rollout did not answer in time ({where.temporal()}): its worker may be busy "
             "or restarting; the approval may still be applied, `dmrollout status` shows it, "
             "and sending the same one again is harmless",
-        )
-    if not isinstance(error, RPCError):
-        return None
-    if error.status in (RPCStatusCode.UNAVAILABLE, RPCStatusCode.DEADLINE_EXCEEDED):
-        return CliError(ExitCode.UNREACHABLE, f"{where.temporal()} did not answer; {fix}")
-    if error.status in (RPCStatusCode.UNAUTHENTICATED, RPCStatusCode.PERMISSION_DENIED):
-        return CliError(
+        ),
+        Problem.NO_ANSWER: (ExitCode.UNREACHABLE, f"{where.temporal()} did not answer; {fix}"),
+        Problem.REFUSED: (
             ExitCode.SETUP,
-            f"{where.temporal()} refused the request ({error.status.name}): check the API key "
+            f"{where.temporal()} refused the request ({found.status}): check the API key "
             "(TEMPORAL_API_KEY) or the mTLS client certificate and the namespace's permissions",
-        )
-    if error.status == RPCStatusCode.NOT_FOUND and "namespace" in str(error).lower():
-        return CliError(
+        ),
+        Problem.NAMESPACE_MISSING: (
             ExitCode.SETUP,
             f"{where.temporal()}: the namespace does not exist; create it or set "
             "TEMPORAL_NAMESPACE",
-        )
-    if "search attribute" in str(error).lower():
-        return CliError(
-            ExitCode.SETUP, f"{where.temporal()}: {short(error)}; run `{SETUP_COMMAND}` once"
-        )
-    return None
+        ),
+        Problem.SEARCH_ATTRIBUTES: (
+            ExitCode.SETUP,
+            f"{where.temporal()}: {short(error)}; run `{SETUP_COMMAND}` once",
+        ),
+    }
+    code, message = said[found.kind]
+    return CliError(code, message)
 
 
 def _grpc_cause(error: BaseException) -> str:

@@ -14,12 +14,12 @@ import sys
 from datetime import UTC, datetime
 from typing import Any
 
-from temporalio.client import Client
-
 from controller.cli.context import CliContext
 from controller.cli.errors import CliError, ExitCode, explain
 from controller.cli.output import emit_data, table
+from controller.temporal import rollout_history
 from controller.temporal.rollouts import Rollouts, RunningRollout, dm_query
+from controller.temporal.runs import TemporalClient
 from decisionmodel.api import GROUP, PLURAL, VERSION
 from decisionmodel.rollout.contracts import Phase
 from decisionmodel.rollout.evaluation_status import (
@@ -256,7 +256,7 @@ async def approver(ctx: CliContext) -> str:
     return f"dmrollout-cli kubernetes-user={user or 'unknown'} {local}"[:255]
 
 
-async def _no_answer(client: Client, task_queue: str, run: RunningRollout) -> str:
+async def _no_answer(client: TemporalClient, task_queue: str, run: RunningRollout) -> str:
     """Why the run did not answer its progress query: no worker of the build it is pinned to
     (or none at all) polls, naming the fix; else what is known (issue 34)."""
     rollouts = Rollouts(client, task_queue, poll_stale_seconds=QUERY_FAILED_STALE_SECONDS)
@@ -284,34 +284,28 @@ async def history(ctx: CliContext) -> int:
         query = dm_query(namespace or ctx.namespace(), args.name)
     client, _ = await ctx.temporal()
     rows = []
-    async for wf in client.list_workflows(query, rpc_timeout=_rpc()):
-        attrs = wf.typed_search_attributes
+    for run in await rollout_history.listed(client, query):
+        attrs = run.attributes
         duration = None
-        if wf.close_time and wf.start_time:
-            duration = round((wf.close_time - wf.start_time).total_seconds())
+        if run.closed and run.started:
+            duration = round((run.closed - run.started).total_seconds())
         rows.append(
             {
-                "started": wf.start_time.isoformat(timespec="seconds") if wf.start_time else None,
-                "namespace": attrs.get(sa.DM_NAMESPACE),
-                "name": attrs.get(sa.DM_NAME),
-                "revision": attrs.get(sa.DM_REVISION),
-                "model": attrs.get(sa.DM_MODEL),
-                "result": attrs.get(sa.DM_RESULT)
-                or (wf.status.name.title() if wf.status else None),
+                "started": run.started.isoformat(timespec="seconds") if run.started else None,
+                "namespace": attrs.get(sa.DM_NAMESPACE.name),
+                "name": attrs.get(sa.DM_NAME.name),
+                "revision": attrs.get(sa.DM_REVISION.name),
+                "model": attrs.get(sa.DM_MODEL.name),
+                "result": attrs.get(sa.DM_RESULT.name)
+                or (run.status.title() if run.status else None),
                 "durationSeconds": duration,
-                "workflowId": wf.id,
+                "workflowId": run.workflow_id,
             }
         )
     rows.sort(key=lambda r: r["started"] or "")
     if not emit_data(rows, args.output):
         print(_history_table(rows))
     return ExitCode.OK
-
-
-def _rpc() -> Any:
-    from controller.temporal.runs import RPC_TIMEOUT
-
-    return RPC_TIMEOUT
 
 
 def _history_table(rows: list[dict[str, Any]]) -> str:

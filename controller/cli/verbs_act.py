@@ -17,14 +17,12 @@ from controller.cli.errors import CliError, ExitCode
 from controller.cli.verbs import _dm_or_not_found, _running_rollouts, _status_text, _status_view
 from controller.reconciler.guard_status import held_by_guard
 from controller.temporal.rollouts import Rollouts
-from controller.temporal.runs import RPC_TIMEOUT
 from decisionmodel.api import GROUP, PLURAL, VERSION
 from decisionmodel.api.status import Condition
 from decisionmodel.engine.render.labels import ANNOTATION_RETRY, ANNOTATION_ROLLBACK_TO
 from decisionmodel.vocabulary import GUARD_REASONS, ConditionType, Phase, Reason, StatusKey
 from kube.client import Kube
 from workflows.retry_policies import STEP
-from workflows.rollout import RolloutWorkflow
 
 POLL_SECONDS: Final = 1.0
 # Phases in which nothing is rolling out: a rollout ended (or none was needed).
@@ -203,12 +201,12 @@ async def abort(ctx: CliContext) -> int:
     args = ctx.args
     namespace = ctx.namespace()
     client, temporal = await ctx.temporal()
-    running = await Rollouts(client, temporal.task_queue).running(namespace, args.name)
+    rollouts = Rollouts(client, temporal.task_queue)
+    running = await rollouts.running(namespace, args.name)
     if not running:
         raise CliError(ExitCode.NOT_FOUND, f"no rollout of {namespace}/{args.name} is running")
     for r in running:
-        handle = client.get_workflow_handle(r.workflow_id)
-        await handle.signal(RolloutWorkflow.abort, args.reason, rpc_timeout=RPC_TIMEOUT)
+        await rollouts.abort(r.workflow_id, args.reason)
         print(f"abort sent to {r.workflow_id} ({args.reason}); `dmrollout wait` follows it")
     return ExitCode.OK
 

@@ -9,19 +9,15 @@ Either way they are aggregates only (decisionmodel/evaluation/aggregates.py).
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
-from typing import Any
-
-from temporalio.api.history.v1 import HistoryEvent
+from datetime import UTC, datetime
 
 from controller.cli.context import CliContext
 from controller.cli.errors import CliError, ExitCode
 from controller.cli.verbs import _dm_or_not_found
+from controller.temporal import rollout_history
 from controller.temporal.rollouts import revision_query
-from controller.temporal.runs import RPC_TIMEOUT
 from decisionmodel.api.status import EvaluationGates, EvaluationStatus
 from decisionmodel.report import ReportSubject, render_report
-from decisionmodel.rollout.contracts import EVALUATE, EvaluationOutcome, RolloutInput
 from decisionmodel.rollout.evaluation_status import evaluation_status
 from kube.client import Kube
 
@@ -58,45 +54,21 @@ async def _from_history(
     ctx: CliContext, namespace: str, name: str, revision: str
 ) -> tuple[EvaluationStatus, str]:
     client, _ = await ctx.temporal()
-    query = revision_query(namespace, name, revision)
-    found = [wf async for wf in client.list_workflows(query, rpc_timeout=RPC_TIMEOUT)]
+    found = await rollout_history.listed(client, revision_query(namespace, name, revision))
     if not found:
         raise CliError(
             ExitCode.NOT_FOUND,
             f"no rollout of revision {revision} of {namespace}/{name} in Temporal (`dmrollout "
             f"history {name} -n {namespace}` lists the revisions still kept)",
         )
-    latest = max(found, key=lambda wf: wf.start_time)
-    handle = client.get_workflow_handle(latest.id, run_id=latest.run_id)
-    history = await handle.fetch_history(rpc_timeout=RPC_TIMEOUT)
-    outcome, inp = await _outcome_and_input(client.data_converter, history.events)
+    latest = max(found, key=lambda run: run.started or datetime.min.replace(tzinfo=UTC))
+    outcome, inp = await rollout_history.evaluation_in(client, latest)
     if outcome is None:
         raise CliError(
             ExitCode.NOT_FOUND,
-            f"the rollout {latest.id} of revision {revision} has no completed evaluation",
+            f"the rollout {latest.workflow_id} of revision {revision} has no completed evaluation",
         )
     ev = evaluation_status(outcome, revision)
     if inp is not None and inp.evaluation is not None:
         ev = ev.model_copy(update={"gates": EvaluationGates.model_validate(inp.evaluation.gates())})
-    return ev, f"the history of {latest.id}"
-
-
-async def _outcome_and_input(
-    converter: Any, events: Sequence[HistoryEvent]
-) -> tuple[EvaluationOutcome | None, RolloutInput | None]:
-    inp: RolloutInput | None = None
-    evaluate_ids: set[int] = set()
-    outcome: EvaluationOutcome | None = None
-    for e in events:
-        if e.HasField("workflow_execution_started_event_attributes"):
-            payloads = e.workflow_execution_started_event_attributes.input.payloads
-            if payloads:
-                [inp] = await converter.decode(payloads[:1], [RolloutInput])
-        elif e.HasField("activity_task_scheduled_event_attributes"):
-            if e.activity_task_scheduled_event_attributes.activity_type.name == EVALUATE:
-                evaluate_ids.add(e.event_id)
-        elif e.HasField("activity_task_completed_event_attributes"):
-            done = e.activity_task_completed_event_attributes
-            if done.scheduled_event_id in evaluate_ids and done.result.payloads:
-                [outcome] = await converter.decode(done.result.payloads[:1], [EvaluationOutcome])
-    return outcome, inp
+    return ev, f"the history of {latest.workflow_id}"

@@ -4,8 +4,11 @@ found, invalid). Rollouts wait while Temporal is away; nothing that needs only K
 
 from __future__ import annotations
 
+import enum
+from dataclasses import dataclass
 from typing import Final
 
+from temporalio.client import WorkflowUpdateRPCTimeoutOrCancelledError
 from temporalio.service import RPCError, RPCStatusCode
 
 from decisionmodel.vocabulary import Reason
@@ -84,3 +87,43 @@ def is_away(error: BaseException) -> bool:
     """Temporal cannot be used now: not there, or refusing the controller's credential. What
     needs only Kubernetes goes on."""
     return away_reason(error) is not None
+
+
+class Problem(enum.Enum):
+    """What kind of failure a Temporal call met, for whoever words it for a person (the CLI)."""
+
+    CONNECT = "connect"  # the client could not connect at all
+    CONFIG = "config"  # a client profile or config file is wrong
+    UPDATE_NO_ANSWER = "update-no-answer"  # an update was sent, its answer did not come in time
+    NO_ANSWER = "no-answer"  # the frontend did not answer (unavailable, deadline exceeded)
+    REFUSED = "refused"  # the credential or the identity was refused
+    NAMESPACE_MISSING = "namespace-missing"
+    SEARCH_ATTRIBUTES = "search-attributes"  # the namespace lacks dmrollout's attributes
+
+
+@dataclass(frozen=True)
+class TemporalProblem:
+    kind: Problem
+    status: str = ""  # the RPC status name, when there was one
+
+
+def problem_of(error: BaseException) -> TemporalProblem | None:
+    """The kind of ``error`` when it is Temporal's; None for anything else."""
+    if isinstance(error, RuntimeError) and str(error).startswith("Failed client connect"):
+        return TemporalProblem(Problem.CONNECT)
+    if type(error).__name__ == "ConfigError":  # temporal_sdk_bridge: a profile or config file
+        return TemporalProblem(Problem.CONFIG)
+    if isinstance(error, WorkflowUpdateRPCTimeoutOrCancelledError):
+        return TemporalProblem(Problem.UPDATE_NO_ANSWER)
+    if not isinstance(error, RPCError):
+        return None
+    status = error.status.name if error.status is not None else ""
+    if error.status in (RPCStatusCode.UNAVAILABLE, RPCStatusCode.DEADLINE_EXCEEDED):
+        return TemporalProblem(Problem.NO_ANSWER, status)
+    if error.status in (RPCStatusCode.UNAUTHENTICATED, RPCStatusCode.PERMISSION_DENIED):
+        return TemporalProblem(Problem.REFUSED, status)
+    if error.status == RPCStatusCode.NOT_FOUND and "namespace" in str(error).lower():
+        return TemporalProblem(Problem.NAMESPACE_MISSING, status)
+    if "search attribute" in str(error).lower():
+        return TemporalProblem(Problem.SEARCH_ATTRIBUTES, status)
+    return None

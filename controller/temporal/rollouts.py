@@ -298,6 +298,11 @@ class Rollouts:
                     raise
                 log.info("cancel %s: %s", wid, e.message)
 
+    async def abort(self, wid: str, reason: str) -> None:
+        """Ask the run to stop and roll back (the stable keeps serving)."""
+        handle = self.client.get_workflow_handle(wid)
+        await handle.signal(RolloutWorkflow.abort, reason, rpc_timeout=RPC_TIMEOUT)
+
     async def progress(self, wid: str) -> RolloutProgress | None:
         try:
             answer: RolloutProgress = await self.client.get_workflow_handle(wid).query(
