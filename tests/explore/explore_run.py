@@ -159,8 +159,20 @@ async def _operations(life: Lifecycle, checker: Checker, seq: Sequence, trace: T
         await asyncio.sleep(pause.choice((0.5, 1.0, 2.0, 4.0)))
 
 
+# How long the final heal waits for the API server (another lane may have paused it) before it
+# mends anything: a mend the API server refuses would leave the fault on.
+HEAL_API_SECONDS = 120.0
+
+
 async def _heal(life: Lifecycle, trace: Trace) -> None:
-    """Every fault the sequence left in force ends, as an operator would mend it."""
+    """Every fault the sequence left in force ends, as an operator would mend it: once the API
+    server answers, and judged by what the namespace carries, not only by what the rig recorded."""
+    deadline = time.monotonic() + HEAL_API_SECONDS
+    while not await asyncio.to_thread(life.api_answers) and time.monotonic() < deadline:
+        await asyncio.sleep(2.0)
+    for fault in await asyncio.to_thread(life.faults_on_namespace):
+        life.runtime_fault = fault  # also one whose removal was refused earlier
+        await asyncio.to_thread(life.heal_runtime)
     said = await asyncio.to_thread(life.heal_runtime)
     if life.desired.cpu == UNSCHEDULABLE_CPU:  # the request no node has: the spec is mended
         said += " " + await life.apply(Op("resources", "100m"))
