@@ -240,7 +240,11 @@ class Checker:
             f"ready endpoints on {strays}",
             ENDPOINTS_AFTER_APISERVER if restarted else GRACE,
         )
-        if self.life.runtime_fault is None:  # a runtime fault in force targets the stable too
+        # A runtime fault in force targets the stable too; so does an API-key Secret the
+        # controller may not read (unlabelled): a replaced stable Pod cannot be warmed up and
+        # inspected without the key, and the DecisionModel says Degraded/SecretNotAllowed
+        # naming the fix (explorer seed 10019).
+        if self.life.runtime_fault is None and not self.life.secret_unlabelled:
             model = str(((obj.get("status") or {}).get("stableRevision") or {}).get("model"))
             said = self._stable_answers(slices, model)
             grace = ENDPOINTS_AFTER_APISERVER if restarted else ANSWER_GRACE
