@@ -55,7 +55,6 @@ from decisionmodel.rollout.contracts import (
 from decisionmodel.rollout.policy_check import check_promotion
 from decisionmodel.rollout.promote_recheck import Round, judge
 from decisionmodel.rollout.settings import RolloutSettings
-from decisionmodel.rollout.unanswered import AnswerWindow
 from decisionmodel.vocabulary import ConditionStatus, ConditionType, Reason
 from kube.client import Kube
 from kube.errors import Conflict
@@ -74,7 +73,6 @@ from kube.secrets import SecretReader
 # of the window to the next attempt (the activity's start-to-close is 60 s).
 RECHECK_ATTEMPT_SECONDS = 35.0
 RECHECK_PAUSE_SECONDS = 5.0
-_ROUND = "round"
 
 
 class UnansweredSince(NamedTuple):
@@ -225,19 +223,16 @@ class PromoteActivities:
         one has used its share of the activity's timeout."""
         dm, record = inp.dm, inp.candidate
         api_key = await self.secrets.api_key(dm.namespace, inp.api_key)
-        # One key for the round: the wait counts from the first round with a Pod unanswered,
-        # across attempts (epoch seconds in the heartbeat).
-        quiet = AnswerWindow(inp.probe_error_window_seconds)
-        if (since := _unanswered_since()) is not None:
-            quiet.since[_ROUND] = since
-        began, shown = time.monotonic(), False
+        window = inp.probe_error_window_seconds
+        began, since, shown = time.monotonic(), _unanswered_since(), False
         while True:
             seen = await self._inspect_round(inp, api_key)
             now = time.time()
-            if seen.unanswered and _ROUND not in quiet.since:
-                activity.heartbeat(UnansweredSince(now))
-            waited = quiet.waited(_ROUND, now) if seen.unanswered or _ROUND in quiet.since else 0.0
-            found = judge(seen, inp.replicas, record.hash, waited, quiet.window)
+            if seen.unanswered and since is None:
+                since = now
+                activity.heartbeat(UnansweredSince(since))
+            waited = now - since if since is not None else 0.0
+            found = judge(seen, inp.replicas, record.hash, waited, window)
             if found.outcome == "pass":
                 return
             if found.outcome == "refuse":
@@ -252,7 +247,7 @@ class PromoteActivities:
                 # Retried (ProbeError is not permanent here): the next attempt reads ``since``
                 # from this one's heartbeat and goes on waiting.
                 raise ProbeError(found.message)
-            activity.heartbeat(UnansweredSince(quiet.since.get(_ROUND, now)))
+            activity.heartbeat(UnansweredSince(since or now))
             await asyncio.sleep(RECHECK_PAUSE_SECONDS)
 
     async def _inspect_round(self, inp: PromoteInput, api_key: str | None) -> Round:

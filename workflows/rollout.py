@@ -525,9 +525,7 @@ class RolloutWorkflow:
             if workflow.patched(HOLD_RECORD_ON_STOP):
                 arg = self._decision_arg("Hold", reason, message)
                 if arg is not None:
-                    self._records_in_flight.append(
-                        asyncio.ensure_future(self._write_best_effort(arg, _summary(arg)))
-                    )
+                    self._records_in_flight.append(self._start_record(arg, _summary(arg)))
             raise
         await self._record_decision("Hold", reason, message)
 
@@ -821,13 +819,18 @@ class RolloutWorkflow:
         rollback or the hold never waits for its record). A stop that comes meanwhile (an
         abort right after the hold was shown) does not lose it: it is written beside the
         stop, and the run ends only after it."""
-        self._flush_attributes()
-        writing = asyncio.ensure_future(self._write_best_effort(arg, summary))
+        writing = self._start_record(arg, summary)
         try:
             await asyncio.shield(writing)
         except asyncio.CancelledError:
             self._records_in_flight.append(writing)
             raise
+
+    def _start_record(self, arg: DecisionRecordInput, summary: str) -> asyncio.Future[None]:
+        """Start writing a best-effort record (the attributes kept go out first, as before
+        every command); the caller keeps the future when a stop must not lose it."""
+        self._flush_attributes()
+        return asyncio.ensure_future(self._write_best_effort(arg, summary))
 
     async def _write_best_effort(self, arg: DecisionRecordInput, summary: str) -> None:
         try:

@@ -34,7 +34,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from decisionmodel.engine.runtime_client import GateVerdict
-from decisionmodel.rollout.unanswered import AnswerWindow
+from decisionmodel.rollout.unanswered import AnswerWindow, outside
 from decisionmodel.vocabulary import Reason
 
 
@@ -97,8 +97,8 @@ class WatchJudge:
         """Whether a judgement is still open: ending the watch now would hold a promotion that
         the next checks could fail. Each one closes within ``error_window`` (and the strikes)."""
         open_errors = self.unanswered.open(now)
-        none_ready = (
-            self.no_ready_since is not None and now - self.no_ready_since < self.error_window
+        none_ready = self.no_ready_since is not None and not outside(
+            now - self.no_ready_since, self.error_window
         )
         return open_errors or none_ready or self.strikes > 0
 
@@ -151,6 +151,6 @@ class WatchJudge:
             return None
         if self.no_ready_since is None:
             self.no_ready_since = now
-        if now - self.no_ready_since < self.error_window:
+        if not outside(now - self.no_ready_since, self.error_window):
             return None
         return f"no Pod passed its readiness gate for {self.error_window:.0f}s ({desired} desired)"

@@ -1,6 +1,7 @@
 """One judge of a Pod that does not answer (issue 37, item 5), for the three places that wait for
-one: the steady state's re-inspection of the stable, promote's re-check of the candidate, and
-the post-promotion watch.
+one: the steady state's re-inspection of the stable and the post-promotion watch count with
+``AnswerWindow``; promote's re-check, whose wait spans attempts (its start is in the heartbeat),
+judges with the same ``outside``.
 
 A Pod that does not answer (a transport error, a 401 while an API key rotates) says nothing
 about its model, only about the path to it: it is tolerated for the probe-error window (180 s by
