@@ -26,7 +26,7 @@ from pydantic import ValidationError
 from controller.hub.leadership import Elector, Outcome, run_leading, stop_on_signals
 from controller.serve.liveness import LoopProgress
 from controller.temporal import runs
-from controller.temporal.runs import TEMPORAL_ERRORS, TemporalClient
+from controller.temporal.runs import TemporalCallError, TemporalClient
 from decisionmodel.api.pipeline import DecisionModelPipelineSpec, stage_task_queue
 from decisionmodel.engine.render.labels import ANNOTATION_RETRY
 from decisionmodel.pipeline.contracts import (
@@ -204,7 +204,7 @@ class PipelineController:
         self.health.progress.started()
         try:
             await self.reconcile(obj)
-        except (KubeError, *TEMPORAL_ERRORS) as e:  # the next event or resync tries again
+        except (KubeError, TemporalCallError) as e:  # the next event or resync tries again
             log.warning("pipeline %s/%s: %s", *_key(obj), e)
         finally:
             self.health.progress.finished()
@@ -272,7 +272,7 @@ class PipelineController:
                 owner = _owner(wid, attributes.get(sa.DM_PIPELINE))
                 if owner is not None and owner not in listed:
                     await self._abort(wid, "the DecisionModelPipeline was deleted")
-        except TEMPORAL_ERRORS as e:  # the next full list looks again
+        except TemporalCallError as e:  # the next full list looks again
             log.warning("could not list the running pipeline runs: %s", e)
 
     async def deleted(self, obj: Obj) -> None:
@@ -322,7 +322,7 @@ class PipelineController:
         try:
             if await runs.signal_if_running(self.client, wid, PipelineWorkflow.abort, reason):
                 log.info("aborted %s: %s", wid, reason)
-        except TEMPORAL_ERRORS as e:
+        except TemporalCallError as e:
             log.warning("could not abort %s: %s", wid, e)
 
     async def _stage_workers(

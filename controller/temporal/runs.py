@@ -132,6 +132,10 @@ async def polled(client: Client, task_queue: str) -> bool:
     return bool(answer.pollers)
 
 
-# The failures a call through this door raises that are Temporal's (an answer or an absence),
-# for callers that keep going on Kubernetes alone: ``except TEMPORAL_ERRORS``.
+# A call's failure answered by (or timed out at) the frontend, named for the rooms above this
+# door: ``except TemporalCallError``.
+TemporalCallError: TypeAlias = RPCError
+# Those and the SDK's connection failures (a lazy client raises RuntimeError while the frontend
+# cannot be reached), for callers that keep going on Kubernetes alone: ``except
+# TEMPORAL_ERRORS``.
 TEMPORAL_ERRORS: Final = (RPCError, RuntimeError)

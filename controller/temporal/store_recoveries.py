@@ -35,7 +35,7 @@ class StoreRecoveries:
         cannot be described for another reason than Temporal being away)."""
         try:
             state = await runs.state_of(self.client, wid)
-        except runs.TEMPORAL_ERRORS as e:
+        except runs.TemporalCallError as e:
             if is_away(e):
                 raise
             return None
