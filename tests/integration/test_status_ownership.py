@@ -133,3 +133,49 @@ async def test_a_superseded_rollouts_guard_does_not_overwrite_the_newer_rollouts
         "RegistryUnavailable",
         "new",
     )
+
+
+async def test_a_phase_judged_from_a_stale_read_loses_to_the_status_written_since(
+    local_cluster: LocalCluster,
+) -> None:
+    """CI, stop 47: the controller judged the stable Degraded from the DecisionModel as its
+    cache held it (the new stable's Pods had lost their model); meanwhile the rollout switched
+    back and wrote RolledBack. The conditional apply met the 409, re-read, and laid the stale
+    Degraded over RolledBack. A judgement made from a read is void once the read is: nothing
+    is written, and the change's own reconcile judges again."""
+    install_crd(local_cluster)
+    ns = f"own-{uuid.uuid4().hex[:6]}"
+    local_cluster.kubectl("create", "namespace", ns)
+    local_cluster.apply(
+        {
+            "apiVersion": "decisionmodel.io/v1alpha1",
+            "kind": "DecisionModel",
+            "metadata": {"name": "race", "namespace": ns},
+            "spec": {"model": "laya:en"},
+        }
+    )
+    kube = Kube.from_config(str(local_cluster.kubeconfig))
+    uid = local_cluster.kubectl_json("get", "dm", "race", "-n", ns)["metadata"]["uid"]
+    dm = DMRef(namespace=ns, name="race", uid=uid, generation=1)
+    await write_status(kube, StatusUpdate(dm=dm, phase=Phase.READY))
+    judged = local_cluster.kubectl_json("get", "dm", "race", "-n", ns)  # the cache's copy
+    await write_status(kube, StatusUpdate(dm=dm, phase=Phase.ROLLED_BACK))  # the rollout
+
+    written = await write_status(
+        kube, StatusUpdate(dm=dm, phase=Phase.DEGRADED), read=judged, decided_from_read=True
+    )
+    assert written is None
+    want = ControllerStatus(conditions=[Cond("Degraded", "True", "ReplicasNotModelReady", "x")])
+    assert await apply_controller_status(kube, dm, want, judged, decided_from_read=True) is None
+    status = local_cluster.kubectl_json("get", "dm", "race", "-n", ns)["status"]
+    assert status["phase"] == "RolledBack"
+    assert "Degraded" not in {c["type"] for c in status.get("conditions", [])}
+
+    # A read that is current is written as before, and a rollout's own write still rebuilds
+    # on a fresh read (its update is not a judgement of the status).
+    fresh = local_cluster.kubectl_json("get", "dm", "race", "-n", ns)
+    assert await write_status(
+        kube, StatusUpdate(dm=dm, phase=Phase.READY), read=fresh, decided_from_read=True
+    )
+    written = await write_status(kube, StatusUpdate(dm=dm, phase=Phase.FAILED), read=judged)
+    assert written is not None and written["status"]["phase"] == "Failed"
