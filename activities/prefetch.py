@@ -31,6 +31,7 @@ from temporalio import activity
 from activities import step_status
 from activities.held_pods import HeldPods
 from activities.step_status import writes_step_status
+from activities.store_settling import StoreSettling
 from activities.typed_errors import show_guards, typed_errors
 from decisionmodel.engine.render import render_prefetch_job, render_store_pvc
 from decisionmodel.engine.render.prefetch_job import (
@@ -169,7 +170,9 @@ class PrefetchActivities:
             pvc = render_store_pvc(render_params.store_params(inp))
             job = render_prefetch_job(render_params.prefetch_params(inp, self.settings))
             poll = self.settings.poll_interval_seconds
-            await self.kube.ensure_owned(pvc, uid, poll, activity.heartbeat)
+            store = StoreSettling(self.kube, inp.dm, pvc)
+            await self.kube.ensure_owned(pvc, uid, poll, activity.heartbeat, store.look)
+            await store.settled(job["metadata"]["name"])
             created = await self.kube.ensure_owned(job, uid, poll, activity.heartbeat)
             await guard.passed()
             return await self._wait(inp.dm, created, pvc["metadata"]["name"])

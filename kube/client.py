@@ -13,7 +13,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import uuid
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from functools import partial
@@ -353,16 +353,20 @@ class Kube:
         owner_uid: str,
         poll_interval: float,
         on_wait: Callable[[str], None] | None = None,
+        settling: Callable[[], Awaitable[None]] | None = None,
     ) -> dict[str, Any]:
         """create_or_adopt that waits out a namesake being deleted (e.g. the store PVC of a
         revision deleted a moment ago and rolled out again), calling ``on_wait`` (a heartbeat)
-        each round. ResourceConflict for a foreign object is raised at once."""
+        and ``settling`` (what shows the wait) each round. ResourceConflict for a foreign
+        object is raised at once."""
         while True:
             try:
                 return await self.run(self.create_or_adopt, obj, owner_uid)
             except ObjectNotSettled as e:
                 if on_wait is not None:
                     on_wait(str(e))
+                if settling is not None:
+                    await settling()
                 # Polled, not watched: a namesake being deleted is rare, and a watch would
                 # need list and watch on every kind the worker creates (docs/rbac.md).
                 await asyncio.sleep(poll_interval)

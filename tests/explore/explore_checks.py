@@ -55,6 +55,10 @@ ANSWER_GRACE = 60.0
 # followed the Pods again (its log, seeds 3412 and 3414, at 8 lanes): the Kubernetes control
 # plane catching up, which the endpoint invariants wait out.
 ENDPOINTS_AFTER_APISERVER = 150.0
+# A prefetch that cannot go on says why on Cached (explorer seed 10026: Caching for five minutes
+# saying only Prefetching, the revision's store PVC held Terminating by a Pod). Downloads here
+# take seconds; a Job retrying after a registry fault backs off up to a few minutes.
+SILENT_WAIT_GRACE = 240.0
 # One decision asked of the stable through one of the Service's ready endpoints (no content of
 # the golden set: a plain question of the explorer's own).
 QUESTION = {"q": {"type": "choice", "question": "Which team?", "criteria": ["billing", "tech"]}}
@@ -156,6 +160,13 @@ class Checker:
             or (not c.get("message") and c.get("reason") != Reason.AS_EXPECTED)
         ]
         self.persisting("conditions carry a reason", bool(bad), "; ".join(bad))
+        cached = conditions.get("Cached") or {}
+        self.persisting(
+            "a long prefetch says why",
+            phase == Phase.CACHING and cached.get("reason") in (None, Reason.PREFETCHING),
+            f"Caching, Cached {cached.get('reason')!r}: {str(cached.get('message'))[:160]}",
+            SILENT_WAIT_GRACE,
+        )
         self.persisting(
             "phase has a Ready condition",
             phase not in PHASES or not ready,

@@ -73,3 +73,51 @@ async def test_a_lost_stable_store_is_recovered_and_never_served_empty(
     ref = DMRef(namespace=ctl.namespace, name="store", uid=dm["uid"])
     desc = await ctl.client.get_workflow_handle(store_workflow_id(ref, stable)).describe()
     assert desc.status is not None and desc.status.name == "COMPLETED"
+
+
+async def test_a_revision_rolled_out_again_shows_its_store_still_being_deleted(
+    ctl: RolloutHarness,
+) -> None:
+    """Explorer seed 10026: v1 → v2 → v1 while a Pod someone left still mounts v1's store PVC,
+    so the clean-up's delete cannot finish. The prefetch of v1 waits for its namesake to go; it
+    says so on Cached at once (naming the Pod and the fix), not only when timeouts.caching
+    expires, and goes on by itself once the Pod is deleted."""
+    ctl.create_dm("again", {"model": "laya:en"})
+    await eventually(lambda: ctl.status("again").get("phase") == "Ready", 90, what="Ready")
+    v1 = ctl.status("again")["stableRevision"]["hash"]
+    claim = f"again-store-{v1}"
+    ctl.cluster.apply(
+        {
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "metadata": {"name": "left-behind", "namespace": ctl.namespace},
+            "spec": {
+                "containers": [{"name": "shell", "image": "busybox"}],
+                "volumes": [{"name": "store", "persistentVolumeClaim": {"claimName": claim}}],
+            },
+        }
+    )
+    ctl.update_spec("again", {"model": "laya:multilingual"})
+    await eventually(
+        lambda: (ctl.get("pvc", claim) or {}).get("metadata", {}).get("deletionTimestamp"),
+        120,
+        what="v1's store PVC deleted after v2's promotion, held by the Pod left behind",
+    )
+
+    ctl.update_spec("again", {"model": "laya:en"})
+    shown = await eventually(
+        lambda: ctl.held("again", "Cached", "StoreTerminating"), 60, what="Cached says why"
+    )
+    assert claim in shown["message"] and "left-behind" in shown["message"]
+    assert f"kubectl delete pod -n {ctl.namespace} left-behind" in shown["message"]
+    assert ctl.status("again")["phase"] == "Caching"
+
+    ctl.kubectl("delete", "pod", "left-behind", "--wait=false")
+    await eventually(
+        lambda: (
+            (s := ctl.status("again")).get("phase") == "Ready" and s["stableRevision"]["hash"] == v1
+        ),
+        180,
+        what="v1 Ready again",
+    )
+    assert ctl.condition("again", "Cached")["status"] == "True"
