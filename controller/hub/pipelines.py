@@ -408,7 +408,7 @@ async def run_pipeline_controller(
     )
     outcome = Outcome()
     stop_on_signals(outcome)
-    return await run_leading(controller.run, elector, outcome)
+    return await run_leading(controller.run, elector, outcome, "reconciling DecisionModelPipelines")
 
 
 __all__ = ["PipelineController", "PipelineHealth", "read_spec", "run_pipeline_controller"]

@@ -10,11 +10,11 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import signal
 import time
 
 from controller.machinery.cache import DECISION_MODEL, CacheNotSynced, ObjectCache
 from controller.machinery.leader import LeaderElector
+from controller.machinery.lifecycle import Outcome, run_leading, stop_on_signals
 from controller.machinery.watch import Watcher
 from controller.machinery.workqueue import QueueShutDown, WorkQueue
 from controller.reconciler.reconcile import Reconciler
@@ -38,7 +38,7 @@ from controller.temporal.client import (
 from controller.temporal.errors import is_away
 from controller.temporal.probe import TemporalProbe
 from controller.temporal.rollouts import Rollouts
-from controller.temporal.runs import TEMPORAL_ERRORS
+from controller.temporal.runs import TEMPORAL_ERRORS, TemporalClient
 from controller.temporal.store_recoveries import StoreRecoveries
 from decisionmodel.rollout.dispatch import DispatchSettings
 from decisionmodel.rollout.settings import RolloutSettings
@@ -97,7 +97,8 @@ class Manager:
         # The client certificate the Temporal client connected with (client.client_cert_digest).
         self.cert_at_start = temporal.client_cert_digest()
         self.leading = False
-        self.lost = False
+        # How the process ends (a stop signal, the Lease lost): controller/machinery/lifecycle.
+        self.outcome = Outcome()
         # Reconciles in flight and when one last finished: /healthz fails when they are wedged.
         self.progress = LoopProgress(settings.liveness_stall_seconds)
         # The Temporal SDK's series too (its client runs here: starts, queries, visibility),
@@ -112,7 +113,7 @@ class Manager:
         )
 
     def _healthy(self) -> bool:
-        if self.lost:
+        if self.outcome.lost:
             return False
         if self.probe is not None and not self.probe.alive():
             # Without its probe, idle DecisionModels would keep a stale TemporalReachable: a
@@ -151,6 +152,44 @@ class Manager:
         return synced and (self.leading or not self.settings.leader_election)
 
     async def run(self) -> int:
+        """Connect, build the reconciler on one watch-fed cache, serve probes and metrics,
+        reconcile while leading (controller/machinery/lifecycle.py); the exit code."""
+        client, where = await self._connect()
+        kube = Kube.from_settings(self.rollout)
+        # One watch-fed cache, read by every reconcile and the steady state
+        # (controller/machinery/cache.py).
+        cache = ObjectCache()
+        reconciler = self._reconciler(client, where, kube, cache)
+        self.watcher = Watcher(kube, self.queue.add, self.settings.watch_namespaces, cache)
+        # Probes first: /readyz says not ready until the cache is synced anyway.
+        self.health.start()
+        self.watcher.start()
+        self.secure_metrics = build_secure_metrics_server(self.metrics_settings, kube, self.render)
+        if self.secure_metrics is not None:
+            self.secure_metrics.start()
+        assert self.probe is not None
+        probing = asyncio.create_task(keep_probing(self.probe), name="temporal-probe")
+        stop_on_signals(self.outcome)
+        workers = self.settings.workers
+        code = await run_leading(
+            lambda: self._lead(reconciler),
+            self._elector(kube),
+            self.outcome,
+            f"dispatching with {workers} workers",
+        )
+        log.info("stopping")
+        self.queue.shutdown()
+        probing.cancel()
+        self.watcher.stop()
+        self.health.stop()
+        if self.secure_metrics is not None:
+            self.secure_metrics.stop()
+        shutdown_tracing()
+        return code
+
+    async def _connect(self) -> tuple[TemporalClient, str]:
+        """The Temporal client (lazy) and where it points; a Temporal away at start is no
+        reason to stop."""
         client = await connect(
             self.temporal,
             make_runtime(self.temporal),
@@ -167,7 +206,11 @@ class Manager:
             # Kubernetes alone, and each DecisionModel says why Temporal cannot be used
             # (TemporalReachable) until it answers.
             log.warning("%s cannot be used at start: %s; rollouts wait", where, e)
-        kube = Kube.from_settings(self.rollout)
+        return client, where
+
+    def _reconciler(
+        self, client: TemporalClient, where: str, kube: Kube, cache: ObjectCache
+    ) -> Reconciler:
         rollouts = Rollouts(
             client,
             self.temporal.task_queue,
@@ -175,18 +218,14 @@ class Manager:
             where,
             poll_stale_seconds=self.settings.worker_poll_stale_seconds,
         )
-        # One watch-fed cache, read by every reconcile and the steady state
-        # (controller/machinery/cache.py).
-        cache = ObjectCache()
 
         def wake_all() -> None:
             for namespace, name in cache.keys(DECISION_MODEL):
                 self.queue.add(f"{namespace}/{name}")
 
         rollouts.on_refused = ApiKeyReload(self.temporal, client)
-        probe = TemporalProbe(rollouts, on_change=wake_all)
-        self.probe = probe
-        reconciler = Reconciler(
+        self.probe = TemporalProbe(rollouts, on_change=wake_all)
+        return Reconciler(
             kube=kube,
             rollouts=rollouts,
             steady=SteadyState(
@@ -205,68 +244,33 @@ class Manager:
             metrics=self.metrics,
             reader=cache,
             wake=self.queue.add_first,
-            temporal=probe,
+            temporal=self.probe,
         )
-        self.watcher = Watcher(kube, self.queue.add, self.settings.watch_namespaces, cache)
-        # Probes first: /readyz says not ready until the cache is synced anyway.
-        self.health.start()
-        self.watcher.start()
-        self.secure_metrics = build_secure_metrics_server(self.metrics_settings, kube, self.render)
-        if self.secure_metrics is not None:
-            self.secure_metrics.start()
-        probing = asyncio.create_task(keep_probing(probe), name="temporal-probe")
-        stop = asyncio.Event()
-        loop = asyncio.get_running_loop()
-        for sig in (signal.SIGTERM, signal.SIGINT):
-            loop.add_signal_handler(sig, stop.set)
 
-        async def lead() -> None:
-            self.leading = True
-            log.info("leading: dispatching with %d workers", self.settings.workers)
-            workers = [
-                asyncio.create_task(self._work(reconciler), name=f"reconcile-{i}")
-                for i in range(self.settings.workers)
-            ]
-            try:
-                await asyncio.gather(*workers)
-            finally:
-                for w in workers:
-                    w.cancel()
+    def _elector(self, kube: Kube) -> LeaderElector | None:
+        if not self.settings.leader_election:
+            return None
+        return LeaderElector(
+            LeaseStore(kube, self.settings.lease_namespace, self.settings.lease_name),
+            self.settings.identity,
+            lease_duration=self.settings.lease_duration_seconds,
+            renew_deadline=self.settings.renew_deadline_seconds,
+            retry_period=self.settings.retry_period_seconds,
+        )
 
-        def stopped() -> None:
+    async def _lead(self, reconciler: Reconciler) -> None:
+        """The workers, while this replica leads (cancelled when it stops leading)."""
+        self.leading = True
+        workers = [
+            asyncio.create_task(self._work(reconciler), name=f"reconcile-{i}")
+            for i in range(self.settings.workers)
+        ]
+        try:
+            await asyncio.gather(*workers)
+        finally:
             self.leading = False
-            if not stop.is_set():
-                self.lost = True
-                stop.set()
-
-        elector: LeaderElector | None = None
-        if self.settings.leader_election:
-            elector = LeaderElector(
-                LeaseStore(kube, self.settings.lease_namespace, self.settings.lease_name),
-                self.settings.identity,
-                lease_duration=self.settings.lease_duration_seconds,
-                renew_deadline=self.settings.renew_deadline_seconds,
-                retry_period=self.settings.retry_period_seconds,
-            )
-            election = asyncio.create_task(elector.run(lead, stopped))
-        else:
-            election = asyncio.create_task(lead())
-        await stop.wait()
-        log.info("stopping")
-        self.queue.shutdown()
-        probing.cancel()
-        election.cancel()
-        if elector is not None and not self.lost:
-            await elector.release()
-        self.watcher.stop()
-        self.health.stop()
-        if self.secure_metrics is not None:
-            self.secure_metrics.stop()
-        shutdown_tracing()
-        if self.lost:
-            log.error("leadership lost: exiting so a standby takes over")
-            return 1
-        return 0
+            for w in workers:
+                w.cancel()
 
     async def _work(self, reconciler: Reconciler) -> None:
         while True:

@@ -105,7 +105,7 @@ class Replica:
             retry_period_seconds=RETRY,
         )
         elector = pipeline_elector(settings, self.leases)
-        self.task = asyncio.create_task(run_leading(self.work, elector, self.outcome))
+        self.task = asyncio.create_task(run_leading(self.work, elector, self.outcome, "test loop"))
 
     async def exit_code(self) -> int:
         assert self.task is not None
