@@ -23,6 +23,7 @@ from dataclasses import dataclass
 
 from controller.temporal.rollouts import RunningRollout
 from decisionmodel.api import DecisionModel
+from decisionmodel.api.status import FailedRevisionStatus
 from decisionmodel.engine.render.labels import ANNOTATION_RETRY
 from decisionmodel.rollout.contracts import workflow_id
 from decisionmodel.rollout.dispatch import DesiredRevision
@@ -60,11 +61,6 @@ def decide(
     status = dm.status
     stable = status.stable_revision if status else None
     failed = status.failed_revision if status else None
-    annotations = dm.metadata.annotations or {}
-    token = annotations.get(ANNOTATION_RETRY)
-    consumed = status.last_retry_token if status else None
-    ref = dm_ref(dm)
-
     if stable is not None and desired.is_revision(stable):
         return Decision(
             # A rollout that promoted this very revision is finishing (grace, then deleting the
@@ -76,24 +72,50 @@ def decide(
         )
     retry = None
     if failed is not None and desired.is_revision(failed):
+        token = (dm.metadata.annotations or {}).get(ANNOTATION_RETRY)
+        consumed = status.last_retry_token if status else None
         if (not token or token == consumed) and not re_resolve:
-            # A run of this revision may still be finishing its rollback (status is recorded
-            # before the candidate's objects go), or be the retry of the consumed token: let it.
-            # The run of the consumed retry token is this revision too, whatever hash its
-            # search attribute shows (the unresolved one, or a new digest's after resolve).
-            retry_run = workflow_id(ref, desired.requested_hash, consumed) if consumed else None
-            return Decision(
-                cancel=tuple(
-                    r.workflow_id
-                    for r in running
-                    if r.revision not in (None, failed.hash) and r.workflow_id != retry_run
-                ),
-                why=f"revision {failed.hash} failed ({failed.reason}); set a new "
-                f"{ANNOTATION_RETRY} value to retry",
-            )
+            return _failed_stays(dm, desired, failed, consumed, running)
         # A new token is a retry asked for; a re-resolve without one reuses no token.
         retry = token if token and token != consumed else None
-    target = workflow_id(ref, desired.requested_hash, retry)
+    return _roll_out(dm, desired, running, retry, overdue)
+
+
+def _failed_stays(
+    dm: DecisionModel,
+    desired: DesiredRevision,
+    failed: FailedRevisionStatus,
+    consumed: str | None,
+    running: list[RunningRollout],
+) -> Decision:
+    """The spec asks for the revision that failed, and no new retry token: nothing starts.
+    A run of this revision may still be finishing its rollback (status is recorded before the
+    candidate's objects go), or be the retry of the consumed token: let it. The run of the
+    consumed retry token is this revision too, whatever hash its search attribute shows (the
+    unresolved one, or a new digest's after resolve)."""
+    retry_run = workflow_id(dm_ref(dm), desired.requested_hash, consumed) if consumed else None
+    return Decision(
+        cancel=tuple(
+            r.workflow_id
+            for r in running
+            if r.revision not in (None, failed.hash) and r.workflow_id != retry_run
+        ),
+        why=f"revision {failed.hash} failed ({failed.reason}); set a new "
+        f"{ANNOTATION_RETRY} value to retry",
+    )
+
+
+def _roll_out(
+    dm: DecisionModel,
+    desired: DesiredRevision,
+    running: list[RunningRollout],
+    retry: str | None,
+    overdue: bool,
+) -> Decision:
+    """The desired revision rolls out: its run found among ``running`` or started (``retry``:
+    the new retry token it consumes), the runs of other revisions superseded."""
+    status = dm.status
+    target = workflow_id(dm_ref(dm), desired.requested_hash, retry)
     # The rollout of this revision may run under the ID of the unresolved identity (``u…``):
     # it reports the resolved hash in its DmRevision search attribute and in candidateRevision.
     candidate = status.candidate_revision if status else None

@@ -137,6 +137,43 @@ class RolloutStep:
 
 
 @dataclass
+class ReResolveDue:
+    """The failed revision's re-resolve schedule as this reconcile sees it (``tried`` is
+    replaced when this reconcile records an attempt)."""
+
+    failed: FailedRevisionStatus | None
+    tried: ReResolveStatus | None
+    at: datetime | None
+    now: datetime
+    due: bool
+
+    @property
+    def ahead(self) -> datetime | None:
+        """The next re-resolve, when it is still to come."""
+        return self.at if self.at is not None and self.at > self.now else None
+
+    def next_attempt(self) -> int:
+        return re_resolving.attempts_of(self.tried, self.failed) + 1 if self.failed else 0
+
+    def sooner(self, requeue: float | None) -> float | None:
+        """``requeue``, or the wait until the next re-resolve when that comes first."""
+        if self.ahead is None:
+            return requeue
+        wait = (self.ahead - self.now).total_seconds()
+        return min(requeue, wait) if requeue is not None else wait
+
+
+@dataclass(frozen=True)
+class Started:
+    """What starting (or forwarding) did: when to look again, whether the start waits for
+    the fleet's budget, whether the restart discipline gave up."""
+
+    requeue: float | None
+    queued: bool
+    exhausted: bool
+
+
+@dataclass
 class Reconciler:
     kube: Kube
     rollouts: Rollouts
@@ -322,19 +359,53 @@ class Reconciler:
         stranded = await self._stranded(ref, running)
         stable = dm.status.stable_revision if dm.status else None
         self.budget.observe(key, running, stable.hash if stable else None)
-        failed = dm.status.failed_revision if dm.status else None
-        tried = self.re_resolves.latest(key, dm.status.re_resolve if dm.status else None)
-        re_resolve_at = re_resolving.due_at(failed, tried, self.re_resolve_backoff())
-        now = datetime.now(UTC)
-        re_resolve = re_resolve_at is not None and now >= re_resolve_at and not running
-        re_resolve = re_resolve and desired.is_revision(failed)
-        decision = decide(dm, desired, running, re_resolve=re_resolve)
+        retry = self._re_resolve_due(key, dm, desired, running)
+        decision = decide(dm, desired, running, re_resolve=retry.due)
         decision = await self._after_the_stopping(
-            ref, dm, desired, running, decision, re_resolve, stranded
+            ref, dm, desired, running, decision, retry.due, stranded
         )
         refusal = placement_refusal(dm, self.steady.rollout.placement_policy())
         if refusal is not None:
             decision = refused_decision(decision)
+        await self._stop_what_goes(ref, key, decision)
+        started = await self._start_or_forward(ref, dm, desired, decision, retry)
+        stale = re_resolving.stale(dm.status.re_resolve if dm.status else None, retry.failed)
+        if stale:
+            self.re_resolves.forget(key)
+        return RolloutStep(
+            re_resolve_at=retry.ahead,
+            re_resolve_attempt=retry.next_attempt(),
+            clear_re_resolve=stale,
+            requeue=retry.sooner(started.requeue),
+            in_flight=bool(decision.target_id) and not started.queued and not started.exhausted,
+            queued=started.queued,
+            at_stable=decision.at_stable,
+            refusal=refusal,
+            running=running,
+            stranded=stranded,
+            # A refused spec restarts nothing (refused_decision): not "rolled out again".
+            replaced=bool(decision.replaced) and refusal is None,
+            superseding=waiting_message(decision.waiting) if decision.waiting else None,
+        )
+
+    def _re_resolve_due(
+        self,
+        key: str,
+        dm: DecisionModel,
+        desired: DesiredRevision,
+        running: list[RunningRollout],
+    ) -> ReResolveDue:
+        """When the failed revision's tag is resolved again (ModelNotFound's backoff), and
+        whether that is now."""
+        failed = dm.status.failed_revision if dm.status else None
+        tried = self.re_resolves.latest(key, dm.status.re_resolve if dm.status else None)
+        at = re_resolving.due_at(failed, tried, self.re_resolve_backoff())
+        now = datetime.now(UTC)
+        due = at is not None and now >= at and not running and desired.is_revision(failed)
+        return ReResolveDue(failed, tried, at, now, due)
+
+    async def _stop_what_goes(self, ref: DMRef, key: str, decision: Decision) -> None:
+        """The runs the decision cancels, a policy's replaced approval, a failure cleared."""
         for wid in decision.cancel:
             await self.rollouts.cancel(wid)
             if self.started.get(key) == wid:
@@ -342,8 +413,19 @@ class Reconciler:
         await self._policy_replaced(ref, decision)
         if decision.clear_failed:
             await write_status(self.kube, StatusUpdate(dm=ref, clear_failed=True))
+
+    async def _start_or_forward(
+        self,
+        ref: DMRef,
+        dm: DecisionModel,
+        desired: DesiredRevision,
+        decision: Decision,
+        retry: ReResolveDue,
+    ) -> Started:
+        """Start the decided run (after the restart discipline, within the budget), or
+        forward an approval to the running one; when to look again."""
+        key = f"{ref.namespace}/{ref.name}"
         requeue: float | None = self.settings.reinspect_seconds
-        queued = False
         plan = RestartPlan(start=True)
         if decision.start and decision.target_id:
             plan = await self._restart_plan(ref, dm, desired, decision.target_id)
@@ -353,23 +435,10 @@ class Reconciler:
             async with self.budget_lock:
                 allowed = await self._budget_allows(key)
                 if allowed:
-                    if decision.consume_retry is not None:
-                        await apply_controller_status(
-                            self.kube,
-                            ref,
-                            ControllerStatus(last_retry_token=decision.consume_retry),
-                        )
-                    if re_resolve and failed is not None:
-                        tried = await self._re_resolving(ref, failed, tried)
-                    inp = rollout_input(dm, self.dispatch, self.tuning(), decision.consume_retry)
-                    await self.rollouts.start(inp)
-                    if plan.restarts:
-                        await self._restarted(ref, decision.target_id, plan)
-                    self.started[key] = decision.target_id
-                    self.budget.started(key, decision.target_id)
+                    await self._start(ref, dm, decision, decision.target_id, plan, retry)
             if not allowed:
-                queued = True
                 requeue = self.budget.recheck_seconds(self.settings.queued_recheck_seconds)
+                return Started(requeue, queued=True, exhausted=plan.exhausted)
         elif decision.replaced:
             # Start the revision again as soon as the cancelled run has closed (it removes its
             # candidate first); an approval waits for the new run.
@@ -381,27 +450,32 @@ class Reconciler:
             await self._forward_approval(ref, dm, decision.target_id)
         else:
             self.budget.dequeue(key)
-        if re_resolve_at is not None and re_resolve_at > now:
-            wait = (re_resolve_at - now).total_seconds()
-            requeue = min(requeue, wait) if requeue is not None else wait
-        stale = re_resolving.stale(dm.status.re_resolve if dm.status else None, failed)
-        if stale:
-            self.re_resolves.forget(key)
-        return RolloutStep(
-            re_resolve_at=re_resolve_at if re_resolve_at and re_resolve_at > now else None,
-            re_resolve_attempt=re_resolving.attempts_of(tried, failed) + 1 if failed else 0,
-            clear_re_resolve=stale,
-            requeue=requeue,
-            in_flight=bool(decision.target_id) and not queued and not plan.exhausted,
-            queued=queued,
-            at_stable=decision.at_stable,
-            refusal=refusal,
-            running=running,
-            stranded=stranded,
-            # A refused spec restarts nothing (refused_decision): not "rolled out again".
-            replaced=bool(decision.replaced) and refusal is None,
-            superseding=waiting_message(decision.waiting) if decision.waiting else None,
-        )
+        return Started(requeue, queued=False, exhausted=plan.exhausted)
+
+    async def _start(
+        self,
+        ref: DMRef,
+        dm: DecisionModel,
+        decision: Decision,
+        target: str,
+        plan: RestartPlan,
+        retry: ReResolveDue,
+    ) -> None:
+        """Within the budget: the retry token consumed and the re-resolve attempt recorded
+        before the run starts (a restarted controller waits from them), then the start."""
+        key = f"{ref.namespace}/{ref.name}"
+        if decision.consume_retry is not None:
+            await apply_controller_status(
+                self.kube, ref, ControllerStatus(last_retry_token=decision.consume_retry)
+            )
+        if retry.due and retry.failed is not None:
+            retry.tried = await self._re_resolving(ref, retry.failed, retry.tried)
+        inp = rollout_input(dm, self.dispatch, self.tuning(), decision.consume_retry)
+        await self.rollouts.start(inp)
+        if plan.restarts:
+            await self._restarted(ref, target, plan)
+        self.started[key] = target
+        self.budget.started(key, target)
 
     async def _after_the_stopping(
         self,

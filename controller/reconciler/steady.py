@@ -156,39 +156,13 @@ class SteadyState:
         self.unanswered = AnswerWindow(settings.probe_error_window_seconds)
 
     async def reconcile(self, model: DecisionModel, stable: RevisionRecord) -> StableHealth:
-        inp = stable_objects_input(model, stable, self.rollout.runtime_version)
-        cap = self.rollout.replicas_cap
-        if cap is not None and inp.replicas > cap:
-            # spec.replicas above the operator's maximum is refused (PlacementRefused, shown by
-            # the reconciler): the stable keeps the replicas it runs with.
-            inp = inp.model_copy(update={"replicas": await self._current_replicas(inp)})
+        inp = await self._stable_input(model, stable)
         dm = inp.dm
         health = StableHealth(desired=inp.replicas, model_ready=0)
-        api_key: str | None = None
-        checksum: str | None = None
-        try:
-            if inp.api_key is not None:
-                found = await self.secrets.read_entry(
-                    dm.namespace, inp.api_key, SecretCapability.API_KEY
-                )
-                # One read serves both.
-                api_key = parse_api_key(found.value, dm.namespace, inp.api_key)
-                checksum = render_params.apikey_checksum(found.value, found.uid)
-        except (SecretNotAllowed, APIKeyInvalid) as e:
-            health.degraded_reason = e.reason
-            health.conditions.append(Cond(DEGRADED, ConditionStatus.TRUE, e.reason, str(e)))
-            health.conditions.append(Cond(READY, ConditionStatus.FALSE, e.reason, str(e)))
+        key = await self._api_key(inp, health)
+        if key is None:
             return health
-        except DmrolloutError as e:  # Secret missing: same treatment as unusable
-            health.degraded_reason = Reason.API_KEY_INVALID
-            health.conditions.append(
-                Cond(DEGRADED, ConditionStatus.TRUE, Reason.API_KEY_INVALID, str(e))
-            )
-            health.conditions.append(
-                Cond(READY, ConditionStatus.FALSE, Reason.API_KEY_INVALID, str(e))
-            )
-            return health
-
+        api_key, checksum = key
         conflicts: list[str] = []
         cache_problems: list[ConditionUpdate] = []
         await self._ensure_deployment(inp, checksum, conflicts)
@@ -206,58 +180,54 @@ class SteadyState:
         # kubelet derives from it) arrives as a Pod event, which reconciles this again.
         pods = await Kube.run(self.reader.list_revision_pods, dm.namespace, dm.name, stable.hash)
         health.model_ready = sum(1 for p in pods if is_model_ready(p) and not is_terminating(p))
-
-        ready, desired = health.model_ready, health.desired
-        if ready >= desired:
-            health.conditions += [
-                Cond(
-                    READY,
-                    ConditionStatus.TRUE,
-                    Reason.SERVING,
-                    f"{ready}/{desired} replicas model-ready",
-                ),
-                Cond(
-                    MODEL_READY,
-                    ConditionStatus.TRUE,
-                    Reason.MODEL_READY,
-                    f"{ready}/{desired} replicas model-ready",
-                ),
-            ]
-        elif ready > 0:
-            msg = f"{ready}/{desired} replicas model-ready"
-            health.conditions += [
-                Cond(READY, ConditionStatus.TRUE, Reason.REPLICAS_NOT_MODEL_READY, msg),
-                Cond(MODEL_READY, ConditionStatus.FALSE, Reason.REPLICAS_NOT_MODEL_READY, msg),
-            ]
-        else:
-            msg = f"0/{desired} replicas model-ready"
-            health.conditions += [
-                Cond(READY, ConditionStatus.FALSE, Reason.NO_MODEL_READY_PODS, msg),
-                Cond(MODEL_READY, ConditionStatus.FALSE, Reason.NO_MODEL_READY_PODS, msg),
-            ]
-        degraded: ConditionUpdate | None = None
+        health.conditions += readiness_conditions(health.model_ready, health.desired)
         if conflicts:
-            degraded = Cond(
-                DEGRADED, ConditionStatus.TRUE, Reason.RESOURCE_CONFLICT, "; ".join(conflicts)
-            )
+            refused = "; ".join(conflicts)
             health.conditions = [c for c in health.conditions if c.type != READY]
             health.conditions.append(
-                Cond(READY, ConditionStatus.FALSE, Reason.RESOURCE_CONFLICT, "; ".join(conflicts))
+                Cond(READY, ConditionStatus.FALSE, Reason.RESOURCE_CONFLICT, refused)
             )
         elif store.condition is not None:
-            degraded = store.condition
             health.degraded_reason = store.condition.reason
-        elif ready < desired:
-            reason = Reason.REPLICAS_NOT_MODEL_READY if ready else Reason.NO_MODEL_READY_PODS
-            degraded = Cond(
-                DEGRADED, ConditionStatus.TRUE, reason, f"{ready}/{desired} replicas model-ready"
-            )
-        elif cache_problems:
-            degraded = cache_problems[0]
         health.conditions.append(
-            degraded or Cond(DEGRADED, ConditionStatus.FALSE, Reason.AS_EXPECTED, "")
+            degraded_condition(conflicts, store.condition, health, cache_problems)
         )
         return health
+
+    async def _stable_input(
+        self, model: DecisionModel, stable: RevisionRecord
+    ) -> RevisionObjectsInput:
+        inp = stable_objects_input(model, stable, self.rollout.runtime_version)
+        cap = self.rollout.replicas_cap
+        if cap is not None and inp.replicas > cap:
+            # spec.replicas above the operator's maximum is refused (PlacementRefused, shown by
+            # the reconciler): the stable keeps the replicas it runs with.
+            inp = inp.model_copy(update={"replicas": await self._current_replicas(inp)})
+        return inp
+
+    async def _api_key(
+        self, inp: RevisionObjectsInput, health: StableHealth
+    ) -> tuple[str | None, str | None] | None:
+        """(the engine API key, its checksum for the Pod template), both None without
+        spec.auth; None when the key cannot be used (``health`` then says why: Degraded)."""
+        if inp.api_key is None:
+            return None, None
+        dm = inp.dm
+        try:
+            found = await self.secrets.read_entry(
+                dm.namespace, inp.api_key, SecretCapability.API_KEY
+            )
+            # One read serves both.
+            api_key = parse_api_key(found.value, dm.namespace, inp.api_key)
+            return api_key, render_params.apikey_checksum(found.value, found.uid)
+        except (SecretNotAllowed, APIKeyInvalid) as e:
+            reason, message = e.reason, str(e)
+        except DmrolloutError as e:  # Secret missing: same treatment as unusable
+            reason, message = Reason.API_KEY_INVALID, str(e)
+        health.degraded_reason = reason
+        health.conditions.append(Cond(DEGRADED, ConditionStatus.TRUE, reason, message))
+        health.conditions.append(Cond(READY, ConditionStatus.FALSE, reason, message))
+        return None
 
     async def held_candidate(
         self, model: DecisionModel, candidate: RevisionRecord
@@ -592,3 +562,46 @@ def _api_key_env(deployment: dict[str, Any]) -> dict[str, Any] | None:
 
 
 __all__ = ["HeldCandidate", "StableHealth", "SteadyState", "deployment_name"]
+
+
+def readiness_conditions(ready: int, desired: int) -> list[ConditionUpdate]:
+    """Ready and ModelReady from the stable's model-ready replicas (seed 001): serving while
+    one is, ModelReady only when all are."""
+    msg = f"{ready}/{desired} replicas model-ready"
+    if ready >= desired:
+        return [
+            Cond(READY, ConditionStatus.TRUE, Reason.SERVING, msg),
+            Cond(MODEL_READY, ConditionStatus.TRUE, Reason.MODEL_READY, msg),
+        ]
+    if ready > 0:
+        return [
+            Cond(READY, ConditionStatus.TRUE, Reason.REPLICAS_NOT_MODEL_READY, msg),
+            Cond(MODEL_READY, ConditionStatus.FALSE, Reason.REPLICAS_NOT_MODEL_READY, msg),
+        ]
+    return [
+        Cond(READY, ConditionStatus.FALSE, Reason.NO_MODEL_READY_PODS, msg),
+        Cond(MODEL_READY, ConditionStatus.FALSE, Reason.NO_MODEL_READY_PODS, msg),
+    ]
+
+
+def degraded_condition(
+    conflicts: list[str],
+    store: ConditionUpdate | None,
+    health: StableHealth,
+    cache_problems: list[ConditionUpdate],
+) -> ConditionUpdate:
+    """Degraded: the first of a foreign object in the way, the store, missing replicas, the
+    shared cache; False (AsExpected) when none."""
+    ready, desired = health.model_ready, health.desired
+    if conflicts:
+        return Cond(DEGRADED, ConditionStatus.TRUE, Reason.RESOURCE_CONFLICT, "; ".join(conflicts))
+    if store is not None:
+        return store
+    if ready < desired:
+        reason = Reason.REPLICAS_NOT_MODEL_READY if ready else Reason.NO_MODEL_READY_PODS
+        return Cond(
+            DEGRADED, ConditionStatus.TRUE, reason, f"{ready}/{desired} replicas model-ready"
+        )
+    if cache_problems:
+        return cache_problems[0]
+    return Cond(DEGRADED, ConditionStatus.FALSE, Reason.AS_EXPECTED, "")
