@@ -21,7 +21,7 @@ from temporalio.client import Client
 
 from activities.typed_errors import typed_errors
 from decisionmodel.errors import DecisionRecordUnwritten
-from decisionmodel.records.chain import ChainReport, envelope_digest, verify_chain
+from decisionmodel.records.chain import ChainReport, VerifiedRecord, envelope_digest, verify_chain
 from decisionmodel.records.dsse import RecordProblem, load_signing_key, seal
 from decisionmodel.records.statement import (
     DecisionPredicate,
@@ -95,46 +95,10 @@ class DecisionRecordActivities:
             if mine is not None:
                 return mine
             last = report.records[-1] if report.records else None
-            predicate = DecisionPredicate(
-                decision_model=RecordedModel(
-                    namespace=inp.dm.namespace, name=inp.dm.name, uid=inp.dm.uid
-                ),
-                sequence=(last.predicate.sequence + 1) if last else 1,
-                previous=last.digest if last else None,
-                decision=inp.decision,
-                reason=inp.reason,
-                message=inp.message[:2000],
-                revision=RecordedRevision(
-                    hash=inp.candidate.hash,
-                    model=inp.candidate.model,
-                    digest=inp.candidate.digest,
-                ),
-                stable=inp.stable,
-                policy=inp.policy.model_dump(mode="json"),
-                policy_digest=inp.policy.digest(),
-                dataset_digest=inp.evaluation.dataset_digest if inp.evaluation else None,
-                evaluation=_evaluation(inp),
-                approval=await self._approval(inp),
-                run=RecordedRun(
-                    workflow_id=info.workflow_id or "",
-                    run_id=info.workflow_run_id or "",
-                    namespace=info.workflow_namespace,
-                ),
-                builds=RecordedBuilds(
-                    worker=worker_build(self.settings),
-                    controller=inp.controller_build,
-                ),
-                recorded_at=datetime.now(UTC).isoformat(timespec="seconds"),
-            )
+            predicate = await self._predicate(inp, last)
             envelope = seal(key, statement_bytes(predicate))
             name = store.record_name(inp.dm.name, inp.dm.uid, predicate.sequence)
-            labels = {
-                store.LABEL_UID: inp.dm.uid,
-                store.LABEL_NAMESPACE: inp.dm.namespace,
-                store.LABEL_NAME: inp.dm.name,
-                store.LABEL_REVISION: inp.candidate.hash,
-                store.LABEL_SEQUENCE: str(predicate.sequence),
-            }
+            labels = _labels(inp, predicate)
             try:
                 await Kube.run(store.create_record, self.kube, namespace, name, labels, envelope)
             except Conflict:
@@ -147,20 +111,64 @@ class DecisionRecordActivities:
                 sequence=predicate.sequence,
                 digest=envelope_digest(envelope),
             )
-            head = {
-                "sequence": predicate.sequence,
-                "digest": result.digest,
-                "name": name,
-                "namespace": namespace,
-                "decision": inp.decision,
-                "revision": inp.candidate.hash,
-            }
-            try:
-                await Kube.run(store.show_head, self.kube, inp.dm, head)
-            except KubeError as e:  # the record is written; verify then names the gap
-                activity.logger.warning("status.decisionRecord not written: %s", e)
+            await self._show_head(inp, namespace, result)
             await _announce(self.kube, inp, namespace, result)
             return result
+
+    async def _predicate(
+        self, inp: DecisionRecordInput, last: VerifiedRecord | None
+    ) -> DecisionPredicate:
+        """The record of this decision, chained after ``last`` (the verified head, or None)."""
+        info = activity.info()
+        return DecisionPredicate(
+            decision_model=RecordedModel(
+                namespace=inp.dm.namespace, name=inp.dm.name, uid=inp.dm.uid
+            ),
+            sequence=(last.predicate.sequence + 1) if last else 1,
+            previous=last.digest if last else None,
+            decision=inp.decision,
+            reason=inp.reason,
+            message=inp.message[:2000],
+            revision=RecordedRevision(
+                hash=inp.candidate.hash,
+                model=inp.candidate.model,
+                digest=inp.candidate.digest,
+            ),
+            stable=inp.stable,
+            policy=inp.policy.model_dump(mode="json"),
+            policy_digest=inp.policy.digest(),
+            dataset_digest=inp.evaluation.dataset_digest if inp.evaluation else None,
+            evaluation=_evaluation(inp),
+            approval=await self._approval(inp),
+            run=RecordedRun(
+                workflow_id=info.workflow_id or "",
+                run_id=info.workflow_run_id or "",
+                namespace=info.workflow_namespace,
+            ),
+            builds=RecordedBuilds(
+                worker=worker_build(self.settings),
+                controller=inp.controller_build,
+            ),
+            recorded_at=datetime.now(UTC).isoformat(timespec="seconds"),
+        )
+
+    async def _show_head(
+        self, inp: DecisionRecordInput, namespace: str, result: DecisionRecordResult
+    ) -> None:
+        """status.decisionRecord names the new head; best effort: the record is written, and
+        verify names the gap."""
+        head = {
+            "sequence": result.sequence,
+            "digest": result.digest,
+            "name": result.name,
+            "namespace": namespace,
+            "decision": inp.decision,
+            "revision": inp.candidate.hash,
+        }
+        try:
+            await Kube.run(store.show_head, self.kube, inp.dm, head)
+        except KubeError as e:
+            activity.logger.warning("status.decisionRecord not written: %s", e)
 
     async def _approval(self, inp: DecisionRecordInput) -> RecordedApproval | None:
         if inp.approval is None:
@@ -220,3 +228,13 @@ async def _announce(
         f"{inp.dm.name}"
     )
     await emit_event(kube, inp.dm, EventReason.DECISION_RECORDED, message)
+
+
+def _labels(inp: DecisionRecordInput, predicate: DecisionPredicate) -> dict[str, str]:
+    return {
+        store.LABEL_UID: inp.dm.uid,
+        store.LABEL_NAMESPACE: inp.dm.namespace,
+        store.LABEL_NAME: inp.dm.name,
+        store.LABEL_REVISION: inp.candidate.hash,
+        store.LABEL_SEQUENCE: str(predicate.sequence),
+    }

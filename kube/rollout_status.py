@@ -170,14 +170,24 @@ def build_rollout_status(
         if current.get("phase") != phase or not current.get(StatusKey.PHASE_TRANSITION_TIME):
             owned[StatusKey.PHASE_TRANSITION_TIME] = wire_time(now)
         owned["phase"] = phase
-
     if update.rollout is not None:
         owned[StatusKey.ROLLOUT] = update.rollout.to_status()
+    _lay_revisions(owned, current, update, now)
+    _lay_evaluation(owned, current, update, now)
+    conditions = _conditions(current, update, generation, now)
+    if conditions:
+        owned["conditions"] = conditions
+    return owned
+
+
+def _lay_revisions(
+    owned: dict[str, Any], current: Mapping[str, Any], update: StatusUpdate, now: datetime
+) -> None:
+    """Candidate, previous, stable (and when it was promoted) and failed revisions."""
     if update.clear_candidate:
         owned.pop(StatusKey.CANDIDATE_REVISION, None)
     if update.candidate is not None:
         owned[StatusKey.CANDIDATE_REVISION] = update.candidate.to_status()
-
     if update.previous_revision is not None:
         owned[StatusKey.PREVIOUS_REVISION] = _previous(current, update.previous_revision)
     if update.stable is not None:
@@ -191,12 +201,16 @@ def build_rollout_status(
         owned[StatusKey.LAST_PROMOTION_TIME] = (
             current[StatusKey.LAST_PROMOTION_TIME] if again else wire_time(now)
         )
-
     if update.clear_failed:
         owned.pop(StatusKey.FAILED_REVISION, None)
     if update.failed is not None:
         owned[StatusKey.FAILED_REVISION] = _failed(current, update, update.failed, now)
 
+
+def _lay_evaluation(
+    owned: dict[str, Any], current: Mapping[str, Any], update: StatusUpdate, now: datetime
+) -> None:
+    """The evaluation's figures and gates, the sequential test's ledger, the design."""
     if update.evaluation is not None or update.evaluation_gates is not None:
         candidate = update.candidate.hash if update.candidate else None
         candidate = candidate or _hash_of(current.get(StatusKey.CANDIDATE_REVISION))
@@ -208,16 +222,10 @@ def build_rollout_status(
     decision = update.evaluation.decision if update.evaluation is not None else None
     if decision is not None and decision.sequential is not None:
         owned[StatusKey.EVALUATION_LEDGER] = ledger_with(current, decision.sequential)
-
     if update.evaluation_design is not None:
         owned[StatusKey.EVALUATION_DESIGN] = EvaluationDesignStatus.model_validate(
             update.evaluation_design.model_dump(mode="json")
         ).model_dump(mode="json", by_alias=True, exclude_none=True)
-
-    conditions = _conditions(current, update, generation, now)
-    if conditions:
-        owned["conditions"] = conditions
-    return owned
 
 
 def ledger_of(status: Mapping[str, Any]) -> list[LedgerEntry]:

@@ -168,6 +168,15 @@ class EvaluationDecision(BaseModel):
         return [*lines, self.sequential.line()] if self.sequential is not None else lines
 
 
+GATE_ORDER: Final = (
+    Gate.MIN_ACCURACY,
+    Gate.MAX_ACCURACY_DROP,
+    Gate.MAX_ECE,
+    Gate.MAX_ECE_INCREASE,
+    Gate.MAX_NEGATIVE_FLIP_RATE,
+)
+
+
 def decide(
     gates: EvaluationGates,
     confidence: Decimal,
@@ -181,47 +190,23 @@ def decide(
     level = float(confidence)
     z = iv.z_of(level)
     acc = iv.accuracy(candidate, z)
-    paired = stable is not None and len(stable) == len(candidate) and bool(candidate)
     ece = ece_bounds.ece_interval(candidate, level)
-    ece_diff = ece_bounds.ece_difference(candidate, stable, level) if paired and stable else None
     figures = [
         FigureInterval.of("accuracy", acc),
         FigureInterval.of("ECE", ece),
         FigureInterval.of("Brier", iv.brier(candidate, z)),
     ]
     judged = [judge(Gate.MIN_ACCURACY, "accuracy", acc, gates.min_accuracy, "min", z=z)]
-    if paired:
-        assert stable is not None and ece_diff is not None
-        diff = iv.accuracy_difference(candidate, stable, z)
-        negative, positive = iv.flip_rates(candidate, stable, z)
-        drop = diff.negated()
-        figures += [
-            FigureInterval.of("accuracy candidate-stable", diff),
-            FigureInterval.of("ECE candidate-stable", ece_diff),
-            FigureInterval.of("Brier candidate-stable", iv.brier_difference(candidate, stable, z)),
-            FigureInterval.of("negative flips", negative),
-            FigureInterval.of("positive flips", positive),
-        ]
-        if gates.max_accuracy_drop is not None:
-            judged.append(
-                judge(Gate.MAX_ACCURACY_DROP, "accuracy drop", drop, gates.max_accuracy_drop, z=z)
-            )
     if gates.max_ece is not None:
         judged.append(judge(Gate.MAX_ECE, "ECE", ece, gates.max_ece, z=z))
-    if ece_diff is not None and gates.max_ece_increase is not None:
-        judged.append(
-            judge(Gate.MAX_ECE_INCREASE, "ECE increase", ece_diff, gates.max_ece_increase, z=z)
-        )
-    if paired and gates.max_negative_flip_rate is not None:
-        judged.append(
-            judge(
-                Gate.MAX_NEGATIVE_FLIP_RATE,
-                "negative flips",
-                negative,
-                gates.max_negative_flip_rate,
-                z=z,
-            )
-        )
+    paired = stable is not None and len(stable) == len(candidate) and bool(candidate)
+    if paired:
+        assert stable is not None
+        paired_gates, paired_figures = _paired(gates, candidate, stable, level)
+        judged += paired_gates
+        figures += paired_figures
+    # The record's order, as it always was: accuracy, its drop, ECE, its increase, flips.
+    judged.sort(key=lambda g: GATE_ORDER.index(g.gate))
     if slices is not None:
         slice_gates, slice_figures = _slices(slices, level, candidate, stable if paired else None)
         judged += slice_gates
@@ -234,6 +219,47 @@ def decide(
         figures=figures,
         dataset_digest=seed_parts[0] if seed_parts else "",
     ).sealed()
+
+
+def _paired(
+    gates: EvaluationGates,
+    candidate: Sequence[CaseRecord],
+    stable: Sequence[CaseRecord],
+    level: float,
+) -> tuple[list[GateDecision], list[FigureInterval]]:
+    """The gates and figures that compare the candidate with the stable, case by case."""
+    z = iv.z_of(level)
+    diff = iv.accuracy_difference(candidate, stable, z)
+    ece_diff = ece_bounds.ece_difference(candidate, stable, level)
+    negative, positive = iv.flip_rates(candidate, stable, z)
+    figures = [
+        FigureInterval.of("accuracy candidate-stable", diff),
+        FigureInterval.of("ECE candidate-stable", ece_diff),
+        FigureInterval.of("Brier candidate-stable", iv.brier_difference(candidate, stable, z)),
+        FigureInterval.of("negative flips", negative),
+        FigureInterval.of("positive flips", positive),
+    ]
+    judged: list[GateDecision] = []
+    if gates.max_accuracy_drop is not None:
+        drop = diff.negated()
+        judged.append(
+            judge(Gate.MAX_ACCURACY_DROP, "accuracy drop", drop, gates.max_accuracy_drop, z=z)
+        )
+    if gates.max_ece_increase is not None:
+        judged.append(
+            judge(Gate.MAX_ECE_INCREASE, "ECE increase", ece_diff, gates.max_ece_increase, z=z)
+        )
+    if gates.max_negative_flip_rate is not None:
+        judged.append(
+            judge(
+                Gate.MAX_NEGATIVE_FLIP_RATE,
+                "negative flips",
+                negative,
+                gates.max_negative_flip_rate,
+                z=z,
+            )
+        )
+    return judged, figures
 
 
 def _slices(
