@@ -123,6 +123,19 @@ class EvaluationHeartbeat(BaseModel):
         return self.model_dump(mode="json")
 
 
+def _phase_of(
+    inp: EvaluateInput, phase: Literal["candidate", "baseline"], state: EvaluationHeartbeat
+) -> tuple[RevisionRecord, str, EvaluationProgress]:
+    """The revision a phase asks, its model, and the phase's progress so far."""
+    if phase == "candidate":
+        progress, record, model = state.candidate, inp.candidate, inp.model
+    else:
+        assert inp.stable is not None
+        progress, record, model = state.baseline, inp.stable, inp.stable.model
+    assert progress is not None
+    return record, model, progress
+
+
 def gates_of(policy: EvaluationPolicy) -> EvaluationGates:
     try:
         return EvaluationGates.model_validate(policy.gates())
@@ -234,25 +247,37 @@ class EvaluateActivities:
                         # Held, not failed: keep the progress, say why, let Temporal retry.
                         ticker.update(self._waiting(state, err).details())
                     raise
-            assert state.candidate is not None
-            # The bootstrap's sums were fed case by case; when they must be rebuilt (~0.6 ms a
-            # case) the thread keeps this worker's loop heartbeating and serving the others.
-            outcome = await asyncio.to_thread(
-                self._outcome,
-                inp,
-                gates,
-                finalize(state.candidate),
-                finalize(state.baseline) if state.baseline is not None else None,
-                digest,
-                (ran, base_ran),
-                test,
-            )
-            return outcome.model_copy(
-                update={
-                    "aggregates": state.candidate.aggregates(),
-                    "baseline_aggregates": state.baseline.aggregates() if state.baseline else None,
-                }
-            )
+            return await self._finish(inp, gates, state, digest, (ran, base_ran), test)
+
+    async def _finish(
+        self,
+        inp: EvaluateInput,
+        gates: EvaluationGates,
+        state: EvaluationHeartbeat,
+        digest: str,
+        ran: tuple[PhaseMemory | None, PhaseMemory | None],
+        test: SequentialRun | None,
+    ) -> EvaluationOutcome:
+        """The outcome of every case run: figures, gates, the record, the aggregates."""
+        assert state.candidate is not None
+        # The bootstrap's sums were fed case by case; when they must be rebuilt (~0.6 ms a
+        # case) the thread keeps this worker's loop heartbeating and serving the others.
+        outcome = await asyncio.to_thread(
+            self._outcome,
+            inp,
+            gates,
+            finalize(state.candidate),
+            finalize(state.baseline) if state.baseline is not None else None,
+            digest,
+            ran,
+            test,
+        )
+        return outcome.model_copy(
+            update={
+                "aggregates": state.candidate.aggregates(),
+                "baseline_aggregates": state.baseline.aggregates() if state.baseline else None,
+            }
+        )
 
     @staticmethod
     def _sequential(
@@ -330,12 +355,7 @@ class EvaluateActivities:
         phase's memory (case records) when it covers every case it ran, else None. ``test``
         (the candidate's phase of a sequential evaluation) is fed every case and stops the
         phase once it decides."""
-        if phase == "candidate":
-            record, model, progress = inp.candidate, inp.model, state.candidate
-        else:
-            assert inp.stable is not None
-            record, model, progress = inp.stable, inp.stable.model, state.baseline
-        assert progress is not None
+        record, model, progress = _phase_of(inp, phase, state)
         policy = inp.policy
         digest = state.dataset_digest or ""
         offset = state.sequential_offset or 0
@@ -373,21 +393,32 @@ class EvaluateActivities:
                 ticker.update(state.details())
 
         async with contextlib.AsyncExitStack() as stack:
-            lanes: list[Lane[object]] = []
-            for pod in pods:
-                ip = pod_ip(pod)
-                assert ip is not None  # probe_eligible checked it
-                client = self.runtime_client_factory(
-                    ip,
-                    api_key=api_key,
-                    default_registry=self.settings.ollaya_registry,
-                    queue_full_attempts=self.settings.queue_full_attempts,
-                )
-                await stack.enter_async_context(client)
-                lanes.append(Lane(send=sender(client, model), in_flight=in_flight_per_pod(pod)))
+            lanes = await self._lanes(stack, pods, api_key, model)
             with contextlib.suppress(Decided):
                 await spread_cases(cases[progress.next_case_index :], lanes, commit)
         return memory if len(memory.records) == progress.next_case_index else None
+
+    async def _lanes(
+        self,
+        stack: contextlib.AsyncExitStack,
+        pods: list[dict[str, Any]],
+        api_key: str | None,
+        model: str,
+    ) -> list[Lane[object]]:
+        """One lane per Pod: a runtime client (closed with ``stack``) and its in-flight cap."""
+        lanes: list[Lane[object]] = []
+        for pod in pods:
+            ip = pod_ip(pod)
+            assert ip is not None  # probe_eligible checked it
+            client = self.runtime_client_factory(
+                ip,
+                api_key=api_key,
+                default_registry=self.settings.ollaya_registry,
+                queue_full_attempts=self.settings.queue_full_attempts,
+            )
+            await stack.enter_async_context(client)
+            lanes.append(Lane(send=sender(client, model), in_flight=in_flight_per_pod(pod)))
+        return lanes
 
     async def _ready_pods(
         self, namespace: str, dm_name: str, revision: str

@@ -146,27 +146,7 @@ class PromoteActivities:
             old_stable = inp.stable.hash if inp.stable else None
             previous = next((r for r in (before, old_stable) if r and r != candidate), None)
 
-            await write_status(
-                self.kube,
-                stamped(
-                    StatusUpdate(
-                        dm=dm,
-                        phase=Phase.READY,
-                        stable=inp.candidate,
-                        previous_revision=old_stable if old_stable != candidate else None,
-                        clear_candidate=True,
-                        promoted=True,
-                        conditions=[
-                            ConditionUpdate(
-                                type=ConditionType.PROMOTED.value,
-                                status=ConditionStatus.TRUE,
-                                reason=Reason.PROMOTED.value,
-                                message=f"revision {candidate} is the stable revision",
-                            )
-                        ],
-                    )
-                ),
-            )
+            await self._record_stable(inp, old_stable)
             activity.heartbeat("status recorded")
 
             if inp.replicas > 1:
@@ -177,6 +157,32 @@ class PromoteActivities:
 
             await self._switch_service(inp, service)
             return PromoteResult(previous=previous)
+
+    async def _record_stable(self, inp: PromoteInput, old_stable: str | None) -> None:
+        """Step 1: status names the candidate the stable (Ready, Promoted), the one it
+        replaces as the previous revision."""
+        candidate = inp.candidate.hash
+        await write_status(
+            self.kube,
+            stamped(
+                StatusUpdate(
+                    dm=inp.dm,
+                    phase=Phase.READY,
+                    stable=inp.candidate,
+                    previous_revision=old_stable if old_stable != candidate else None,
+                    clear_candidate=True,
+                    promoted=True,
+                    conditions=[
+                        ConditionUpdate(
+                            type=ConditionType.PROMOTED.value,
+                            status=ConditionStatus.TRUE,
+                            reason=Reason.PROMOTED.value,
+                            message=f"revision {candidate} is the stable revision",
+                        )
+                    ],
+                )
+            ),
+        )
 
     @activity.defn(name=CHECK_CANDIDATE)
     async def check_candidate(self, inp: PromoteInput) -> CandidateReadiness:

@@ -17,7 +17,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from functools import partial
-from typing import Any, TypeVar
+from typing import Any, Final, TypeVar
 
 from kubernetes import client, config
 
@@ -73,6 +73,20 @@ class KindOps:
     lister: Callable[..., Any]
 
 
+# KindOps' calls in its field order, as the generated client names them.
+VERBS: Final = ("read", "create", "delete", "patch", "list")
+
+
+def _kind_ops(kind: str, api_version: str, api: Any, plural: str) -> KindOps:
+    """The typed client's five calls for one namespaced kind (``read_namespaced_<plural>``
+    and so on: the generated client's names)."""
+    return KindOps(
+        kind,
+        api_version,
+        *(getattr(api, f"{verb}_namespaced_{plural}") for verb in VERBS),
+    )
+
+
 class Kube:
     def __init__(
         self,
@@ -95,51 +109,14 @@ class Kube:
         self.authorization = translated(client.AuthorizationV1Api(api_client))
         self.instance = instance or f"dmrollout-{uuid.uuid4().hex[:8]}"
         self.kinds: dict[str, KindOps] = {
-            "Deployment": KindOps(
-                "Deployment",
-                "apps/v1",
-                self.apps.read_namespaced_deployment,
-                self.apps.create_namespaced_deployment,
-                self.apps.delete_namespaced_deployment,
-                self.apps.patch_namespaced_deployment,
-                self.apps.list_namespaced_deployment,
-            ),
-            "Job": KindOps(
-                "Job",
-                "batch/v1",
-                self.batch.read_namespaced_job,
-                self.batch.create_namespaced_job,
-                self.batch.delete_namespaced_job,
-                self.batch.patch_namespaced_job,
-                self.batch.list_namespaced_job,
-            ),
-            "PersistentVolumeClaim": KindOps(
-                "PersistentVolumeClaim",
-                "v1",
-                self.core.read_namespaced_persistent_volume_claim,
-                self.core.create_namespaced_persistent_volume_claim,
-                self.core.delete_namespaced_persistent_volume_claim,
-                self.core.patch_namespaced_persistent_volume_claim,
-                self.core.list_namespaced_persistent_volume_claim,
-            ),
-            "Service": KindOps(
-                "Service",
-                "v1",
-                self.core.read_namespaced_service,
-                self.core.create_namespaced_service,
-                self.core.delete_namespaced_service,
-                self.core.patch_namespaced_service,
-                self.core.list_namespaced_service,
-            ),
-            "PodDisruptionBudget": KindOps(
-                "PodDisruptionBudget",
-                "policy/v1",
-                self.policy.read_namespaced_pod_disruption_budget,
-                self.policy.create_namespaced_pod_disruption_budget,
-                self.policy.delete_namespaced_pod_disruption_budget,
-                self.policy.patch_namespaced_pod_disruption_budget,
-                self.policy.list_namespaced_pod_disruption_budget,
-            ),
+            ops.kind: ops
+            for ops in (
+                _kind_ops("Deployment", "apps/v1", self.apps, "deployment"),
+                _kind_ops("Job", "batch/v1", self.batch, "job"),
+                _kind_ops("PersistentVolumeClaim", "v1", self.core, "persistent_volume_claim"),
+                _kind_ops("Service", "v1", self.core, "service"),
+                _kind_ops("PodDisruptionBudget", "policy/v1", self.policy, "pod_disruption_budget"),
+            )
         }
 
     @classmethod

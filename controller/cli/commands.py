@@ -100,18 +100,34 @@ async def _verify(ctx: Any) -> int:
 
 
 def add_commands(sub: Any) -> None:
-    from controller.cli.context import add_kube_flags, add_temporal_flags
-    from controller.cli.output import add_output_flag
-    from controller.cli.verbs import cli_entry, get, history, promote, reject
-    from controller.cli.verbs_act import abort, retry, undo, wait
+    from controller.cli.pipeline import add_pipeline_commands
+    from controller.cli.verbs import cli_entry
 
-    def dm_verb(name: str, help: str, temporal: bool = True) -> argparse.ArgumentParser:
-        p: argparse.ArgumentParser = sub.add_parser(name, help=help)
-        p.add_argument("name", help="the DecisionModel")
-        add_kube_flags(p)
-        if temporal:
-            add_temporal_flags(p)
-        return p
+    _add_reading_verbs(sub)
+    _add_acting_verbs(sub)
+    _add_record_verbs(sub)
+    _add_history(sub)
+    add_pipeline_commands(sub, cli_entry)
+    _add_controller_command(sub)
+
+
+def _dm_verb(sub: Any, name: str, help: str, temporal: bool = True) -> argparse.ArgumentParser:
+    """A verb on one DecisionModel: its name, the Kubernetes flags, Temporal's when it asks."""
+    from controller.cli.context import add_kube_flags, add_temporal_flags
+
+    p: argparse.ArgumentParser = sub.add_parser(name, help=help)
+    p.add_argument("name", help="the DecisionModel")
+    add_kube_flags(p)
+    if temporal:
+        add_temporal_flags(p)
+    return p
+
+
+def _add_reading_verbs(sub: Any) -> None:
+    """get, status."""
+    from controller.cli.context import add_kube_flags
+    from controller.cli.output import add_output_flag
+    from controller.cli.verbs import cli_entry, get
 
     ge = sub.add_parser("get", help="DecisionModels with phase, model, revision and age")
     ge.add_argument("name", nargs="?", default=None, help="one DecisionModel (default: all)")
@@ -119,36 +135,62 @@ def add_commands(sub: Any) -> None:
     add_output_flag(ge)
     ge.set_defaults(func=cli_entry(get))
 
-    st = dm_verb("status", "phase, revisions, the running rollout and its UI link")
+    st = _dm_verb(sub, "status", "phase, revisions, the running rollout and its UI link")
     add_output_flag(st)
     st.add_argument("-w", "--watch", action="store_true", help="live view until it settles")
     st.add_argument("--forever", action="store_true", help="with --watch: never stop")
     st.set_defaults(func=cli_entry(status_or_watch))
 
-    pr = dm_verb("promote", "approve the candidate awaiting promotion (bound approval)")
+
+def _add_history(sub: Any) -> None:
+    from controller.cli.context import add_kube_flags, add_temporal_flags
+    from controller.cli.output import add_output_flag
+    from controller.cli.verbs import cli_entry, history
+
+    hi = sub.add_parser("history", help="past rollouts from Temporal visibility")
+    hi.add_argument("name", nargs="?", default=None, help="one DecisionModel (default: all)")
+    add_kube_flags(hi, all_namespaces=True)
+    add_temporal_flags(hi)
+    add_output_flag(hi)
+    hi.set_defaults(func=cli_entry(history))
+
+
+def _add_acting_verbs(sub: Any) -> None:
+    """promote, reject, wait, abort, retry, undo."""
+    from controller.cli.verbs import cli_entry, promote, reject
+    from controller.cli.verbs_act import abort, retry, undo, wait
+
+    pr = _dm_verb(sub, "promote", "approve the candidate awaiting promotion (bound approval)")
     pr.add_argument("--approval", default=None, help="default: the one the rollout expects")
     pr.set_defaults(func=cli_entry(promote))
 
-    rj = dm_verb("reject", "reject a candidate held on an inconclusive evaluation (bound)")
+    rj = _dm_verb(sub, "reject", "reject a candidate held on an inconclusive evaluation (bound)")
     rj.add_argument("--approval", default=None, help="default: the one the rollout expects")
     rj.set_defaults(func=cli_entry(reject))
 
-    wa = dm_verb("wait", "block until the rollout ends: 0 promoted, 1 rolled back, 8/9 held")
+    wa = _dm_verb(sub, "wait", "block until the rollout ends: 0 promoted, 1 rolled back, 8/9 held")
     wa.add_argument("--timeout", type=_seconds, default=600.0, help="seconds (default 600)")
     wa.set_defaults(func=cli_entry(wait))
 
-    ab = dm_verb("abort", "stop the running rollout and roll it back (the stable serves)")
+    ab = _dm_verb(sub, "abort", "stop the running rollout and roll it back (the stable serves)")
     ab.add_argument("--reason", default="aborted from the CLI", help="recorded in history")
     ab.set_defaults(func=cli_entry(abort))
 
-    dm_verb("retry", "roll the failed revision out again", temporal=False).set_defaults(
+    _dm_verb(sub, "retry", "roll the failed revision out again", temporal=False).set_defaults(
         func=cli_entry(retry)
     )
-    dm_verb("undo", "roll back to the previous revision (a new rollout of it)", False).set_defaults(
-        func=cli_entry(undo)
-    )
+    _dm_verb(
+        sub, "undo", "roll back to the previous revision (a new rollout of it)", False
+    ).set_defaults(func=cli_entry(undo))
 
-    re = dm_verb("report", "write the evaluation report: one HTML file (reliability diagram…)")
+
+def _add_record_verbs(sub: Any) -> None:
+    """report, verify."""
+    from controller.cli.output import add_output_flag
+    from controller.cli.verbs import cli_entry
+
+    what = "write the evaluation report: one HTML file (reliability diagram…)"
+    re = _dm_verb(sub, "report", what)
     re.add_argument(
         "--revision", default=None, help="a past revision's evaluation, from its rollout's history"
     )
@@ -162,7 +204,9 @@ def add_commands(sub: Any) -> None:
     )
     re.set_defaults(func=cli_entry(_report))
 
-    ve = dm_verb("verify", "check the signed decision records: signatures, subjects, chain", False)
+    ve = _dm_verb(
+        sub, "verify", "check the signed decision records: signatures, subjects, chain", False
+    )
     ve.add_argument("--key", required=True, help="the records' public key (PEM)")
     ve.add_argument("--revision", default=None, help="show only this revision's records")
     ve.add_argument(
@@ -174,16 +218,9 @@ def add_commands(sub: Any) -> None:
     add_output_flag(ve)
     ve.set_defaults(func=cli_entry(_verify))
 
-    hi = sub.add_parser("history", help="past rollouts from Temporal visibility")
-    hi.add_argument("name", nargs="?", default=None, help="one DecisionModel (default: all)")
-    add_kube_flags(hi, all_namespaces=True)
-    add_temporal_flags(hi)
-    add_output_flag(hi)
-    hi.set_defaults(func=cli_entry(history))
 
-    from controller.cli.pipeline import add_pipeline_commands
-
-    add_pipeline_commands(sub, cli_entry)
+def _add_controller_command(sub: Any) -> None:
+    from controller.serve.logs import add_log_flag
 
     co = sub.add_parser("controller", help="run the controller (watches, dispatch, steady state)")
     co.add_argument("--watch-namespaces", default=None, help="comma-separated; empty = all")
@@ -195,7 +232,5 @@ def add_commands(sub: Any) -> None:
     add_guard_flags(co)
     co.add_argument("--health-port", type=int, default=None)
     co.add_argument("--leader-elect", choices=["true", "false"], default=None)
-    from controller.serve.logs import add_log_flag
-
     add_log_flag(co)
     co.set_defaults(func=controller)

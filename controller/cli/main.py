@@ -7,6 +7,7 @@ import logging
 import os
 import sys
 from collections.abc import Callable, Sequence
+from typing import Any
 
 
 def _cmd_crd(args: argparse.Namespace) -> int:
@@ -156,17 +157,30 @@ def build_parser() -> argparse.ArgumentParser:
 
     crd = sub.add_parser("crd", help="print the DecisionModel CRD generated from the API types")
     crd.set_defaults(func=_cmd_crd)
+    _add_worker_and_temporal(sub)
+    from controller.cli.commands import add_commands
+
+    add_commands(sub)
+    _add_codec_server(sub)
+    _add_local(sub)
+    completion = sub.add_parser("completion", help="print a shell completion script (bash, zsh)")
+    completion.add_argument("shell", choices=["bash", "zsh"])
+    completion.set_defaults(func=_cmd_completion)
+    return parser
+
+
+def _add_worker_and_temporal(sub: Any) -> None:
+    """``worker`` and ``temporal setup``."""
+    from controller.cli.commands import add_guard_flags
+    from controller.cli.context import add_temporal_flags
+    from controller.serve.logs import add_log_flag
 
     worker = sub.add_parser(
         "worker",
         help="run RolloutWorkflow and its activities (settings from DMROLLOUT_* and "
         "DMROLLOUT_TEMPORAL_* environment variables)",
     )
-    from controller.cli.commands import add_guard_flags
-
     add_guard_flags(worker)
-    from controller.serve.logs import add_log_flag
-
     add_log_flag(worker)
     worker.set_defaults(func=_cmd_worker)
 
@@ -175,16 +189,12 @@ def build_parser() -> argparse.ArgumentParser:
     setup = temporal_sub.add_parser(
         "setup", help="register the rollout search attributes and check retention"
     )
-    from controller.cli.context import add_temporal_flags
-
     add_temporal_flags(setup)
     setup.set_defaults(func=_cmd_temporal_setup)
 
-    from controller.cli.commands import add_commands
 
-    add_commands(sub)
-    _add_codec_server(sub)
-
+def _add_local(sub: Any) -> None:
+    """``dev up`` and ``demo``: the local environment."""
     dev = sub.add_parser("dev", help="the local environment")
     dev_sub = dev.add_subparsers(dest="dev_command", required=True)
     up = dev_sub.add_parser(
@@ -203,11 +213,6 @@ def build_parser() -> argparse.ArgumentParser:
     demo.add_argument("--state-dir", default=None)
     demo.add_argument("--once", action="store_true", help="exit after the second promotion")
     demo.set_defaults(func=_cmd_demo)
-
-    completion = sub.add_parser("completion", help="print a shell completion script (bash, zsh)")
-    completion.add_argument("shell", choices=["bash", "zsh"])
-    completion.set_defaults(func=_cmd_completion)
-    return parser
 
 
 def _version() -> str:

@@ -730,6 +730,25 @@ class Reconciler:
                 await write_status(self.kube, StatusUpdate(dm=ref, clear_candidate=True))
         else:
             want.conditions = clear_refusal(want.conditions, dm)
+        new_phase = self._pending(ref, step, want, phase_now, new_phase, record is not None)
+        phase = new_phase.value if new_phase else phase_now
+        await self._kstatus(dm, step, phase, want)
+        want.generations = served_generations(status, ref.generation, step.at_stable)
+        await self._write_steady(ref, obj, want, new_phase, phase_now, rollback)
+        replicas = want.replicas or {}
+        return record is not None and replicas.get("modelReady", 0) < replicas.get("desired", 0)
+
+    def _pending(
+        self,
+        ref: DMRef,
+        step: RolloutStep,
+        want: ControllerStatus,
+        phase_now: str | None,
+        new_phase: Phase | None,
+        serving: bool,
+    ) -> Phase | None:
+        """Pending while a rollout is accepted but cannot go on yet: the first one with
+        Temporal away, a revision started again, a run waited for, the fleet's budget full."""
         if phase_now is None and new_phase is None and step.temporal_down is not None:
             # Seed 001: Pending is "accepted, not yet processed"; the first rollout cannot start
             # while Temporal is away (TemporalReachable says why), and an empty phase column
@@ -742,22 +761,23 @@ class Reconciler:
             want.conditions.append(
                 Cond(
                     ConditionType.READY,
-                    ConditionStatus.of(record is not None),
+                    ConditionStatus.of(serving),
                     Reason.ROLLOUT_QUEUED,
                     self.budget.queued_message(f"{ref.namespace}/{ref.name}"),
                 )
             )
-        phase = new_phase.value if new_phase else phase_now
+        return new_phase
+
+    async def _kstatus(
+        self, dm: DecisionModel, step: RolloutStep, phase: str | None, want: ControllerStatus
+    ) -> None:
+        """Stalled or Reconciling (kstatus), naming a held candidate's Pods when one waits."""
         kstatus = stalled_condition(dm, step, phase) or reconciling_condition(dm, step, phase)
         candidate = await self._held_candidate(dm, step, phase)
         if kstatus is not None and candidate is not None:
             kstatus = held_candidate_condition(kstatus, candidate)
         if kstatus is not None:
             want.conditions.append(kstatus)
-        want.generations = served_generations(status, ref.generation, step.at_stable)
-        await self._write_steady(ref, obj, want, new_phase, phase_now, rollback)
-        replicas = want.replicas or {}
-        return record is not None and replicas.get("modelReady", 0) < replicas.get("desired", 0)
 
     async def _rollback_to(
         self, ref: DMRef, dm: DecisionModel, want: ControllerStatus

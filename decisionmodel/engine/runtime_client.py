@@ -174,45 +174,41 @@ def verdict(
         )
     precision = ps_entry.details.quantization_level
     want_digest = expected_digest.strip().lower().removeprefix("sha256:")
-    if ps_entry.digest != want_digest:
-        return GateVerdict(
-            ready=False,
-            reason=Reason.DIGEST_MISMATCH,
-            message=(
-                f"loaded digest {ps_entry.digest[:12] or '(empty)'} but the revision pins "
-                f"{want_digest[:12]}; the tag moved upstream mid-rollout: re-resolve (change "
-                "the spec) or pin spec.digest"
-            ),
-            precision=precision,
-        )
-    want_class = _expected_class(expected_device)
-    if want_class is None or device_class(ps_entry.device) != want_class:
-        return GateVerdict(
-            ready=False,
-            reason=Reason.DEVICE_MISMATCH,
-            message=(
-                f"loaded on device {ps_entry.device!r} but spec.device is '{expected_device}'; "
-                "fix spec.device or the node's GPU (a runtime that fell back to CPU reports cpu)"
-            ),
-            precision=precision,
-        )
-    if not ps_entry.pinned:
-        expires = ps_entry.expires_at.isoformat() if ps_entry.expires_at else ""
-        return GateVerdict(
-            ready=False,
-            reason=Reason.NOT_PINNED,
-            message=(
-                f"loaded but not pinned (expires_at {expires}), the runtime may evict it; the "
-                "warmup pins it with keep_alive -1, persisting means the runtime drops the pin"
-            ),
-            precision=precision,
-        )
+    wrong = _what_is_wrong(want_digest, expected_device, ps_entry)
+    if wrong is not None:
+        reason, message = wrong
+        return GateVerdict(ready=False, reason=reason, message=message, precision=precision)
     return GateVerdict(
         ready=True,
         reason=Reason.MODEL_READY,
         message=f"digest {want_digest[:12]} loaded on {ps_entry.device}, pinned",
         precision=precision,
     )
+
+
+def _what_is_wrong(
+    want_digest: str, expected_device: str, ps_entry: PsModel
+) -> tuple[Reason, str] | None:
+    """The first of digest, device class, pin that fails for a loaded model, and the fix."""
+    if ps_entry.digest != want_digest:
+        return Reason.DIGEST_MISMATCH, (
+            f"loaded digest {ps_entry.digest[:12] or '(empty)'} but the revision pins "
+            f"{want_digest[:12]}; the tag moved upstream mid-rollout: re-resolve (change "
+            "the spec) or pin spec.digest"
+        )
+    want_class = _expected_class(expected_device)
+    if want_class is None or device_class(ps_entry.device) != want_class:
+        return Reason.DEVICE_MISMATCH, (
+            f"loaded on device {ps_entry.device!r} but spec.device is '{expected_device}'; "
+            "fix spec.device or the node's GPU (a runtime that fell back to CPU reports cpu)"
+        )
+    if not ps_entry.pinned:
+        expires = ps_entry.expires_at.isoformat() if ps_entry.expires_at else ""
+        return Reason.NOT_PINNED, (
+            f"loaded but not pinned (expires_at {expires}), the runtime may evict it; the "
+            "warmup pins it with keep_alive -1, persisting means the runtime drops the pin"
+        )
+    return None
 
 
 def runtime_base_url(pod_ip: str, port: int = RUNTIME_PORT) -> str:

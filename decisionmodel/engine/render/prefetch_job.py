@@ -157,6 +157,35 @@ def _pod_failure_policy() -> dict[str, Any]:
     }
 
 
+def _pod_spec(p: PrefetchParams) -> dict[str, Any]:
+    """The prefetch Pod: one container running the pull script into the store, read-only
+    root, no service account token, the revision's placement."""
+    container: dict[str, Any] = {
+        "name": CONTAINER_NAME,
+        "image": p.image,
+        "command": ["/bin/sh", "-c"],
+        "args": [PREFETCH_SCRIPT],
+        "env": _env(p),
+        "resources": {k: dict(v) for k, v in PREFETCH_RESOURCES.items()},
+        "volumeMounts": [store_mount(read_only=False), *scratch_mounts()],
+        "securityContext": container_security_context(),
+        "terminationMessagePath": "/dev/termination-log",
+        "terminationMessagePolicy": "FallbackToLogsOnError",
+    }
+    return {
+        "restartPolicy": "Never",
+        "containers": [container],
+        "volumes": [
+            store_volume(p.store_claim_name, read_only=False),
+            *scratch_volumes(p.scratch_size_limit),
+        ],
+        "securityContext": pod_security_context(),
+        "automountServiceAccountToken": False,
+        "enableServiceLinks": False,
+        **scheduling_fields(p.scheduling, p.device),
+    }
+
+
 def render_prefetch_job(p: PrefetchParams) -> dict[str, Any]:
     """The Job that fills store ``p.store_claim_name``, the only writer of it.
 
@@ -174,30 +203,7 @@ def render_prefetch_job(p: PrefetchParams) -> dict[str, Any]:
         L.LABEL_MANAGED_BY: L.MANAGED_BY,
         L.LABEL_COMPONENT: L.COMPONENT_PREFETCH,
     }
-    container: dict[str, Any] = {
-        "name": CONTAINER_NAME,
-        "image": p.image,
-        "command": ["/bin/sh", "-c"],
-        "args": [PREFETCH_SCRIPT],
-        "env": _env(p),
-        "resources": {k: dict(v) for k, v in PREFETCH_RESOURCES.items()},
-        "volumeMounts": [store_mount(read_only=False), *scratch_mounts()],
-        "securityContext": container_security_context(),
-        "terminationMessagePath": "/dev/termination-log",
-        "terminationMessagePolicy": "FallbackToLogsOnError",
-    }
-    pod_spec: dict[str, Any] = {
-        "restartPolicy": "Never",
-        "containers": [container],
-        "volumes": [
-            store_volume(p.store_claim_name, read_only=False),
-            *scratch_volumes(p.scratch_size_limit),
-        ],
-        "securityContext": pod_security_context(),
-        "automountServiceAccountToken": False,
-        "enableServiceLinks": False,
-        **scheduling_fields(p.scheduling, p.device),
-    }
+    pod_spec = _pod_spec(p)
     return {
         "apiVersion": "batch/v1",
         "kind": "Job",
