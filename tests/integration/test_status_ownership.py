@@ -28,20 +28,26 @@ from localenv.cluster import LocalCluster
 DIGEST = "c" * 64
 
 
-async def test_concurrent_rollout_and_controller_writes_keep_every_field(
-    local_cluster: LocalCluster,
-) -> None:
-    install_crd(local_cluster)
+def fresh_dm(cluster: LocalCluster, spec: dict[str, object] | None = None) -> str:
+    """A new namespace with DecisionModel ``race`` in it; the namespace."""
+    install_crd(cluster)
     ns = f"own-{uuid.uuid4().hex[:6]}"
-    local_cluster.kubectl("create", "namespace", ns)
-    local_cluster.apply(
+    cluster.kubectl("create", "namespace", ns)
+    cluster.apply(
         {
             "apiVersion": "decisionmodel.io/v1alpha1",
             "kind": "DecisionModel",
             "metadata": {"name": "race", "namespace": ns},
-            "spec": {"model": "laya:en"},
+            "spec": spec or {"model": "laya:en"},
         }
     )
+    return ns
+
+
+async def test_concurrent_rollout_and_controller_writes_keep_every_field(
+    local_cluster: LocalCluster,
+) -> None:
+    ns = fresh_dm(local_cluster)
     obj = local_cluster.kubectl_json("get", "dm", "race", "-n", ns)
     dm = DMRef(namespace=ns, name="race", uid=obj["metadata"]["uid"], generation=1)
     kube = Kube.from_config(str(local_cluster.kubeconfig))
@@ -143,17 +149,7 @@ async def test_a_phase_judged_from_a_stale_read_loses_to_the_status_written_sinc
     back and wrote RolledBack. The conditional apply met the 409, re-read, and laid the stale
     Degraded over RolledBack. A judgement made from a read is void once the read is: nothing
     is written, and the change's own reconcile judges again."""
-    install_crd(local_cluster)
-    ns = f"own-{uuid.uuid4().hex[:6]}"
-    local_cluster.kubectl("create", "namespace", ns)
-    local_cluster.apply(
-        {
-            "apiVersion": "decisionmodel.io/v1alpha1",
-            "kind": "DecisionModel",
-            "metadata": {"name": "race", "namespace": ns},
-            "spec": {"model": "laya:en"},
-        }
-    )
+    ns = fresh_dm(local_cluster)
     kube = Kube.from_config(str(local_cluster.kubeconfig))
     uid = local_cluster.kubectl_json("get", "dm", "race", "-n", ns)["metadata"]["uid"]
     dm = DMRef(namespace=ns, name="race", uid=uid, generation=1)
