@@ -26,6 +26,7 @@ import hashlib
 import json
 import math
 from collections.abc import Sequence
+from dataclasses import dataclass
 from decimal import Decimal
 from statistics import NormalDist
 from typing import Final, Literal
@@ -168,15 +169,6 @@ class EvaluationDecision(BaseModel):
         return [*lines, self.sequential.line()] if self.sequential is not None else lines
 
 
-GATE_ORDER: Final = (
-    Gate.MIN_ACCURACY,
-    Gate.MAX_ACCURACY_DROP,
-    Gate.MAX_ECE,
-    Gate.MAX_ECE_INCREASE,
-    Gate.MAX_NEGATIVE_FLIP_RATE,
-)
-
-
 def decide(
     gates: EvaluationGates,
     confidence: Decimal,
@@ -196,17 +188,12 @@ def decide(
         FigureInterval.of("ECE", ece),
         FigureInterval.of("Brier", iv.brier(candidate, z)),
     ]
-    judged = [judge(Gate.MIN_ACCURACY, "accuracy", acc, gates.min_accuracy, "min", z=z)]
-    if gates.max_ece is not None:
-        judged.append(judge(Gate.MAX_ECE, "ECE", ece, gates.max_ece, z=z))
     paired = stable is not None and len(stable) == len(candidate) and bool(candidate)
-    if paired:
-        assert stable is not None
-        paired_gates, paired_figures = _paired(gates, candidate, stable, level)
-        judged += paired_gates
-        figures += paired_figures
-    # The record's order, as it always was: accuracy, its drop, ECE, its increase, flips.
-    judged.sort(key=lambda g: GATE_ORDER.index(g.gate))
+    compared = _compared(candidate, stable, level) if paired and stable else None
+    if compared is not None:
+        figures += compared.figures
+    judged = [judge(Gate.MIN_ACCURACY, "accuracy", acc, gates.min_accuracy, "min", z=z)]
+    judged += _max_gates(gates, ece, compared, z)
     if slices is not None:
         slice_gates, slice_figures = _slices(slices, level, candidate, stable if paired else None)
         judged += slice_gates
@@ -221,13 +208,19 @@ def decide(
     ).sealed()
 
 
-def _paired(
-    gates: EvaluationGates,
-    candidate: Sequence[CaseRecord],
-    stable: Sequence[CaseRecord],
-    level: float,
-) -> tuple[list[GateDecision], list[FigureInterval]]:
-    """The gates and figures that compare the candidate with the stable, case by case."""
+@dataclass(frozen=True)
+class Compared:
+    """The candidate against the stable, case by case: the gated intervals and every figure."""
+
+    drop: iv.Interval
+    ece_increase: iv.Interval
+    negative_flips: iv.Interval
+    figures: list[FigureInterval]
+
+
+def _compared(
+    candidate: Sequence[CaseRecord], stable: Sequence[CaseRecord], level: float
+) -> Compared:
     z = iv.z_of(level)
     diff = iv.accuracy_difference(candidate, stable, z)
     ece_diff = ece_bounds.ece_difference(candidate, stable, level)
@@ -239,27 +232,30 @@ def _paired(
         FigureInterval.of("negative flips", negative),
         FigureInterval.of("positive flips", positive),
     ]
-    judged: list[GateDecision] = []
-    if gates.max_accuracy_drop is not None:
-        drop = diff.negated()
-        judged.append(
-            judge(Gate.MAX_ACCURACY_DROP, "accuracy drop", drop, gates.max_accuracy_drop, z=z)
-        )
-    if gates.max_ece_increase is not None:
-        judged.append(
-            judge(Gate.MAX_ECE_INCREASE, "ECE increase", ece_diff, gates.max_ece_increase, z=z)
-        )
-    if gates.max_negative_flip_rate is not None:
-        judged.append(
-            judge(
-                Gate.MAX_NEGATIVE_FLIP_RATE,
-                "negative flips",
-                negative,
-                gates.max_negative_flip_rate,
-                z=z,
-            )
-        )
-    return judged, figures
+    return Compared(diff.negated(), ece_diff, negative, figures)
+
+
+def _max_gates(
+    gates: EvaluationGates, ece: iv.Interval, compared: Compared | None, z: float
+) -> list[GateDecision]:
+    """The set upper-bound gates, in the record's order; the ones that compare with the stable
+    only when there is one to compare with."""
+    drop, increase, flips = (
+        (compared.drop, compared.ece_increase, compared.negative_flips)
+        if compared is not None
+        else (None, None, None)
+    )
+    table: list[tuple[Gate, str, iv.Interval | None, Decimal | None]] = [
+        (Gate.MAX_ACCURACY_DROP, "accuracy drop", drop, gates.max_accuracy_drop),
+        (Gate.MAX_ECE, "ECE", ece, gates.max_ece),
+        (Gate.MAX_ECE_INCREASE, "ECE increase", increase, gates.max_ece_increase),
+        (Gate.MAX_NEGATIVE_FLIP_RATE, "negative flips", flips, gates.max_negative_flip_rate),
+    ]
+    return [
+        judge(gate, figure, found, threshold, z=z)
+        for gate, figure, found, threshold in table
+        if found is not None and threshold is not None
+    ]
 
 
 def _slices(
