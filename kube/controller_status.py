@@ -136,11 +136,7 @@ def recorded_controller_status(current: Mapping[str, Any]) -> dict[str, Any]:
 
 
 async def apply_controller_status(
-    kube: Kube,
-    dm: DMRef,
-    want: ControllerStatus,
-    read: dict[str, Any] | None = None,
-    decided_from_read: bool = False,
+    kube: Kube, dm: DMRef, want: ControllerStatus, read: dict[str, Any] | None = None
 ) -> tuple[dict[str, Any], dict[str, Any]] | None:
     """Apply; (status before, status after) as the server accepted it, or None when nothing
     changed (no write: a steady DecisionModel costs no API write per re-check). ``read``: the
@@ -157,9 +153,7 @@ async def apply_controller_status(
         status = build_controller_status(current, want, generation, now)
         return None if status == recorded_controller_status(current) else status
 
-    applied = await apply_owned_status(
-        kube, dm, build, CONTROLLER_FIELD_MANAGER, read, decided_from_read
-    )
+    applied = await apply_owned_status(kube, dm, build, CONTROLLER_FIELD_MANAGER, read)
     if applied is None:
         return None
     before, after = applied

@@ -255,12 +255,12 @@ async def write_status(
     kube: Kube,
     update: StatusUpdate,
     read: dict[str, Any] | None = None,
-    decided_from_read: bool = False,
 ) -> dict[str, Any] | None:
     """Apply the update's rollout-owned fields; the DecisionModel as the server returned it,
     or None for an Event-only update (or a decision voided by a newer status,
     ``kube.status.apply_owned_status``). Shared by record_status, promote and the controller.
-    ``read``: the DecisionModel as last seen (the controller's cache), so no read first."""
+    ``read``: the DecisionModel as last seen (the controller's cache) and judged from, so no
+    read first and no write once it is stale."""
     ignored = sorted({c.type for c in update.conditions} - ROLLOUT_CONDITION_TYPES)
     if ignored:
         # Ready, Degraded and ModelReady belong to the controller: writing them here would make
@@ -273,9 +273,7 @@ async def write_status(
         # Conditions are computed for the spec generation the rollout was dispatched with.
         return build_rollout_status(current, update, update.dm.generation or generation, now)
 
-    applied = await apply_owned_status(
-        kube, update.dm, build, ROLLOUT_FIELD_MANAGER, read, decided_from_read
-    )
+    applied = await apply_owned_status(kube, update.dm, build, ROLLOUT_FIELD_MANAGER, read)
     return applied[1] if applied else None
 
 

@@ -89,19 +89,17 @@ async def apply_owned_status(
     build: Builder,
     field_manager: str,
     read: dict[str, Any] | None = None,
-    decided_from_read: bool = False,
 ) -> tuple[dict[str, Any], dict[str, Any]] | None:
     """Read, build, apply conditionally; (status before, DecisionModel after) as the server
     accepted it, or None when the builder asks for no write.
 
     ``read``: the DecisionModel as the caller last saw it (the controller's cache), built from
-    instead of a first read; a stale one is refused (409) by the conditional apply and re-read.
-    ``decided_from_read``: what the builder lays over the status was itself decided from
-    ``read`` (the controller's steady phase and conditions), so a 409 voids the decision, not
-    only the read: nothing is written (None) and the change that caused the 409 triggers the
-    next reconcile, which decides again. Rebuilding on a fresh read would write the stale
-    decision over the newer status (CI: a rollback's RolledBack overwritten by Degraded judged
-    from the revision it had just switched away from).
+    instead of a first read, and what the caller judged the update from (the steady phase and
+    conditions). A 409 then voids the judgement, not only the read: nothing is written (None),
+    and the change that caused the 409 triggers the next reconcile, which judges again.
+    Rebuilding on a fresh read would lay the stale judgement over the newer status (CI: a
+    rollback's RolledBack overwritten by Degraded judged from the revision it had just
+    switched away from). Without ``read``, a 409 re-reads and rebuilds.
     """
     for attempt in range(1, STATUS_APPLY_ATTEMPTS + 1):
         obj = read if attempt == 1 and read is not None else await Kube.run(kube.get_dm, dm)
@@ -119,7 +117,7 @@ async def apply_owned_status(
                 resource_version=meta["resourceVersion"],
             )
         except Conflict:
-            if decided_from_read and read is not None:
+            if read is not None:
                 log.info(
                     "status of %s/%s changed since it was judged; the next reconcile judges it",
                     dm.namespace,

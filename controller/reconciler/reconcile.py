@@ -906,14 +906,12 @@ class Reconciler:
         if new_phase is not None and new_phase.value != phase_now:
             # Judged from ``obj``: a status changed meanwhile (a rollback just written) voids
             # the judgement; the reconcile that change triggers judges again.
-            written = await write_status(
-                self.kube, StatusUpdate(dm=ref, phase=new_phase), read=obj, decided_from_read=True
-            )
+            written = await write_status(self.kube, StatusUpdate(dm=ref, phase=new_phase), read=obj)
             if written is None:
                 return
         # Built from the object as read (the cache) or as just written: no read per reconcile.
         seen = written or obj
-        accepted = await apply_controller_status(self.kube, ref, want, seen, decided_from_read=True)
+        accepted = await apply_controller_status(self.kube, ref, want, seen)
         current = seen.get("status") or {}
         if accepted is not None:
             current = accepted[1]
