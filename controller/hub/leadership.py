@@ -7,9 +7,9 @@ restart could abort the run the other just started for a newer revision. The mai
 election (controller/machinery/leader.py, client-go's rules) is reused on a Lease of its own:
 sharing the controller's Lease would make the two controllers exclude each other. The CLI
 builds the elector (``controller.cli.pipeline``): the hub and the reconciler are independent
-rooms (.importlinter), so this module knows it only as an :class:`Elector`. The start/stop
-lifecycle (a lost Lease exits 1, SIGTERM releases it and exits 0) is the main controller's
-too: controller/machinery/lifecycle.py.
+rooms (.importlinter), so the hub knows it only as a ``controller.machinery.lifecycle.
+Elector``. The start/stop lifecycle (a lost Lease exits 1, SIGTERM releases it and exits 0)
+is the main controller's too: controller/machinery/lifecycle.py.
 """
 
 from __future__ import annotations
@@ -20,15 +20,6 @@ from typing import Final
 
 from pydantic import Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
-
-from controller.machinery.lifecycle import (
-    ENDED,
-    STOPPED,
-    Elector,
-    Outcome,
-    run_leading,
-    stop_on_signals,
-)
 
 PIPELINE_LEASE_NAME: Final = "dmrollout-pipeline-controller"
 
@@ -70,13 +61,4 @@ class PipelineControllerSettings(BaseSettings):
     )
 
 
-__all__ = [
-    "ENDED",
-    "PIPELINE_LEASE_NAME",
-    "STOPPED",
-    "Elector",
-    "Outcome",
-    "PipelineControllerSettings",
-    "run_leading",
-    "stop_on_signals",
-]
+__all__ = ["PIPELINE_LEASE_NAME", "PipelineControllerSettings"]

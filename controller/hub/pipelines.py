@@ -23,7 +23,7 @@ from typing import Any, Final
 
 from pydantic import ValidationError
 
-from controller.hub.leadership import Elector, Outcome, run_leading, stop_on_signals
+from controller.machinery.lifecycle import Elector, Outcome, run_leading, stop_on_signals
 from controller.serve.liveness import LoopProgress
 from controller.temporal import runs
 from controller.temporal.runs import TemporalCallError, TemporalClient

@@ -15,15 +15,9 @@ from typing import Any
 import pytest
 
 from controller.cli.pipeline import pipeline_elector
-from controller.hub.leadership import (
-    ENDED,
-    PIPELINE_LEASE_NAME,
-    STOPPED,
-    Outcome,
-    PipelineControllerSettings,
-    run_leading,
-)
+from controller.hub.leadership import PIPELINE_LEASE_NAME, PipelineControllerSettings
 from controller.machinery.leader import LeaderElector
+from controller.machinery.lifecycle import ENDED, STOPPED, Outcome, run_leading
 from controller.reconciler.settings import ControllerSettings
 from kube.lease import LeaseRecord, LeaseStore
 
