@@ -170,9 +170,9 @@ class PrefetchActivities:
             pvc = render_store_pvc(render_params.store_params(inp))
             job = render_prefetch_job(render_params.prefetch_params(inp, self.settings))
             poll = self.settings.poll_interval_seconds
-            store = StoreSettling(self.kube, inp.dm, pvc)
+            store = StoreSettling(self.kube, inp.dm, pvc, job["metadata"]["name"])
             await self.kube.ensure_owned(pvc, uid, poll, activity.heartbeat, store.look)
-            await store.settled(job["metadata"]["name"])
+            await store.settled()
             created = await self.kube.ensure_owned(job, uid, poll, activity.heartbeat)
             await guard.passed()
             return await self._wait(inp.dm, created, pvc["metadata"]["name"])

@@ -1,19 +1,18 @@
 """Showing, while the prefetch waits for a namesake store PVC to finish deleting, why it waits
 (decisionmodel.rollout.store_wait): on Cached at the first round, again when the Pods that hold
-the claim change, and back to the prefetch's own reason once the PVC is created."""
+the claim change, and back to the prefetch's own reason once the PVC is created
+(activities.held_pods.WaitShown)."""
 
 from __future__ import annotations
 
 import time
 from typing import Any, Final
 
-from temporalio import activity
-
+from activities.held_pods import WaitShown
 from decisionmodel.rollout.contracts import DMRef
 from decisionmodel.rollout.store_wait import pods_mounting, store_wait_message
 from decisionmodel.vocabulary import ConditionType, Phase, Reason
 from kube.client import Kube
-from kube.rollout_status import show_guard
 
 # A look lists the namespace's Pods: at most this often while the wait lasts (a poll round is
 # about a second; the Pods that hold a claim change on a person's time scale).
@@ -23,10 +22,14 @@ LOOK_EVERY_SECONDS: Final = 10.0
 class StoreSettling:
     """One per prefetch attempt: ``look`` is the ``settling`` of Kube.ensure_owned."""
 
-    def __init__(self, kube: Kube, dm: DMRef, pvc: dict[str, Any]) -> None:
+    def __init__(self, kube: Kube, dm: DMRef, pvc: dict[str, Any], job: str) -> None:
         self.kube, self.dm = kube, dm
         self.claim = str(pvc["metadata"]["name"])
-        self._shown: str | None = None
+        going_on = (
+            Reason.PREFETCHING,
+            f"prefetch Job {job}: the store PVC {self.claim} is created; the Job's Pod is starting",
+        )
+        self.shown = WaitShown(kube, dm, ConditionType.CACHED, Phase.CACHING, going_on)
         self._looked: float | None = None
 
     async def look(self) -> None:
@@ -38,31 +41,8 @@ class StoreSettling:
         pvc = await Kube.run(self.kube.get, "PersistentVolumeClaim", ns, self.claim)
         holders = pods_mounting(await Kube.run(self.kube.list_pods, ns, {}), self.claim)
         message = store_wait_message(ns, self.claim, holders, pvc)
-        if message == self._shown:
-            return
-        first = self._shown is None and activity.in_activity()
-        await show_guard(
-            self.kube,
-            self.dm,
-            ConditionType.CACHED,
-            Reason.STORE_TERMINATING,
-            message,
-            first,
-            Phase.CACHING,
-        )
-        self._shown = message
+        await self.shown.show(Reason.STORE_TERMINATING, message, message)
 
-    async def settled(self, job: str) -> None:
+    async def settled(self) -> None:
         """The PVC is created: what was shown gives way to the prefetch's own reason."""
-        if self._shown is None:
-            return
-        await show_guard(
-            self.kube,
-            self.dm,
-            ConditionType.CACHED,
-            Reason.PREFETCHING,
-            f"prefetch Job {job}: the store PVC {self.claim} is created; the Job's Pod is starting",
-            False,
-            Phase.CACHING,
-        )
-        self._shown = None
+        await self.shown.clear()
