@@ -66,6 +66,7 @@ from decisionmodel.evaluation.decision import decide
 from decisionmodel.evaluation.intervals import negative_flip_count
 from decisionmodel.evaluation.phase_memory import PhaseMemory, PhaseMemoryStore
 from decisionmodel.evaluation.sequential_decision import decide_sequential
+from decisionmodel.evaluation.sequential_gates import PAIRED_GATES
 from decisionmodel.evaluation.spread import Lane, spread_cases
 from decisionmodel.rollout.contracts import (
     EVALUATE,
@@ -88,6 +89,10 @@ EVALUATE_STALL_SECONDS = 600.0
 
 # Each case's own outcome and the bootstrap sums, in this worker process only (never in history).
 PHASES = PhaseMemoryStore()
+
+# A sequential test with paired gates reads this many cases of both revisions before the paired
+# gates first look: the betting test seldom decides a gate one margin away in fewer.
+FIRST_ROUND = 100
 
 
 class NoModelReadyPod(ProbeError):
@@ -121,6 +126,15 @@ class EvaluationHeartbeat(BaseModel):
 
     def details(self) -> dict[str, Any]:
         return self.model_dump(mode="json")
+
+
+# What every phase of one attempt runs with: the input, the heartbeat, the API key, the ticker
+# and the sequential test (None without one).
+PhaseArgs = tuple[
+    EvaluateInput, EvaluationHeartbeat, str | None, HeartbeatTicker, SequentialRun | None
+]
+# The memory of the candidate's phase and of the stable's (None: not run, or not every case).
+Ran = tuple[PhaseMemory | None, PhaseMemory | None]
 
 
 def _phase_of(
@@ -231,23 +245,42 @@ class EvaluateActivities:
                     api_key = await self.secrets.api_key(inp.dm.namespace, inp.api_key)
                     await guard.passed()
                     state = self._resumed(state, inp.candidate, baseline, digest, cases, test)
-                    ran = await self._run_phase(
-                        inp, "candidate", cases, state, api_key, ticker, test
-                    )
-                    assert state.candidate is not None
-                    # A sequential test that decided early: the stable answers the same cases.
-                    cases = cases[: state.candidate.next_case_index]
-                    base_ran = None
-                    if baseline is not None:
-                        base_ran = await self._run_phase(
-                            inp, "baseline", cases, state, api_key, ticker
-                        )
+                    run = (inp, state, api_key, ticker, test)
+                    if test is not None and test.compares:
+                        ran, base_ran = await self._in_rounds(cases, test, run)
+                    else:
+                        ran, base_ran = await self._both(cases, baseline is not None, run)
                 except DmrolloutError as err:
                     if not err.permanent:
                         # Held, not failed: keep the progress, say why, let Temporal retry.
                         ticker.update(self._waiting(state, err).details())
                     raise
             return await self._finish(inp, gates, state, digest, (ran, base_ran), test)
+
+    async def _both(self, cases: list[GoldenCase], compare: bool, run: PhaseArgs) -> Ran:
+        """The candidate's phase, then (to compare with) the stable's on the same cases."""
+        inp, state, api_key, ticker, test = run
+        ran = await self._run_phase(inp, "candidate", cases, state, api_key, ticker, test)
+        assert state.candidate is not None
+        # A sequential test that decided early: the stable answers the same cases.
+        cases = cases[: state.candidate.next_case_index]
+        if not compare:
+            return ran, None
+        return ran, await self._run_phase(inp, "baseline", cases, state, api_key, ticker)
+
+    async def _in_rounds(self, cases: list[GoldenCase], test: SequentialRun, run: PhaseArgs) -> Ran:
+        """A sequential test with paired gates: the candidate answers a round of cases (fewer
+        once minAccuracy fails), the stable the same ones, the paired gates read both; the
+        rounds grow by half until the test decides or the cases run out. A round is at most
+        half again the cases before it, so the cases read past a decision are too."""
+        until = min(FIRST_ROUND, len(cases))
+        while True:
+            ran, base_ran = await self._both(cases[:until], True, run)
+            if ran is not None and base_ran is not None:
+                test.pair(ran.records, base_ran.records)
+            if test.decided or until >= len(cases):
+                return ran, base_ran
+            until = min(until + until // 2, len(cases))
 
     async def _finish(
         self,
@@ -294,6 +327,9 @@ class EvaluateActivities:
         if not policy.sequential or policy.confidence is None:
             return None
         same = previous.dataset_digest == digest and previous.sequential_start is not None
+        gates = policy.gates()
+        paired = {g: gates[str(g)] for g in PAIRED_GATES if str(g) in gates}
+        stable = inp.stable if paired else None
         return SequentialRun.begin(
             live.ledger,
             inp.candidate.hash,
@@ -302,6 +338,8 @@ class EvaluateActivities:
             raw,
             cases,
             previous.sequential_start if same else None,
+            paired={g: str(t) for g, t in paired.items()} if stable is not None else None,
+            baseline=stable.hash if stable is not None else None,
         )
 
     @staticmethod
@@ -389,7 +427,7 @@ class EvaluateActivities:
                     test.feed(found)  # raises Decided once the test has a verdict
             finally:
                 if test is not None:
-                    state.sequential_gate = test.gate.to_wire()
+                    state.sequential_gate = test.wire()
                 ticker.update(state.details())
 
         async with contextlib.AsyncExitStack() as stack:
@@ -461,6 +499,7 @@ class EvaluateActivities:
                 cand.records,
                 base_ran.records if base_ran else None,
                 seed_parts(inp, digest),
+                test.paired,
             )
             found = decision_verdict(decision)
         elif inp.policy.confidence is not None:

@@ -12,6 +12,9 @@ probability t): how often it ends Passed or Failed when
   Inconclusive (``dmrollout retry``): fixed-n starts a fresh test each time; the sequential
   gate continues the same bettors (the ledger a later evaluation carries).
 
+The same for the other sequential gates (maxAccuracyDrop, maxNegativeFlipRate:
+sequential_gates.py), each with a candidate exactly at its threshold.
+
 The bound is ``(1 - c)/2`` per side. A cell over it by more than 2.58 Monte Carlo standard
 errors prints OVER; only the sequential rows must hold (the fixed-n rows show why a sequential
 design is needed), and the exit status is 1 when one of them is over.
@@ -20,7 +23,7 @@ Cases to a decision: a candidate one margin (0.05) above t, the mean number of c
 sequential gate uses with the cap at which it passes 80 % of the time, beside the exact fixed-n
 sample with 80 % power (Clopper-Pearson, one side at ``(1 - c)/2``).
 
-    .venv/bin/python bench/gate_looks.py [--runs 4000] [--cases 200 500 2000] [--quick]
+    .venv/bin/python bench/gate_looks.py [--runs 4000] [--cases 50 200 500 2000] [--quick]
 """
 
 from __future__ import annotations
@@ -29,6 +32,7 @@ import argparse
 import math
 import random
 import statistics
+from collections.abc import Callable
 from decimal import Decimal
 
 from decisionmodel.evaluation import intervals as iv
@@ -37,6 +41,7 @@ from decisionmodel.evaluation.decision import judge
 from decisionmodel.evaluation.exact_binomial import clopper_pearson
 from decisionmodel.evaluation.scoring import PairOutcome
 from decisionmodel.evaluation.sequential import SequentialGate, run_until_decided
+from decisionmodel.evaluation.sequential_gates import fresh
 from decisionmodel.vocabulary import EvaluationResult, Gate
 
 LOOKS = 10
@@ -73,13 +78,51 @@ def fixed_retries(rng: random.Random, n: int, level: float) -> EvaluationResult:
     return EvaluationResult.INCONCLUSIVE
 
 
-def sequential(rng: random.Random, n: int, level: float, tries: int) -> EvaluationResult:
-    gate = SequentialGate(THRESHOLD, "min", (1 - level) / 2)
+def _drop_outcomes(rng: random.Random, n: int) -> list[float]:
+    """Candidate minus stable per case, the stable right and the candidate wrong 5 % of the
+    time, the reverse 3 %: a true drop of exactly DROP_MARGIN."""
+    found = []
+    for _ in range(n):
+        u = rng.random()
+        found.append(-1.0 if u < 0.05 else 1.0 if u < 0.08 else 0.0)
+    return found
+
+
+DROP_MARGIN = "0.02"
+FLIP_RATE = "0.05"
+Outcomes = Callable[[random.Random, int], list[float]]
+# Each sequential gate and a candidate exactly at its threshold.
+GATES: dict[str, tuple[Gate, str, Outcomes]] = {
+    f"minAccuracy {THRESHOLD}": (
+        Gate.MIN_ACCURACY,
+        str(THRESHOLD),
+        lambda rng, n: _outcomes(rng, THRESHOLD, n),
+    ),
+    f"maxAccuracyDrop {DROP_MARGIN}": (Gate.MAX_ACCURACY_DROP, DROP_MARGIN, _drop_outcomes),
+    f"maxNegativeFlipRate {FLIP_RATE}": (
+        Gate.MAX_NEGATIVE_FLIP_RATE,
+        FLIP_RATE,
+        lambda rng, n: _outcomes(rng, float(FLIP_RATE), n),
+    ),
+}
+
+
+def sequential(
+    rng: random.Random, n: int, level: float, tries: int, gate_name: str = ""
+) -> EvaluationResult:
+    """The gate's verdict, a look after every case, continued over ``tries`` evaluations of
+    ``n`` fresh cases each while it stays Inconclusive (the ledger)."""
+    kind, threshold, outcomes = GATES[gate_name or f"minAccuracy {THRESHOLD}"]
+    gate = fresh(kind, threshold, (1 - level) / 2)
     for _ in range(tries):  # each try continues the same bettors on fresh cases
-        gate, _ = run_until_decided(gate, _outcomes(rng, THRESHOLD, n))
+        gate, _ = run_until_decided(gate, outcomes(rng, n))
         if gate.verdict() != EvaluationResult.INCONCLUSIVE:
             break
     return gate.verdict()
+
+
+def _tried(gate_name: str, tries: int) -> Callable[[random.Random, int, float], EvaluationResult]:
+    return lambda rng, n, level: sequential(rng, n, level, tries, gate_name)
 
 
 def fixed_n_for_power(t: float, p: float, alpha: float, power: float = 0.8) -> int:
@@ -149,7 +192,7 @@ def _over(rate: float, bound: float, runs: int) -> bool:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=4000)
-    parser.add_argument("--cases", type=int, nargs="+", default=[200, 500, 2000])
+    parser.add_argument("--cases", type=int, nargs="+", default=[50, 200, 500, 2000])
     parser.add_argument("--confidence", type=float, default=0.95)
     parser.add_argument("--quick", action="store_true", help="CI: 400 runs, n 200")
     # `make bench-gates BENCH_ARGS=...` passes gate_errors.py's options too: ignored here.
@@ -159,17 +202,19 @@ def main(argv: list[str] | None = None) -> int:
     level, bound = args.confidence, (1 - args.confidence) / 2
     print(f"minAccuracy {THRESHOLD}, a candidate exactly at it; confidence {level}: bound "
           f"{bound:.4f} per side; {args.runs} seeded runs per cell")  # fmt: skip
-    print(f"{'design':<44} {'cases':>5}  {'false pass':>10}  {'false fail':>10}  result")
-    designs = [
+    print("the other sequential gates, a candidate exactly at theirs: true drop "
+          f"{DROP_MARGIN} (stable right and candidate wrong 5 %, the reverse 3 %), "
+          f"negative flips {FLIP_RATE}")  # fmt: skip
+    print(f"{'design':<56} {'cases':>5}  {'false pass':>10}  {'false fail':>10}  result")
+    designs: list[tuple[str, Callable[[random.Random, int, float], EvaluationResult], bool]] = [
         (f"fixed-n, {LOOKS} looks, stop at a verdict", fixed_looks, False),
         (f"fixed-n, up to {RETRIES} retries on fresh cases", fixed_retries, False),
-        ("sequential, a look after every case", lambda r, n, c: sequential(r, n, c, 1), True),
-        (
-            f"sequential, up to {RETRIES} retries (ledger)",
-            lambda r, n, c: sequential(r, n, c, 1 + RETRIES),
-            True,
-        ),
     ]
+    for gate_name in GATES:
+        designs += [
+            (f"{gate_name}: sequential, every case", _tried(gate_name, 1), True),
+            (f"{gate_name}: sequential, {RETRIES} retries", _tried(gate_name, 1 + RETRIES), True),
+        ]
     bad = 0
     for name, design, held in designs:
         for n in args.cases:
@@ -181,7 +226,7 @@ def main(argv: list[str] | None = None) -> int:
             over = _over(fp, bound, args.runs) or _over(ff, bound, args.runs)
             bad += over and held
             shown = ("OVER" if held else "over (expected)") if over else "ok"
-            print(f"{name:<44} {n:>5}  {fp:>10.4f}  {ff:>10.4f}  {shown}", flush=True)
+            print(f"{name:<56} {n:>5}  {fp:>10.4f}  {ff:>10.4f}  {shown}", flush=True)
     cap, mean, fixed = cases_to_decision(max(200, args.runs // 10), level)
     print()
     print(

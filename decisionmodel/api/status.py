@@ -214,6 +214,24 @@ class GateDecisionStatus(WireModel):
     )
 
 
+class LedgerGateStatus(WireModel):
+    """A gate compared with the stable within a revision's sequential test."""
+
+    gate: str = Field(max_length=32, description="maxAccuracyDrop or maxNegativeFlipRate.")
+    threshold: str = Field(max_length=16, description="The gate's threshold as written.")
+    cases: int = Field(ge=0, description="Cases this gate's test counted.")
+    verdict: EvaluationResult = Field(description="Passed, Failed or Inconclusive.")
+    pass_evidence: str = Field(max_length=32, description="The pass bettor's wealth.")
+    fail_evidence: str = Field(max_length=32, description="The fail bettor's wealth.")
+    total: str = Field(max_length=32, description="Sum of the per-case outcome (state).")
+    squares: str = Field(max_length=32, description="Sum of its squares (state).")
+    pass_log_wealth: str = Field(max_length=32, description="Log wealth, pass bettor (state).")
+    fail_log_wealth: str = Field(max_length=32, description="Log wealth, fail bettor (state).")
+    restarted: str | None = Field(
+        default=None, max_length=200, description="Why its earlier test was not continued."
+    )
+
+
 class LedgerEntryStatus(WireModel):
     """One revision's sequential test (spec.rollout.evaluation.sequential): what it counted,
     where its evidence stands, and the state the next evaluation continues from."""
@@ -243,6 +261,15 @@ class LedgerEntryStatus(WireModel):
     squares: str = Field(max_length=32, description="Sum of its squares (state).")
     pass_log_wealth: str = Field(max_length=32, description="Log wealth, pass bettor (state).")
     fail_log_wealth: str = Field(max_length=32, description="Log wealth, fail bettor (state).")
+    accuracy_cases: int | None = Field(
+        default=None, ge=0, description="minAccuracy's own count, when it decided earlier."
+    )
+    gates: list[LedgerGateStatus] = Field(
+        default_factory=list, max_length=3, description="The gates compared with the stable."
+    )
+    baseline: str | None = Field(
+        default=None, max_length=64, description="Hash of the stable revision compared with."
+    )
 
 
 class GateDesignStatus(WireModel):

@@ -16,7 +16,14 @@ gate is decided. Its state is a few numbers, kept in ``status.evaluationLedger``
 - **confidence**: the strictest one the test was judged at; lowering ``confidence`` between
   evaluations does not lower the bar (the bettors' wealth does not depend on it, the verdict's
   bar does, so raising it is always sound).
-- a changed ``minAccuracy`` is another hypothesis: a new test.
+- a changed ``minAccuracy`` is another hypothesis: a new test. A paired gate
+  (``maxAccuracyDrop``, ``maxNegativeFlipRate``: sequential_gates.py) with another threshold, or
+  against another stable revision, is a new test of that gate alone, on the cases after those
+  counted (minAccuracy's goes on; a stable changed back and forth buys no fresh look at old
+  cases).
+- a gate decided while the others read on keeps its own count of cases (``accuracy_cases``,
+  each paired gate's ``cases``): raising ``confidence`` later can reopen it, and its next bets
+  are computed from the cases it counted.
 
 Numbers only: no case, label or answer; the digest binds the lineage without showing content.
 """
@@ -24,7 +31,7 @@ Numbers only: no case, label or answer; the digest binds the lineage without sho
 from __future__ import annotations
 
 import hashlib
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from decimal import Decimal
 from typing import Any, Final
 
@@ -32,11 +39,62 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from decisionmodel.evaluation.dataset import GoldenCase
 from decisionmodel.evaluation.sequential import Bettor, SequentialGate
-from decisionmodel.vocabulary import EvaluationResult
+from decisionmodel.evaluation.sequential_gates import KINDS, fresh, overall
+from decisionmodel.vocabulary import EvaluationResult, Gate
 
 # Revisions whose test status keeps (the newest first): enough for undo and rollback-to.
 LEDGER_REVISIONS: Final = 8
 DIGEST_HEX: Final = 16
+
+
+class LedgerGate(BaseModel):
+    """A paired gate's test within a revision's (maxAccuracyDrop, maxNegativeFlipRate)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    gate: str = Field(max_length=32)
+    threshold: str = Field(max_length=16)
+    cases: int = Field(ge=0)
+    verdict: EvaluationResult
+    pass_evidence: str = Field(max_length=32)
+    fail_evidence: str = Field(max_length=32)
+    total: str = Field(max_length=32)
+    squares: str = Field(max_length=32)
+    pass_log_wealth: str = Field(max_length=32)
+    fail_log_wealth: str = Field(max_length=32)
+    restarted: str | None = Field(default=None, max_length=200)
+
+    @classmethod
+    def of(
+        cls, gate: Gate, threshold: str, test: SequentialGate, restarted: str | None = None
+    ) -> LedgerGate:
+        assert test.passer is not None and test.failer is not None
+        passing, failing = test.evidence()
+        return cls(
+            gate=str(gate),
+            threshold=threshold,
+            cases=test.cases,
+            verdict=test.verdict(),
+            pass_evidence=_wealth(passing),
+            fail_evidence=_wealth(failing),
+            total=repr(test.passer.total),
+            squares=repr(test.passer.squares),
+            pass_log_wealth=repr(test.passer.log_wealth),
+            fail_log_wealth=repr(test.failer.log_wealth),
+            restarted=restarted,
+        )
+
+    def restored(self, confidence: Decimal) -> SequentialGate:
+        gate = fresh(Gate(self.gate), self.threshold, alpha_of(confidence))
+        return _continued(gate, self.cases, self.total, self.squares, self.pass_log_wealth,
+                          self.fail_log_wealth)  # fmt: skip
+
+    def line(self) -> str:
+        text = (
+            f"{self.gate}: pass evidence {self.pass_evidence}, fail evidence "
+            f"{self.fail_evidence} over {self.cases} cases"
+        )
+        return f"{text} ({self.restarted})" if self.restarted else text
 
 
 class LedgerEntry(BaseModel):
@@ -62,6 +120,11 @@ class LedgerEntry(BaseModel):
     squares: str = Field(max_length=32)
     pass_log_wealth: str = Field(max_length=32)
     fail_log_wealth: str = Field(max_length=32)
+    # minAccuracy's own count when it was decided before the paired gates (else ``cases``).
+    accuracy_cases: int | None = Field(default=None, ge=0)
+    # The paired gates, judged against ``baseline`` (the stable revision's hash).
+    gates: list[LedgerGate] = Field(default_factory=list, max_length=len(KINDS))
+    baseline: str | None = Field(default=None, max_length=64)
 
     @property
     def stopped_early(self) -> bool:
@@ -74,6 +137,8 @@ class LedgerEntry(BaseModel):
             f"evaluation (evaluation {self.evaluations}); pass evidence {self.pass_evidence}, "
             f"fail evidence {self.fail_evidence}, {self.needed} decides"
         )
+        for gate in self.gates:
+            text += f"; {gate.line()}"
         if self.stopped_early:
             text += f"; stopped after {self.cases} of the dataset's {self.dataset_cases} cases"
         elif self.verdict == EvaluationResult.INCONCLUSIVE:
@@ -88,14 +153,21 @@ class LedgerEntry(BaseModel):
 
 @dataclass(frozen=True)
 class TestStart:
-    """Where an evaluation's test starts: the gate's state, the cases already counted, the
-    evaluations before this one, and why an earlier test was not continued (if one was not)."""
+    """Where an evaluation's test starts: each gate's state (minAccuracy's, and the paired
+    gates' against ``baseline``), the cases already counted, the evaluations before this one,
+    and why an earlier test was not continued (if one was not)."""
 
     gate: SequentialGate
     offset: int
     evaluations: int
     confidence: Decimal
     restarted: str | None = None
+    paired: dict[Gate, SequentialGate] = field(default_factory=dict)
+    baseline: str | None = None
+    # The paired gates' thresholds as the spec writes them (a drop is tested negated).
+    written: dict[Gate, str] = field(default_factory=dict)
+    # Why a paired gate's earlier test was not continued (another threshold or stable).
+    notes: dict[Gate, str] = field(default_factory=dict)
 
     def to_wire(self) -> dict[str, Any]:
         """Numbers only: a retried attempt of the same evaluation starts where this one did
@@ -106,6 +178,10 @@ class TestStart:
             "evaluations": self.evaluations,
             "confidence": str(self.confidence),
             "restarted": self.restarted,
+            "paired": {str(g): s.to_wire() for g, s in self.paired.items()},
+            "baseline": self.baseline,
+            "written": {str(g): t for g, t in self.written.items()},
+            "notes": {str(g): t for g, t in self.notes.items()},
         }
 
     @classmethod
@@ -116,6 +192,10 @@ class TestStart:
             int(raw["evaluations"]),
             Decimal(raw["confidence"]),
             raw.get("restarted"),
+            {Gate(g): SequentialGate.from_wire(w) for g, w in (raw.get("paired") or {}).items()},
+            raw.get("baseline"),
+            {Gate(g): t for g, t in (raw.get("written") or {}).items()},
+            {Gate(g): t for g, t in (raw.get("notes") or {}).items()},
         )
 
 
@@ -145,12 +225,25 @@ def start(
     threshold: str,
     confidence: Decimal,
     digests: list[str],
+    paired: dict[Gate, str] | None = None,
+    baseline: str | None = None,
 ) -> TestStart:
-    """The test this evaluation continues, or a new one (and why the earlier one was not)."""
-    fresh = SequentialGate(threshold=float(threshold), side="min", alpha=alpha_of(confidence))
+    """The test this evaluation continues, or a new one (and why the earlier one was not).
+    ``paired``: the paired gates' thresholds, set only when there is a stable ``baseline``."""
+    written = dict(paired or {})
+    alpha = alpha_of(confidence)
+    fresh_start = TestStart(
+        fresh(Gate.MIN_ACCURACY, threshold, alpha),
+        0,
+        0,
+        confidence,
+        paired={g: fresh(g, t, alpha) for g, t in written.items()},
+        baseline=baseline if written else None,
+        written=written,
+    )
     prior = next((e for e in entries if e.revision == revision), None)
     if prior is None:
-        return TestStart(fresh, 0, 0, confidence)
+        return fresh_start
     why = None
     if Decimal(prior.threshold) != Decimal(threshold):
         why = f"minAccuracy changed from {prior.threshold}: a new test"
@@ -165,19 +258,60 @@ def start(
             "counted: a new test on this dataset"
         )
     if why is not None:
-        return TestStart(fresh, 0, 0, confidence, why)
+        return replace(fresh_start, restarted=why)
     strictest = max(confidence, Decimal(prior.confidence))
-    return TestStart(_restored(prior, strictest), prior.cases, prior.evaluations, strictest)
+    tests, notes = _paired_continued(prior, fresh_start, strictest)
+    return replace(
+        fresh_start,
+        gate=_restored(prior, strictest),
+        offset=prior.cases,
+        evaluations=prior.evaluations,
+        confidence=strictest,
+        paired=tests,
+        notes=notes,
+    )
+
+
+def _paired_continued(
+    prior: LedgerEntry, now: TestStart, confidence: Decimal
+) -> tuple[dict[Gate, SequentialGate], dict[Gate, str]]:
+    """Each paired gate's test continued where ``prior`` tested the same threshold against the
+    same stable; else a new test of it on the cases after those counted (never the counted
+    ones again: minAccuracy goes on, and a stable changed back and forth must not buy fresh
+    looks at old cases), and why."""
+    tests: dict[Gate, SequentialGate] = {}
+    notes: dict[Gate, str] = {}
+    earlier = {Gate(g.gate): g for g in prior.gates}
+    for gate, threshold in now.written.items():
+        found = earlier.get(gate)
+        same = found is not None and Decimal(found.threshold) == Decimal(threshold)
+        if found is not None and same and prior.baseline == now.baseline:
+            tests[gate] = found.restored(confidence)
+            continue
+        tests[gate] = fresh(gate, threshold, alpha_of(confidence))
+        if found is not None:
+            was = f"{found.threshold} against revision {prior.baseline}"
+            notes[gate] = f"a new test on the cases after the {prior.cases} counted (was {was})"
+    return tests, notes
 
 
 def _restored(prior: LedgerEntry, confidence: Decimal) -> SequentialGate:
-    n, total, squares = prior.cases, float(prior.total), float(prior.squares)
-    return SequentialGate(
-        threshold=float(prior.threshold),
-        side="min",
-        alpha=alpha_of(confidence),
-        passer=Bettor(1, float(prior.pass_log_wealth), n, total, squares),
-        failer=Bettor(-1, float(prior.fail_log_wealth), n, total, squares),
+    gate = fresh(Gate.MIN_ACCURACY, prior.threshold, alpha_of(confidence))
+    n = prior.cases if prior.accuracy_cases is None else prior.accuracy_cases
+    return _continued(
+        gate, n, prior.total, prior.squares, prior.pass_log_wealth, prior.fail_log_wealth
+    )
+
+
+def _continued(
+    gate: SequentialGate, n: int, total: str, squares: str, passing: str, failing: str
+) -> SequentialGate:
+    """``gate`` (fresh) with its bettors where a ledger left them."""
+    assert gate.passer is not None and gate.failer is not None
+    up, down = gate.passer.direction, gate.failer.direction
+    sums = (n, float(total), float(squares))
+    return replace(
+        gate, passer=Bettor(up, float(passing), *sums), failer=Bettor(down, float(failing), *sums)
     )
 
 
@@ -187,20 +321,27 @@ def entry_of(
     revision: str,
     threshold: str,
     digests: list[str],
+    *,
+    fed: int | None = None,
+    paired: dict[Gate, SequentialGate] | None = None,
 ) -> LedgerEntry:
-    """The ledger entry once this evaluation fed ``gate`` its cases."""
+    """The ledger entry once this evaluation fed the test ``fed`` cases (by default all the
+    cases ``gate`` read): ``gate`` minAccuracy's test, ``paired`` the paired gates'."""
     assert gate.passer is not None and gate.failer is not None
+    cases = begun.offset + fed if fed is not None else gate.cases
+    tests = paired if paired is not None else begun.paired
+    judged = [gate.verdict(), *(t.verdict() for t in tests.values())]
     passing, failing = gate.evidence()
     return LedgerEntry(
         revision=revision,
         threshold=threshold,
         confidence=str(begun.confidence),
-        dataset_prefix=digests[gate.cases],
-        cases=gate.cases,
-        this_evaluation=gate.cases - begun.offset,
+        dataset_prefix=digests[cases],
+        cases=cases,
+        this_evaluation=cases - begun.offset,
         dataset_cases=len(digests) - 1,
         evaluations=begun.evaluations + 1,
-        verdict=gate.verdict(),
+        verdict=overall(judged),
         pass_evidence=_wealth(passing),
         fail_evidence=_wealth(failing),
         needed=_wealth(1 / gate.alpha),
@@ -209,6 +350,9 @@ def entry_of(
         squares=repr(gate.passer.squares),
         pass_log_wealth=repr(gate.passer.log_wealth),
         fail_log_wealth=repr(gate.failer.log_wealth),
+        accuracy_cases=gate.cases if gate.cases != cases else None,
+        gates=[LedgerGate.of(g, begun.written[g], t, begun.notes.get(g)) for g, t in tests.items()],
+        baseline=begun.baseline if tests else None,
     )
 
 

@@ -1,18 +1,17 @@
 """The decision record of a sequential evaluation (``spec.rollout.evaluation.sequential``).
 
-The verdict of ``minAccuracy`` is the sequential test's (ledger.py, sequential.py): Passed or
-Failed as soon as a bettor's wealth reaches 1 / alpha, over every case the test has counted in
-all its evaluations. The gate's interval is for reading only: a normal interval of the mean
-per-case accuracy over those cases (the test keeps their count, sum and sum of squares, not the
-cases), at the test's confidence. The figures (ECE, Brier, paired differences) are this
-evaluation's cases at fixed n, reported and not gated, as a sequential evaluation gates
-``minAccuracy`` alone.
+Each gate's verdict is its sequential test's (ledger.py, sequential.py, sequential_gates.py):
+Passed or Failed as soon as a bettor's wealth reaches 1 / alpha, over every case the test has
+counted in all its evaluations. A gate's interval is for reading only: a normal interval of the
+mean per-case outcome over those cases (the test keeps their count, sum and sum of squares, not
+the cases), at the test's confidence. The figures (ECE, Brier, paired differences) are this
+evaluation's cases at fixed n, reported and not gated.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from decimal import Decimal
 
 from decisionmodel.evaluation import intervals as iv
@@ -22,6 +21,7 @@ from decisionmodel.evaluation.decision import decide as decide_fixed
 from decisionmodel.evaluation.gates import EvaluationGates
 from decisionmodel.evaluation.ledger import LedgerEntry
 from decisionmodel.evaluation.sequential import SequentialGate
+from decisionmodel.evaluation.sequential_gates import KINDS
 from decisionmodel.vocabulary import Gate
 
 READING_METHOD = "normal, every case of the sequential test"
@@ -35,8 +35,10 @@ def decide_sequential(
     candidate: Sequence[CaseRecord],
     stable: Sequence[CaseRecord] | None,
     seed_parts: tuple[str, ...],
+    paired: Mapping[Gate, SequentialGate] | None = None,
 ) -> EvaluationDecision:
-    """The record: the test's verdict on minAccuracy, this evaluation's figures, the ledger."""
+    """The record: each test's verdict (minAccuracy's ``gate``, the ``paired`` gates'), this
+    evaluation's figures, the ledger."""
     confidence = Decimal(entry.confidence)
     figures: list[FigureInterval] = []
     if candidate:
@@ -47,25 +49,48 @@ def decide_sequential(
         interval=FigureInterval.of(TEST_FIGURE, reading_interval(gate, float(confidence))),
         threshold=entry.threshold,
         side="min",
-        verdict=entry.verdict,
+        verdict=gate.verdict(),
         sequential=True,
     )
+    written = {Gate(g.gate): g.threshold for g in entry.gates}
+    others = [
+        _paired_decision(g, test, written[g], float(confidence))
+        for g, test in (paired or {}).items()
+    ]
     return EvaluationDecision(
         confidence=entry.confidence,
         result=entry.verdict,
-        gates=[judged],
+        gates=[judged, *others],
         figures=figures,
         dataset_digest=seed_parts[0] if seed_parts else "",
         sequential=entry,
     ).sealed()
 
 
+def _paired_decision(
+    gate: Gate, test: SequentialGate, threshold: str, confidence: float
+) -> GateDecision:
+    """A paired gate's line: the drop read as stable - candidate, both as ceilings."""
+    found = reading_interval(test, confidence)
+    if gate == Gate.MAX_ACCURACY_DROP:
+        found = found.negated()
+    return GateDecision(
+        gate=str(gate),
+        interval=FigureInterval.of(f"{KINDS[gate].figure}, every case of the test", found),
+        threshold=threshold,
+        side="max",
+        verdict=test.verdict(),
+        sequential=True,
+    )
+
+
 def reading_interval(gate: SequentialGate, confidence: float) -> iv.Interval:
-    """Mean per-case accuracy over the test's cases, ± z standard errors, within [0, 1]."""
+    """Mean per-case outcome over the test's cases, ± z standard errors, within its range."""
     assert gate.passer is not None
     n, mean, squares = gate.passer.n, gate.mean, gate.passer.squares
+    lo, hi = gate.lo, gate.hi
     if n == 0:
-        return iv.Interval(0.0, 0.0, 1.0, 0, READING_METHOD)
+        return iv.Interval(0.0, lo, hi, 0, READING_METHOD)
     var = max(squares / n - mean * mean, 0.0) * n / max(n - 1, 1)
     half = iv.z_of(confidence) * math.sqrt(var / n)
-    return iv.Interval(mean, max(mean - half, 0.0), min(mean + half, 1.0), n, READING_METHOD)
+    return iv.Interval(mean, max(mean - half, lo), min(mean + half, hi), n, READING_METHOD)

@@ -210,7 +210,10 @@ class Checker:
             revision, runs, cases = entry["revision"], entry["evaluations"], entry["cases"]
             if entry.get("restarted"):
                 self._once("a sequential test goes on", f"{revision}: {entry['restarted']}")
+            counted = [g.get("cases", 0) for g in entry.get("gates") or []]
             if cases > entry["datasetCases"] or entry["thisEvaluation"] > cases:
+                self._once("a sequential test counts each case once", f"{revision}: {entry}")
+            if any(n > cases for n in counted):  # a paired gate reads only the test's cases
                 self._once("a sequential test counts each case once", f"{revision}: {entry}")
             seen_runs, seen_cases = self._tests.get(revision, (0, 0))
             if runs < seen_runs:  # left the ledger (8 revisions) and begun again

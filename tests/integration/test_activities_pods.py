@@ -617,6 +617,7 @@ def live_policy(ns: Namespace, policy: EvaluationPolicy) -> None:
         "maxAccuracyDrop": policy.max_accuracy_drop,
         "maxECE": policy.max_ece,
         "maxECEIncrease": policy.max_ece_increase,
+        "maxNegativeFlipRate": policy.max_negative_flip_rate,
         "maxCases": policy.max_cases,
         "confidence": policy.confidence,
         "sequential": policy.sequential,
@@ -765,6 +766,45 @@ async def test_evaluate_sequential_stops_early_and_continues_its_ledger(
     assert entry["revision"] == warmed.candidate.record.hash and entry["evaluations"] == 3
     assert dm["status"]["evaluation"]["decision"]["sequential"]["cases"] == continued.cases
     assert_no_content(early, more)
+
+
+async def test_evaluate_sequential_judges_the_paired_gates_in_rounds(
+    warmed: Serving, kube: CountingKube
+) -> None:
+    """Issue 35 item 4: with maxAccuracyDrop and maxNegativeFlipRate a sequential evaluation
+    runs the candidate and the stable on the same rounds of cases, judges every gate by its
+    own test, and stops once they decide: tolerant gates pass after the first round, a
+    negative-flip ceiling far below the candidate's fails it there; the ledger keeps each
+    gate's test, against the stable it compared with."""
+    acts = EvaluateActivities(kube, SETTINGS)
+    warmed.ns.config_map("golden-paired", {"cases.jsonl": jsonl(golden(300, seed=21))})
+    ref = KeyRef(kind="ConfigMap", name="golden-paired", key="cases.jsonl")
+    gates = {"confidence": "0.95", "sequential": True}
+    tolerant = evaluate_input(
+        warmed, ref, "0.3", True, max_accuracy_drop="0.5", max_negative_flip_rate="0.6", **gates
+    )
+    passed = await _run(_env(), acts.evaluate, tolerant)
+    assert passed.result == "Passed" and passed.decision is not None
+    assert [(g.gate, g.verdict) for g in passed.decision.gates] == [
+        ("minAccuracy", "Passed"),
+        ("maxAccuracyDrop", "Passed"),
+        ("maxNegativeFlipRate", "Passed"),
+    ]
+    test = passed.decision.sequential
+    assert test is not None and test.cases == passed.cases == 100 and test.stopped_early
+    assert test.baseline == warmed.stable.record.hash
+    # Each gate stopped reading at its verdict, within the cases both revisions answered.
+    assert {g.gate for g in test.gates} == {"maxAccuracyDrop", "maxNegativeFlipRate"}
+    assert all(g.verdict == "Passed" and 0 < g.cases <= 100 for g in test.gates)
+    assert passed.baseline_aggregates is not None
+
+    strict = evaluate_input(warmed, ref, "0.3", True, max_negative_flip_rate="0.01", **gates)
+    failed = await _run(_env(), acts.evaluate, strict)
+    assert failed.result == "Failed" and failed.decision is not None
+    assert failed.decision.first_failed() is not None
+    assert failed.decision.first_failed().gate == "maxNegativeFlipRate"  # type: ignore[union-attr]
+    assert failed.cases == 100 and "maxNegativeFlipRate" in failed.message
+    assert_no_content(passed, failed)
 
 
 async def test_evaluate_resumes_from_the_heartbeat_details(

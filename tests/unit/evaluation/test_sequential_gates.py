@@ -1,0 +1,222 @@
+"""The paired gates of a sequential evaluation (maxAccuracyDrop, maxNegativeFlipRate): each its
+own betting test over the cases both revisions answered, continued by the ledger, refused
+nowhere they can be judged (issue 35 item 4)."""
+
+from __future__ import annotations
+
+import json
+import random
+
+import pytest
+
+from activities.evaluate_sequential import Decided, SequentialRun
+from decisionmodel.api.status import EvaluationDecisionStatus
+from decisionmodel.evaluation import parse_dataset
+from decisionmodel.evaluation.case_records import CaseRecord
+from decisionmodel.evaluation.dataset import MAX_CASES
+from decisionmodel.evaluation.gates import EvaluationGates
+from decisionmodel.evaluation.ledger import LedgerEntry
+from decisionmodel.evaluation.sequential_decision import decide_sequential
+from decisionmodel.evaluation.sequential_gates import fed, fresh, outcome, overall
+from decisionmodel.vocabulary import EvaluationResult, Gate
+from kube.rollout_status import ledger_of, ledger_with
+
+PASSED, FAILED, INCONCLUSIVE = (
+    EvaluationResult.PASSED,
+    EvaluationResult.FAILED,
+    EvaluationResult.INCONCLUSIVE,
+)
+PAIRED = {Gate.MAX_ACCURACY_DROP: "0.02", Gate.MAX_NEGATIVE_FLIP_RATE: "0.05"}
+
+
+def dataset(n: int) -> bytes:
+    line = {"state": {}, "questions": {"q": {"type": "noul"}}, "expected": {"q": True}}
+    return "".join(json.dumps({**line, "state": {"i": i}}) + "\n" for i in range(n)).encode()
+
+
+def record(right: bool) -> CaseRecord:
+    return CaseRecord(pairs=1, correct=int(right), brier=0.0, points=(), rights=(right,))
+
+
+def paired_records(
+    rng: random.Random, n: int, stable_only: float, candidate_only: float, both: float = 0.9
+) -> tuple[list[CaseRecord], list[CaseRecord]]:
+    """Cases both got right with ``both``, only the stable ``stable_only``, only the
+    candidate ``candidate_only``, neither the rest."""
+    cand, stable = [], []
+    for _ in range(n):
+        u = rng.random()
+        s = u < both or both <= u < both + stable_only
+        c = u < both or both + stable_only <= u < both + stable_only + candidate_only
+        cand.append(record(c))
+        stable.append(record(s))
+    return cand, stable
+
+
+def begin(
+    raw: bytes, entries: list[LedgerEntry], baseline: str = "stable1", **kw: str
+) -> SequentialRun:
+    paired = {Gate(g): t for g, t in kw.items()} or PAIRED
+    return SequentialRun.begin(
+        entries, "rev1", "0.7", "0.95", raw, parse_dataset(raw, MAX_CASES), paired=paired,
+        baseline=baseline,
+    )  # fmt: skip
+
+
+def run(test: SequentialRun, cand: list[CaseRecord], stable: list[CaseRecord]) -> int:
+    """The activity's order (evaluate._in_rounds): a round of the candidate's cases (fewer
+    once the test stops them), the stable's on the same cases, the paired gates read both;
+    rounds of 100, then half again each, until the test decides. The cases read."""
+    until, used = min(100, len(cand)), 0
+    while True:
+        try:
+            while used < until:
+                used += 1
+                test.feed(cand[used - 1])
+        except Decided:
+            pass
+        test.pair(cand[:used], stable[:used])
+        if test.decided or used < until or until >= len(cand):
+            return used
+        until = min(until + until // 2, len(cand))
+
+
+def test_outcomes_are_the_per_case_difference_and_the_negative_flip() -> None:
+    right, wrong = record(True), record(False)
+    assert outcome(Gate.MAX_ACCURACY_DROP, wrong, right) == -1.0
+    assert outcome(Gate.MAX_ACCURACY_DROP, right, wrong) == 1.0
+    assert outcome(Gate.MAX_NEGATIVE_FLIP_RATE, wrong, right) == 1.0
+    assert outcome(Gate.MAX_NEGATIVE_FLIP_RATE, right, wrong) == 0.0
+    half = CaseRecord(pairs=2, correct=1, brier=0.0, points=(), rights=(True, False))
+    assert outcome(Gate.MAX_ACCURACY_DROP, half, right) == -0.5
+    assert outcome(Gate.MAX_NEGATIVE_FLIP_RATE, half, right) == 1.0  # not every question
+
+
+def test_a_candidate_as_good_as_the_stable_passes_every_gate() -> None:
+    cand, stable = paired_records(random.Random(3), 3000, 0.0, 0.0)
+    test = begin(dataset(3000), [])
+    used = run(test, cand, stable)
+    assert test.decided and used < 3000
+    entry = test.entry()
+    assert entry.verdict == PASSED and {g.verdict for g in entry.gates} == {PASSED}
+    assert {g.gate for g in entry.gates} == {str(g) for g in PAIRED}
+    # minAccuracy decided first and kept its own count; the test counted every case read.
+    assert entry.accuracy_cases is not None and entry.accuracy_cases < entry.cases == used
+
+
+def test_a_candidate_that_drops_fails_its_drop_gate_though_minaccuracy_passes() -> None:
+    # Stable right 95 %, candidate 85 %: accuracy clears 0.7, the drop (0.10) does not 0.02.
+    cand, stable = paired_records(random.Random(5), 2000, 0.10, 0.0, both=0.85)
+    test = begin(dataset(2000), [], maxAccuracyDrop="0.02")
+    run(test, cand, stable)
+    entry = test.entry()
+    assert [(g.gate, g.verdict) for g in entry.gates] == [("maxAccuracyDrop", FAILED)]
+    assert entry.verdict == FAILED and test.decided
+
+
+def test_a_failing_minaccuracy_stops_the_candidate_at_once() -> None:
+    cand, stable = paired_records(random.Random(8), 1000, 0.0, 0.0, both=0.4)
+    test = begin(dataset(1000), [])
+    used = run(test, cand, stable)
+    assert test.gate.verdict() == FAILED and used < 1000
+    assert test.entry().verdict == FAILED
+
+
+def test_a_passing_minaccuracy_does_not_stop_the_paired_gates_reading() -> None:
+    test = begin(dataset(500), [])
+    for _ in range(200):
+        test.feed(record(True))  # minAccuracy passes, the paired gates have read nothing
+    assert test.gate.verdict() == PASSED and not test.decided
+
+
+def test_the_ledger_continues_the_paired_gates_on_appended_cases() -> None:
+    rng = random.Random(11)
+    cand, stable = paired_records(rng, 240, 0.03, 0.01)
+    first = begin(dataset(120), [])
+    run(first, cand[:120], stable[:120])
+    entry = first.entry()
+    assert entry.verdict == INCONCLUSIVE and entry.cases == 120
+    entries = ledger_of({"evaluationLedger": ledger_with({}, entry)})  # status round trip
+    later = begin(dataset(240), entries)
+    assert later.begun.offset == 120
+    assert later.paired[Gate.MAX_ACCURACY_DROP].cases == 120
+    run(later, cand[120:], stable[120:])
+    whole = begin(dataset(240), [])
+    run(whole, cand, stable)
+    for gate in PAIRED:
+        assert later.paired[gate].evidence() == pytest.approx(whole.paired[gate].evidence())
+
+
+@pytest.mark.parametrize(
+    ("baseline", "paired", "restarted"),
+    [
+        ("stable2", {}, {"maxAccuracyDrop", "maxNegativeFlipRate"}),
+        ("stable1", {"maxAccuracyDrop": "0.03"}, {"maxAccuracyDrop"}),
+    ],
+)
+def test_another_stable_or_threshold_restarts_that_gate_alone_on_new_cases(
+    baseline: str, paired: dict[str, str], restarted: set[str]
+) -> None:
+    """minAccuracy's test goes on; the changed gate's starts again on the cases after those
+    counted, never on the counted ones (a stable changed back and forth buys no fresh look)."""
+    cand, stable = paired_records(random.Random(2), 60, 0.02, 0.02)
+    first = begin(dataset(60), [])
+    run(first, cand, stable)
+    gates = {**{str(g): t for g, t in PAIRED.items()}, **paired}
+    later = begin(dataset(120), [first.entry()], baseline, **gates)
+    assert later.begun.offset == 60 and later.begun.restarted is None
+    assert later.gate == first.gate  # minAccuracy continued
+    assert {str(g) for g in later.begun.notes} == restarted
+    for gate, test in later.paired.items():
+        assert test.cases == (0 if str(gate) in restarted else 60)
+    entry = later.entry()
+    assert entry.baseline == baseline
+    shown = {g.gate: g.restarted for g in entry.gates}
+    assert all("a new test on the cases after the 60 counted" in shown[g] for g in restarted)  # type: ignore[operator]
+
+
+def test_the_decision_record_shows_every_gate_and_fits_status() -> None:
+    cand, stable = paired_records(random.Random(5), 2000, 0.10, 0.0, both=0.85)
+    test = begin(dataset(2000), [])
+    used = run(test, cand, stable)
+    gates = EvaluationGates.model_validate({"minAccuracy": "0.7", **PAIRED})
+    decision = decide_sequential(
+        gates, test.entry(), test.gate, cand[:used], stable[:used], ("d",), test.paired
+    )
+    shown = {g.gate: g for g in decision.gates}
+    assert list(shown) == ["minAccuracy", "maxAccuracyDrop", "maxNegativeFlipRate"]
+    drop = shown["maxAccuracyDrop"]
+    assert drop.verdict == FAILED and drop.side == "max" and drop.threshold == "0.02"
+    assert float(drop.interval.lower) > 0.02  # read as stable - candidate
+    assert decision.result == FAILED and all(g.sequential for g in decision.gates)
+    EvaluationDecisionStatus.model_validate(decision.model_dump(mode="json", by_alias=True))
+    assert "maxAccuracyDrop: pass evidence" in decision.sequential.line()  # type: ignore[union-attr]
+
+
+def test_a_decided_gate_reads_no_more_and_the_family_verdict() -> None:
+    gate = fed(fresh(Gate.MAX_NEGATIVE_FLIP_RATE, "0.05", 0.025), [0.0] * 400)
+    assert gate.verdict() == PASSED
+    assert fed(gate, [1.0] * 50) == gate
+    assert overall([PASSED, PASSED]) == PASSED
+    assert overall([PASSED, INCONCLUSIVE]) == INCONCLUSIVE
+    assert overall([INCONCLUSIVE, FAILED]) == FAILED
+
+
+@pytest.mark.parametrize("gate", [Gate.MAX_ACCURACY_DROP, Gate.MAX_NEGATIVE_FLIP_RATE])
+def test_at_its_threshold_each_gate_errs_within_its_bound(gate: Gate) -> None:
+    """Seeded, 300 runs of 300 cases, a look after every case: the error rate of each side
+    within alpha plus 2.58 Monte Carlo standard errors (bench/gate_looks.py runs more)."""
+    rng = random.Random(str(gate))
+    passes = fails = 0
+    for _ in range(300):
+        if gate == Gate.MAX_ACCURACY_DROP:  # stable-only 5 %, candidate-only 3 %: drop 0.02
+            xs = [
+                -1.0 if (u := rng.random()) < 0.05 else 1.0 if u < 0.08 else 0.0 for _ in range(300)
+            ]
+        else:
+            xs = [1.0 if rng.random() < 0.05 else 0.0 for _ in range(300)]
+        verdict = fed(fresh(gate, PAIRED[gate], 0.025), xs).verdict()
+        passes += verdict == PASSED
+        fails += verdict == FAILED
+    bound = 0.025 + 2.58 * (0.025 * 0.975 / 300) ** 0.5
+    assert passes / 300 <= bound and fails / 300 <= bound
