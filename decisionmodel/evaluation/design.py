@@ -40,8 +40,9 @@ from decisionmodel.evaluation import intervals as iv
 from decisionmodel.evaluation.case_records import CaseRecord
 from decisionmodel.evaluation.dataset import MAX_CASES
 from decisionmodel.evaluation.exact_binomial import clopper_pearson, regularized_beta
-from decisionmodel.evaluation.sequential import SequentialGate, run_until_decided
-from decisionmodel.vocabulary import EvaluationResult
+from decisionmodel.evaluation.sequential import run_until_decided
+from decisionmodel.evaluation.sequential_gates import fed, fresh
+from decisionmodel.vocabulary import EvaluationResult, Gate
 
 DESIGN_POWER: Final = 0.8
 # Seeded runs of the sequential test per estimate: the power's Monte Carlo error is about 4
@@ -115,10 +116,18 @@ def design(
         )
     drop = gates.get("maxAccuracyDrop")
     if drop is not None:
-        found.append(_drop("maxAccuracyDrop", drop, cases, tail))
+        found.append(
+            _sequential(drop, cases, tail, Gate.MAX_ACCURACY_DROP)
+            if sequential
+            else _drop("maxAccuracyDrop", drop, cases, tail)
+        )
     flips = gates.get("maxNegativeFlipRate")
     if flips is not None:
-        found.append(_flip_rate(flips, cases, tail))
+        found.append(
+            _sequential(flips, cases, tail, Gate.MAX_NEGATIVE_FLIP_RATE)
+            if sequential
+            else _flip_rate(flips, cases, tail)
+        )
     if slices and slice_gates:
         found += _slices(slices, slice_gates, slice_min_cases, tail)
     return found
@@ -209,47 +218,66 @@ def _alike_power(n: int, z: float, m: float) -> float:
     return 1.0 if bounds is not None and bounds[1] <= m else 0.0
 
 
-def _sequential(threshold: str, n: int, tail: float) -> GateDesign:
-    t = float(threshold)
-    p = _design_accuracy(t)
-    stops = _pass_times(t, p, tail)
+def _sequential(threshold: str, n: int, tail: float, gate: Gate = Gate.MIN_ACCURACY) -> GateDesign:
+    """The product's own test (sequential_gates.py) at the gate's design candidate: one margin
+    better for minAccuracy, half the ceiling for negative flips, and for a drop a candidate
+    answering every case as the stable does (as the fixed-n design: whether it can pass)."""
+    design = _sequential_design(gate, float(threshold))
+    stops = _pass_times(gate, threshold, tail)
     passed = [s for s in stops if s is not None]
     within = [s for s in passed if s <= n]
     ordered = sorted(passed)
     at = math.ceil(DESIGN_POWER * len(stops)) - 1
+    test = fresh(gate, threshold, tail)
+    best = test.hi if test.side == "min" else test.lo
+    worst = test.lo if test.side == "min" else test.hi
     return GateDesign(
-        gate="minAccuracy",
+        gate=str(gate),
         threshold=threshold,
-        design=f"accuracy {p:.4g}",
+        design=design,
         cases=n,
-        can_pass=_all_right_passes_within(t, tail, n),
-        can_fail=t > 0,
+        can_pass=fed(test, [best] * n).verdict() == EvaluationResult.PASSED,
+        can_fail=n > 0 and worst != test.threshold,
         power=len(within) / len(stops),
         cases_for_power=ordered[at] if at < len(ordered) else None,
         expected_cases=round(sum(min(s, n) if s is not None else n for s in stops) / len(stops)),
     )
 
 
+def _sequential_design(gate: Gate, t: float) -> str:
+    if gate == Gate.MIN_ACCURACY:
+        return f"accuracy {_design_accuracy(t):.4g}"
+    if gate == Gate.MAX_NEGATIVE_FLIP_RATE:
+        return f"negative flips {t / 2:.4g}"
+    return "no drop, answering alike"
+
+
 def _design_accuracy(t: float) -> float:
     return t + (1 - t) / 2
 
 
+def _design_outcome(gate: Gate, t: float, rng: random.Random) -> float:
+    if gate == Gate.MIN_ACCURACY:
+        return 1.0 if rng.random() < _design_accuracy(t) else 0.0
+    if gate == Gate.MAX_NEGATIVE_FLIP_RATE:
+        return 1.0 if rng.random() < t / 2 else 0.0
+    return 0.0
+
+
 @lru_cache(maxsize=256)
-def _pass_times(t: float, p: float, tail: float) -> tuple[int | None, ...]:
-    """When the test passes each seeded run at true accuracy ``p`` (None: failed, or not by the
-    case limit). Seeded: the same gate and confidence give the same figures everywhere."""
+def _pass_times(gate: Gate, threshold: str, tail: float) -> tuple[int | None, ...]:
+    """When the test passes each seeded run at the design candidate (None: failed, or not by
+    the case limit). Seeded: the same gate and confidence give the same figures everywhere."""
+    t = float(threshold)
     found: list[int | None] = []
     for run in range(SEQUENTIAL_RUNS):
-        rng = random.Random(f"design|{t}|{tail}|{run}")
-        outcomes = [1.0 if rng.random() < p else 0.0 for _ in range(MAX_CASES)]
-        gate, used = run_until_decided(SequentialGate(t, "min", tail), outcomes)
-        found.append(used if gate.verdict() == EvaluationResult.PASSED else None)
+        # minAccuracy's seeds as before other gates were sequential: its figures stay put.
+        seed = f"design|{t}|{tail}|{run}"
+        rng = random.Random(seed if gate == Gate.MIN_ACCURACY else f"{gate}|{seed}")
+        outcomes = [_design_outcome(gate, t, rng) for _ in range(MAX_CASES)]
+        test, used = run_until_decided(fresh(gate, threshold, tail), outcomes)
+        found.append(used if test.verdict() == EvaluationResult.PASSED else None)
     return tuple(found)
-
-
-def _all_right_passes_within(t: float, tail: float, n: int) -> bool:
-    gate, _ = run_until_decided(SequentialGate(t, "min", tail), [1.0] * n)
-    return gate.verdict() == EvaluationResult.PASSED
 
 
 def _least_right(n: int, t: float, tail: float) -> int | None:
