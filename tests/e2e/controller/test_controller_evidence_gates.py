@@ -277,6 +277,66 @@ async def test_sequential_evaluation_stops_early_and_a_retry_continues_its_test(
     assert ctl.status("seq")["stableRevision"]["hash"] == revision  # the stable kept serving
 
 
+async def test_sequential_paired_gates_judge_the_candidate_against_the_stable(
+    ctl: RolloutHarness,
+) -> None:
+    """Issue 35 item 4: with maxAccuracyDrop and maxNegativeFlipRate a sequential evaluation
+    judges each gate by its own test against the stable: a candidate as good as the stable
+    promotes before the dataset's end, every gate Passed and kept in the ledger against that
+    stable; a candidate far worse than the stable fails maxAccuracyDrop (though it clears
+    minAccuracy) and is rolled back, the stable serving."""
+    put_model("laya", "pairgood", accuracy=0.95, confidence=0.8, revision="pairgood")
+    put_model("laya", "pairworse", accuracy=0.6, confidence=0.8, revision="pairworse")
+    cases = make_golden_set(400, seed=14)
+    ctl.golden_configmap("golden-pair", "".join(json.dumps(c) + "\n" for c in cases))
+    ctl.create_dm("pair", {"model": "laya:pairgood"})
+    await eventually(lambda: ctl.status("pair").get("phase") == "Ready", 120, what="Ready")
+    stable = ctl.status("pair")["stableRevision"]["hash"]
+    evaluation = {
+        "datasetRef": {"configMapRef": {"name": "golden-pair", "key": "cases.jsonl"}},
+        "minAccuracy": "0.30",
+        "maxAccuracyDrop": "0.20",
+        "maxNegativeFlipRate": "0.60",
+        "confidence": "0.95",
+        "sequential": True,
+    }
+    # The same model under another revision name: as good as the stable, judged against it.
+    put_model("laya", "pairsame", accuracy=0.95, confidence=0.8, revision="pairsame")
+    ctl.update_spec("pair", {"model": "laya:pairsame", "rollout": {"evaluation": evaluation}})
+    await eventually(
+        lambda: (ctl.status("pair").get("stableRevision") or {}).get("model") == "laya:pairsame",
+        240,
+        what="promoted",
+    )
+    decision = ctl.status("pair")["evaluation"]["decision"]
+    assert {g["gate"]: g["verdict"] for g in decision["gates"]} == {
+        "minAccuracy": "Passed",
+        "maxAccuracyDrop": "Passed",
+        "maxNegativeFlipRate": "Passed",
+    }
+    test = decision["sequential"]
+    assert test["baseline"] == stable and test["cases"] < 400
+    assert {g["gate"] for g in test["gates"]} == {"maxAccuracyDrop", "maxNegativeFlipRate"}
+    promoted = ctl.status("pair")["stableRevision"]["hash"]
+
+    worse = {**evaluation, "onInconclusive": "Reject"}
+    ctl.update_spec("pair", {"model": "laya:pairworse", "rollout": {"evaluation": worse}})
+    failed = await eventually(
+        lambda: (
+            (f := ctl.status("pair").get("failedRevision") or {}).get("model") == "laya:pairworse"
+            and f
+        ),
+        240,
+        what="rolled back on its drop",
+    )
+    assert failed["reason"] == "EvaluationFailed"
+    judged = {
+        g["gate"]: g["verdict"] for g in ctl.status("pair")["evaluation"]["decision"]["gates"]
+    }
+    assert judged["maxAccuracyDrop"] == "Failed" and judged["minAccuracy"] == "Passed"
+    assert ctl.status("pair")["stableRevision"]["hash"] == promoted  # the stable kept serving
+
+
 async def test_a_golden_set_too_small_for_its_gate_is_refused_before_anything_is_made(
     ctl: RolloutHarness,
 ) -> None:
