@@ -42,7 +42,7 @@ from temporalio import activity
 
 from activities import step_status
 from activities.evaluate_lanes import FAILED_CASE, in_flight_per_pod, sender
-from activities.evaluate_sequential import Decided, SequentialRun
+from activities.evaluate_sequential import Decided, SequentialRun, other_gates
 from activities.policy import LivePolicy, read_live_policy
 from activities.step_status import writes_step_status
 from activities.typed_errors import show_guards, typed_errors
@@ -66,7 +66,6 @@ from decisionmodel.evaluation.decision import decide
 from decisionmodel.evaluation.intervals import negative_flip_count
 from decisionmodel.evaluation.phase_memory import PhaseMemory, PhaseMemoryStore
 from decisionmodel.evaluation.sequential_decision import decide_sequential
-from decisionmodel.evaluation.sequential_gates import PAIRED_GATES
 from decisionmodel.evaluation.spread import Lane, spread_cases
 from decisionmodel.rollout.contracts import (
     EVALUATE,
@@ -246,8 +245,8 @@ class EvaluateActivities:
                     await guard.passed()
                     state = self._resumed(state, inp.candidate, baseline, digest, cases, test)
                     run = (inp, state, api_key, ticker, test)
-                    if test is not None and test.compares:
-                        ran, base_ran = await self._in_rounds(cases, test, run)
+                    if test is not None and test.in_rounds:
+                        ran, base_ran = await self._in_rounds(cases, test, baseline, run)
                     else:
                         ran, base_ran = await self._both(cases, baseline is not None, run)
                 except DmrolloutError as err:
@@ -268,16 +267,23 @@ class EvaluateActivities:
             return ran, None
         return ran, await self._run_phase(inp, "baseline", cases, state, api_key, ticker)
 
-    async def _in_rounds(self, cases: list[GoldenCase], test: SequentialRun, run: PhaseArgs) -> Ran:
-        """A sequential test with paired gates: the candidate answers a round of cases (fewer
-        once minAccuracy fails), the stable the same ones, the paired gates read both; the
-        rounds grow by half until the test decides or the cases run out. A round is at most
-        half again the cases before it, so the cases read past a decision are too."""
+    async def _in_rounds(
+        self,
+        cases: list[GoldenCase],
+        test: SequentialRun,
+        baseline: RevisionRecord | None,
+        run: PhaseArgs,
+    ) -> Ran:
+        """A sequential test with gates read from the case records (paired, slices): the
+        candidate answers a round of cases (fewer once minAccuracy fails), the stable the same
+        ones (when compared), the other gates read them; the rounds grow by half until the
+        test decides or the cases run out. A round is at most half again the cases before it,
+        so the cases read past a decision are too."""
         until = min(FIRST_ROUND, len(cases))
         while True:
-            ran, base_ran = await self._both(cases[:until], True, run)
-            if ran is not None and base_ran is not None:
-                test.pair(ran.records, base_ran.records)
+            ran, base_ran = await self._both(cases[:until], baseline is not None, run)
+            if ran is not None:
+                test.read(ran.records, base_ran.records if base_ran is not None else None)
             if test.decided or until >= len(cases):
                 return ran, base_ran
             until = min(until + until // 2, len(cases))
@@ -327,9 +333,7 @@ class EvaluateActivities:
         if not policy.sequential or policy.confidence is None:
             return None
         same = previous.dataset_digest == digest and previous.sequential_start is not None
-        gates = policy.gates()
-        paired = {g: gates[str(g)] for g in PAIRED_GATES if str(g) in gates}
-        stable = inp.stable if paired else None
+        stable = inp.stable.hash if inp.stable is not None and policy.needs_baseline else None
         return SequentialRun.begin(
             live.ledger,
             inp.candidate.hash,
@@ -338,8 +342,7 @@ class EvaluateActivities:
             raw,
             cases,
             previous.sequential_start if same else None,
-            paired={g: str(t) for g, t in paired.items()} if stable is not None else None,
-            baseline=stable.hash if stable is not None else None,
+            others=other_gates(policy.gates(), policy.slices, cases, stable),
         )
 
     @staticmethod
@@ -499,7 +502,7 @@ class EvaluateActivities:
                 cand.records,
                 base_ran.records if base_ran else None,
                 seed_parts(inp, digest),
-                test.paired,
+                test.others,
             )
             found = decision_verdict(decision)
         elif inp.policy.confidence is not None:

@@ -5,13 +5,14 @@ starts with the cases it counted), which cases this evaluation runs (the ones af
 renumbered from 0 so the heartbeat and the resume work as for any dataset), the gate fed case
 by case in dataset order, and the stop once it decides. The gate's state rides in the
 heartbeat (numbers only), so a retried attempt continues it exactly where its prefix ends.
-The paired gates (maxAccuracyDrop, maxNegativeFlipRate) are fed from the case records of both
-phases, recomputed from the test's start whenever the stable has answered more cases.
+The other gates (maxAccuracyDrop, maxNegativeFlipRate, the slices') are fed from the case
+records of both phases, recomputed from the test's start after each round of cases.
 """
 
 from __future__ import annotations
 
 import dataclasses
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from decimal import Decimal
@@ -20,9 +21,18 @@ from typing import Any
 from decisionmodel.evaluation import GoldenCase
 from decisionmodel.evaluation import ledger as ledgers
 from decisionmodel.evaluation.case_records import CaseRecord
-from decisionmodel.evaluation.ledger import LedgerEntry, TestStart
+from decisionmodel.evaluation.decision import SliceGates
+from decisionmodel.evaluation.ledger import LedgerEntry, OtherGates, TestStart
 from decisionmodel.evaluation.sequential import SequentialGate
-from decisionmodel.evaluation.sequential_gates import overall, paired_fed, share
+from decisionmodel.evaluation.sequential_gates import (
+    KINDS,
+    PAIRED_GATES,
+    base_gate,
+    overall,
+    record_fed,
+    share,
+    slice_gate,
+)
 from decisionmodel.vocabulary import EvaluationResult, Gate
 
 
@@ -30,10 +40,38 @@ class Decided(Exception):
     """The test decided: the candidate's phase stops sending cases."""
 
 
+def other_gates(
+    gates: dict[str, str],
+    slices: SliceGates | None,
+    cases: list[GoldenCase],
+    stable: str | None,
+) -> OtherGates:
+    """What the test judges besides minAccuracy: the paired gates (with a ``stable``), and
+    each slice with at least ``minCases`` cases in the dataset, its alpha shared among the
+    slice comparisons (Bonferroni, as decision._slices with fixed n)."""
+    written = {str(g): gates[str(g)] for g in PAIRED_GATES if stable and str(g) in gates}
+    shares: dict[str, int] = {}
+    if slices is not None:
+        counts = Counter(c.slice for c in cases if c.slice is not None)
+        per = [(Gate.MIN_ACCURACY, slices.min_accuracy)]
+        if stable:
+            per.append((Gate.MAX_ACCURACY_DROP, slices.max_accuracy_drop))
+        sliced = {
+            slice_gate(name, gate): threshold
+            for name in sorted(n for n, k in counts.items() if k >= slices.min_cases)
+            for gate, threshold in per
+            if threshold is not None
+        }
+        written |= sliced
+        shares = dict.fromkeys(sliced, len(sliced))
+    paired = any(KINDS[base_gate(g)].paired for g in written)
+    return OtherGates(written, stable if paired else None, shares)
+
+
 @dataclass
 class SequentialRun:
     """One evaluation's part of a revision's test: minAccuracy's gate, fed in the candidate's
-    phase, and the paired gates, fed once the stable has answered the same cases."""
+    phase, and the other gates (paired, slices), fed from the case records after each round."""
 
     begun: TestStart
     digests: list[str]
@@ -42,11 +80,11 @@ class SequentialRun:
     gate: SequentialGate = field(init=False)
     # Cases of this evaluation the test read (minAccuracy stops reading once decided).
     fed: int = field(init=False, default=0)
-    paired: dict[Gate, SequentialGate] = field(init=False)
+    others: dict[str, SequentialGate] = field(init=False)
 
     def __post_init__(self) -> None:
         self.gate = self.begun.gate
-        self.paired = dict(self.begun.paired)
+        self.others = dict(self.begun.others)
 
     @classmethod
     def begin(
@@ -59,19 +97,18 @@ class SequentialRun:
         cases: list[GoldenCase],
         carried: dict[str, Any] | None = None,
         *,
-        paired: dict[Gate, str] | None = None,
-        baseline: str | None = None,
+        others: OtherGates | None = None,
     ) -> SequentialRun:
         """``carried``: where an earlier attempt of this evaluation started the test (its
         heartbeat, same dataset), which wins over the ledger: the ledger may already hold this
-        very evaluation's result, written before the attempt was lost. ``paired``: the paired
-        gates' thresholds, with the stable ``baseline`` they compare with."""
+        very evaluation's result, written before the attempt was lost. ``others``: the gates
+        judged besides minAccuracy (:func:`other_gates`)."""
         digests = ledgers.prefix_digests(raw, cases)
         if carried is not None:
             begun = TestStart.from_wire(carried)
         else:
             begun = ledgers.start(
-                entries, revision, threshold, Decimal(confidence), digests, paired, baseline
+                entries, revision, threshold, Decimal(confidence), digests, others
             )
         return cls(begun, digests, revision, threshold)
 
@@ -81,13 +118,14 @@ class SequentialRun:
         return [dataclasses.replace(c, index=i) for i, c in enumerate(tail)]
 
     @property
-    def compares(self) -> bool:
-        """Whether the test has gates that need the stable's answers."""
-        return bool(self.begun.paired)
+    def in_rounds(self) -> bool:
+        """Whether gates read from the case records (paired, slices): the cases then run in
+        rounds, each judged before the next."""
+        return bool(self.begun.others)
 
     @property
     def decided(self) -> bool:
-        verdicts = [self.gate.verdict(), *(g.verdict() for g in self.paired.values())]
+        verdicts = [self.gate.verdict(), *(g.verdict() for g in self.others.values())]
         return overall(verdicts) != EvaluationResult.INCONCLUSIVE
 
     def resume(self, wire: dict[str, Any] | None, done: int) -> None:
@@ -98,7 +136,7 @@ class SequentialRun:
             return
         if "fed" in wire:
             found, fed = SequentialGate.from_wire(wire["gate"]), int(wire["fed"])
-        else:  # a heartbeat of a worker before paired gates: the gate alone
+        else:  # a heartbeat of a worker before the other gates: the gate alone
             found = SequentialGate.from_wire(wire)
             fed = found.cases - self.begun.offset
         if fed == done:
@@ -112,7 +150,7 @@ class SequentialRun:
 
     def feed(self, record: CaseRecord) -> None:
         """One more case of the candidate, in dataset order; raises :class:`Decided` once the
-        test has a verdict (with paired gates: once minAccuracy has failed, or every gate
+        test has a verdict (with other gates: once minAccuracy has failed, or every gate
         already passed)."""
         self.fed += 1
         if self.gate.verdict() == EvaluationResult.INCONCLUSIVE:
@@ -120,9 +158,9 @@ class SequentialRun:
         if self.decided:
             raise Decided
 
-    def pair(self, candidate: Sequence[CaseRecord], stable: Sequence[CaseRecord]) -> None:
-        """The paired gates fed every case both revisions answered in this evaluation."""
-        self.paired = paired_fed(self.begun.paired, candidate, stable)
+    def read(self, candidate: Sequence[CaseRecord], stable: Sequence[CaseRecord] | None) -> None:
+        """The other gates fed every case of this evaluation they read."""
+        self.others = record_fed(self.begun.others, candidate, stable)
 
     def entry(self) -> LedgerEntry:
         return ledgers.entry_of(
@@ -132,5 +170,5 @@ class SequentialRun:
             self.threshold,
             self.digests,
             fed=self.fed,
-            paired=self.paired,
+            others=self.others,
         )

@@ -13,7 +13,9 @@ probability t): how often it ends Passed or Failed when
   gate continues the same bettors (the ledger a later evaluation carries).
 
 The same for the other sequential gates (maxAccuracyDrop, maxNegativeFlipRate:
-sequential_gates.py), each with a candidate exactly at its threshold.
+sequential_gates.py), each with a candidate exactly at its threshold, and for two slices each
+exactly at ``slices.minAccuracy`` (the family's false pass: both pass; false fail: either
+fails).
 
 The bound is ``(1 - c)/2`` per side. A cell over it by more than 2.58 Monte Carlo standard
 errors prints OVER; only the sequential rows must hold (the fixed-n rows show why a sequential
@@ -41,7 +43,7 @@ from decisionmodel.evaluation.decision import judge
 from decisionmodel.evaluation.exact_binomial import clopper_pearson
 from decisionmodel.evaluation.scoring import PairOutcome
 from decisionmodel.evaluation.sequential import SequentialGate, run_until_decided
-from decisionmodel.evaluation.sequential_gates import fresh
+from decisionmodel.evaluation.sequential_gates import fed, fresh, overall
 from decisionmodel.vocabulary import EvaluationResult, Gate
 
 LOOKS = 10
@@ -119,6 +121,21 @@ def sequential(
         if gate.verdict() != EvaluationResult.INCONCLUSIVE:
             break
     return gate.verdict()
+
+
+def slices_sequential(rng: random.Random, n: int, level: float, tries: int) -> EvaluationResult:
+    """Two slices, each exactly at ``slices.minAccuracy`` 0.90, cases alternating between them:
+    each slice's test at half the error (Bonferroni), the family Failed when either fails and
+    Passed when both pass."""
+    alpha = (1 - level) / 2 / 2
+    gates = [fresh(Gate.MIN_ACCURACY, str(THRESHOLD), alpha) for _ in range(2)]
+    for _ in range(tries):
+        outcomes = _outcomes(rng, THRESHOLD, n)
+        gates = [fed(g, outcomes[i::2]) for i, g in enumerate(gates)]
+        verdict = overall(g.verdict() for g in gates)
+        if verdict != EvaluationResult.INCONCLUSIVE:
+            return verdict
+    return overall(g.verdict() for g in gates)
 
 
 def _tried(gate_name: str, tries: int) -> Callable[[random.Random, int, float], EvaluationResult]:
@@ -215,6 +232,18 @@ def main(argv: list[str] | None = None) -> int:
             (f"{gate_name}: sequential, every case", _tried(gate_name, 1), True),
             (f"{gate_name}: sequential, {RETRIES} retries", _tried(gate_name, 1 + RETRIES), True),
         ]
+    designs += [
+        (
+            "2 slices at 0.9: sequential, every case",
+            lambda r, n, c: slices_sequential(r, n, c, 1),
+            True,
+        ),
+        (
+            f"2 slices at 0.9: sequential, {RETRIES} retries",
+            lambda r, n, c: slices_sequential(r, n, c, 1 + RETRIES),
+            True,
+        ),
+    ]
     bad = 0
     for name, design, held in designs:
         for n in args.cases:

@@ -63,13 +63,13 @@ MSG_SEQUENTIAL_NEEDS_CONFIDENCE: Final = (
     'confidence; set confidence (e.g. "0.95") or remove sequential'
 )
 # The sequential tests judge means of per-case outcomes (minAccuracy, maxAccuracyDrop,
-# maxNegativeFlipRate: sequential_gates.py); the binned ECE is not one, and the slices' gates
-# are only known once the cases are read (issue 35 item 4).
-SEQUENTIAL_EXCLUDES: Final = ("maxECE", "maxECEIncrease", "slices")
+# maxNegativeFlipRate, the slices': sequential_gates.py); the binned ECE is not one (issue 35
+# item 4).
+SEQUENTIAL_EXCLUDES: Final = ("maxECE", "maxECEIncrease")
 MSG_SEQUENTIAL_GATES: Final = (
-    "sequential judges minAccuracy, maxAccuracyDrop and maxNegativeFlipRate (maxECE, "
-    "maxECEIncrease and slices need every case of one evaluation): remove maxECE, "
-    "maxECEIncrease and slices, or remove sequential"
+    "sequential judges minAccuracy, maxAccuracyDrop, maxNegativeFlipRate and slices (maxECE "
+    "and maxECEIncrease need every case of one evaluation): remove maxECE and maxECEIncrease, "
+    "or remove sequential"
 )
 # With confidence a gate passes only when the whole interval is on its side, and an interval
 # always has width: these thresholds could never pass (issue 35, bad input).
@@ -685,8 +685,8 @@ class EvaluationSpec(WireModel):
             "against the stable) after every case by sequential tests whose error stays within "
             "(1 - confidence) / 2 however often they look, stop as soon as they decide, and "
             "continue the same tests when the revision is evaluated again on the same dataset "
-            "with cases appended (status.evaluationLedger). maxECE, maxECEIncrease and slices "
-            "are refused with it."
+            "with cases appended (status.evaluationLedger); slices too, each slice's test "
+            "at its Bonferroni share. maxECE and maxECEIncrease are refused with it."
         ),
     )
 

@@ -215,9 +215,12 @@ class GateDecisionStatus(WireModel):
 
 
 class LedgerGateStatus(WireModel):
-    """A gate compared with the stable within a revision's sequential test."""
+    """A gate besides minAccuracy within a revision's sequential test (paired, a slice's)."""
 
-    gate: str = Field(max_length=32, description="maxAccuracyDrop or maxNegativeFlipRate.")
+    gate: str = Field(
+        max_length=96,
+        description="maxAccuracyDrop, maxNegativeFlipRate, or a slice's: slices[x].minAccuracy.",
+    )
     threshold: str = Field(max_length=16, description="The gate's threshold as written.")
     cases: int = Field(ge=0, description="Cases this gate's test counted.")
     verdict: EvaluationResult = Field(description="Passed, Failed or Inconclusive.")
@@ -229,6 +232,9 @@ class LedgerGateStatus(WireModel):
     fail_log_wealth: str = Field(max_length=32, description="Log wealth, fail bettor (state).")
     restarted: str | None = Field(
         default=None, max_length=200, description="Why its earlier test was not continued."
+    )
+    comparisons: int | None = Field(
+        default=None, ge=1, description="A slice's gate: the comparisons its error is shared by."
     )
 
 
@@ -265,7 +271,9 @@ class LedgerEntryStatus(WireModel):
         default=None, ge=0, description="minAccuracy's own count, when it decided earlier."
     )
     gates: list[LedgerGateStatus] = Field(
-        default_factory=list, max_length=3, description="The gates compared with the stable."
+        default_factory=list,
+        max_length=64,
+        description="The other gates: compared with the stable, and the slices'.",
     )
     baseline: str | None = Field(
         default=None, max_length=64, description="Hash of the stable revision compared with."

@@ -39,7 +39,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from decisionmodel.evaluation.dataset import GoldenCase
 from decisionmodel.evaluation.sequential import Bettor, SequentialGate
-from decisionmodel.evaluation.sequential_gates import KINDS, fresh, overall
+from decisionmodel.evaluation.sequential_gates import KINDS, base_gate, fresh, fresh_named, overall
 from decisionmodel.vocabulary import EvaluationResult, Gate
 
 # Revisions whose test status keeps (the newest first): enough for undo and rollback-to.
@@ -48,11 +48,12 @@ DIGEST_HEX: Final = 16
 
 
 class LedgerGate(BaseModel):
-    """A paired gate's test within a revision's (maxAccuracyDrop, maxNegativeFlipRate)."""
+    """A gate's test within a revision's, besides minAccuracy: maxAccuracyDrop,
+    maxNegativeFlipRate, or a slice's gate (``slices[fraud].minAccuracy``)."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
-    gate: str = Field(max_length=32)
+    gate: str = Field(max_length=96)
     threshold: str = Field(max_length=16)
     cases: int = Field(ge=0)
     verdict: EvaluationResult
@@ -63,16 +64,16 @@ class LedgerGate(BaseModel):
     pass_log_wealth: str = Field(max_length=32)
     fail_log_wealth: str = Field(max_length=32)
     restarted: str | None = Field(default=None, max_length=200)
+    # A slice's gate is judged at alpha over this many comparisons (Bonferroni).
+    comparisons: int | None = Field(default=None, ge=1)
 
     @classmethod
-    def of(
-        cls, gate: Gate, threshold: str, test: SequentialGate, restarted: str | None = None
-    ) -> LedgerGate:
+    def of(cls, name: str, begun: TestStart, test: SequentialGate) -> LedgerGate:
         assert test.passer is not None and test.failer is not None
         passing, failing = test.evidence()
         return cls(
-            gate=str(gate),
-            threshold=threshold,
+            gate=name,
+            threshold=begun.written[name],
             cases=test.cases,
             verdict=test.verdict(),
             pass_evidence=_wealth(passing),
@@ -81,11 +82,12 @@ class LedgerGate(BaseModel):
             squares=repr(test.passer.squares),
             pass_log_wealth=repr(test.passer.log_wealth),
             fail_log_wealth=repr(test.failer.log_wealth),
-            restarted=restarted,
+            restarted=begun.notes.get(name),
+            comparisons=begun.shares.get(name),
         )
 
-    def restored(self, confidence: Decimal) -> SequentialGate:
-        gate = fresh(Gate(self.gate), self.threshold, alpha_of(confidence))
+    def restored(self, alpha: float) -> SequentialGate:
+        gate = fresh_named(self.gate, self.threshold, alpha)
         return _continued(gate, self.cases, self.total, self.squares, self.pass_log_wealth,
                           self.fail_log_wealth)  # fmt: skip
 
@@ -122,8 +124,8 @@ class LedgerEntry(BaseModel):
     fail_log_wealth: str = Field(max_length=32)
     # minAccuracy's own count when it was decided before the paired gates (else ``cases``).
     accuracy_cases: int | None = Field(default=None, ge=0)
-    # The paired gates, judged against ``baseline`` (the stable revision's hash).
-    gates: list[LedgerGate] = Field(default_factory=list, max_length=len(KINDS))
+    # The other gates (paired ones judged against ``baseline``, the stable revision's hash).
+    gates: list[LedgerGate] = Field(default_factory=list, max_length=64)
     baseline: str | None = Field(default=None, max_length=64)
 
     @property
@@ -153,21 +155,24 @@ class LedgerEntry(BaseModel):
 
 @dataclass(frozen=True)
 class TestStart:
-    """Where an evaluation's test starts: each gate's state (minAccuracy's, and the paired
-    gates' against ``baseline``), the cases already counted, the evaluations before this one,
-    and why an earlier test was not continued (if one was not)."""
+    """Where an evaluation's test starts: minAccuracy's state and the other gates' (read from
+    the case records after each round: the paired ones against ``baseline``, the slices'),
+    the cases already counted, the evaluations before this one, and why an earlier test was
+    not continued (if one was not)."""
 
     gate: SequentialGate
     offset: int
     evaluations: int
     confidence: Decimal
     restarted: str | None = None
-    paired: dict[Gate, SequentialGate] = field(default_factory=dict)
+    others: dict[str, SequentialGate] = field(default_factory=dict)
     baseline: str | None = None
-    # The paired gates' thresholds as the spec writes them (a drop is tested negated).
-    written: dict[Gate, str] = field(default_factory=dict)
-    # Why a paired gate's earlier test was not continued (another threshold or stable).
-    notes: dict[Gate, str] = field(default_factory=dict)
+    # The other gates' thresholds as the spec writes them (a drop is tested negated).
+    written: dict[str, str] = field(default_factory=dict)
+    # Why another gate's earlier test was not continued (another threshold or stable).
+    notes: dict[str, str] = field(default_factory=dict)
+    # A slice's gate: the comparisons its alpha is shared among (Bonferroni).
+    shares: dict[str, int] = field(default_factory=dict)
 
     def to_wire(self) -> dict[str, Any]:
         """Numbers only: a retried attempt of the same evaluation starts where this one did
@@ -178,10 +183,11 @@ class TestStart:
             "evaluations": self.evaluations,
             "confidence": str(self.confidence),
             "restarted": self.restarted,
-            "paired": {str(g): s.to_wire() for g, s in self.paired.items()},
+            "others": {g: s.to_wire() for g, s in self.others.items()},
             "baseline": self.baseline,
-            "written": {str(g): t for g, t in self.written.items()},
-            "notes": {str(g): t for g, t in self.notes.items()},
+            "written": self.written,
+            "notes": self.notes,
+            "shares": self.shares,
         }
 
     @classmethod
@@ -192,11 +198,25 @@ class TestStart:
             int(raw["evaluations"]),
             Decimal(raw["confidence"]),
             raw.get("restarted"),
-            {Gate(g): SequentialGate.from_wire(w) for g, w in (raw.get("paired") or {}).items()},
+            {g: SequentialGate.from_wire(w) for g, w in (raw.get("others") or {}).items()},
             raw.get("baseline"),
-            {Gate(g): t for g, t in (raw.get("written") or {}).items()},
-            {Gate(g): t for g, t in (raw.get("notes") or {}).items()},
+            dict(raw.get("written") or {}),
+            dict(raw.get("notes") or {}),
+            {g: int(k) for g, k in (raw.get("shares") or {}).items()},
         )
+
+
+@dataclass(frozen=True)
+class OtherGates:
+    """What a test judges besides minAccuracy: each gate's threshold as written (the paired
+    ones only with a stable ``baseline`` to compare with), and the slices' Bonferroni shares."""
+
+    written: dict[str, str] = field(default_factory=dict)
+    baseline: str | None = None
+    shares: dict[str, int] = field(default_factory=dict)
+
+    def alpha(self, name: str, confidence: Decimal) -> float:
+        return alpha_of(confidence) / self.shares.get(name, 1)
 
 
 def alpha_of(confidence: Decimal) -> float:
@@ -225,21 +245,19 @@ def start(
     threshold: str,
     confidence: Decimal,
     digests: list[str],
-    paired: dict[Gate, str] | None = None,
-    baseline: str | None = None,
+    others: OtherGates | None = None,
 ) -> TestStart:
-    """The test this evaluation continues, or a new one (and why the earlier one was not).
-    ``paired``: the paired gates' thresholds, set only when there is a stable ``baseline``."""
-    written = dict(paired or {})
-    alpha = alpha_of(confidence)
+    """The test this evaluation continues, or a new one (and why the earlier one was not)."""
+    plan = others or OtherGates()
     fresh_start = TestStart(
-        fresh(Gate.MIN_ACCURACY, threshold, alpha),
+        fresh(Gate.MIN_ACCURACY, threshold, alpha_of(confidence)),
         0,
         0,
         confidence,
-        paired={g: fresh(g, t, alpha) for g, t in written.items()},
-        baseline=baseline if written else None,
-        written=written,
+        others={g: fresh_named(g, t, plan.alpha(g, confidence)) for g, t in plan.written.items()},
+        baseline=plan.baseline,
+        written=plan.written,
+        shares=plan.shares,
     )
     prior = next((e for e in entries if e.revision == revision), None)
     if prior is None:
@@ -259,40 +277,45 @@ def start(
         )
     if why is not None:
         return replace(fresh_start, restarted=why)
-    strictest = max(confidence, Decimal(prior.confidence))
-    tests, notes = _paired_continued(prior, fresh_start, strictest)
-    return replace(
-        fresh_start,
-        gate=_restored(prior, strictest),
-        offset=prior.cases,
-        evaluations=prior.evaluations,
-        confidence=strictest,
-        paired=tests,
-        notes=notes,
-    )
+    return _continued_start(prior, plan, max(confidence, Decimal(prior.confidence)))
 
 
-def _paired_continued(
-    prior: LedgerEntry, now: TestStart, confidence: Decimal
-) -> tuple[dict[Gate, SequentialGate], dict[Gate, str]]:
-    """Each paired gate's test continued where ``prior`` tested the same threshold against the
-    same stable; else a new test of it on the cases after those counted (never the counted
-    ones again: minAccuracy goes on, and a stable changed back and forth must not buy fresh
-    looks at old cases), and why."""
-    tests: dict[Gate, SequentialGate] = {}
-    notes: dict[Gate, str] = {}
-    earlier = {Gate(g.gate): g for g in prior.gates}
-    for gate, threshold in now.written.items():
-        found = earlier.get(gate)
+def _continued_start(prior: LedgerEntry, plan: OtherGates, confidence: Decimal) -> TestStart:
+    """minAccuracy's test continued at ``confidence`` (the strictest yet); each other gate's
+    test continued where ``prior`` tested the same threshold (against the
+    same stable, for a paired one), at the stricter of its shares; else a new test of it on
+    the cases after those counted (never the counted ones again: minAccuracy goes on, and a
+    stable changed back and forth must not buy fresh looks at old cases), and why."""
+    tests: dict[str, SequentialGate] = {}
+    notes: dict[str, str] = {}
+    shares = dict(plan.shares)
+    earlier = {g.gate: g for g in prior.gates}
+    for name, threshold in plan.written.items():
+        found = earlier.get(name)
+        paired = KINDS[base_gate(name)].paired
         same = found is not None and Decimal(found.threshold) == Decimal(threshold)
-        if found is not None and same and prior.baseline == now.baseline:
-            tests[gate] = found.restored(confidence)
+        if found is not None and same and (not paired or prior.baseline == plan.baseline):
+            if name in shares:  # the stricter share: never a looser bar than before
+                shares[name] = max(shares[name], found.comparisons or 1)
+            tests[name] = found.restored(alpha_of(confidence) / shares.get(name, 1))
             continue
-        tests[gate] = fresh(gate, threshold, alpha_of(confidence))
+        tests[name] = fresh_named(name, threshold, plan.alpha(name, confidence))
         if found is not None:
             was = f"{found.threshold} against revision {prior.baseline}"
-            notes[gate] = f"a new test on the cases after the {prior.cases} counted (was {was})"
-    return tests, notes
+            if not paired:
+                was = found.threshold
+            notes[name] = f"a new test on the cases after the {prior.cases} counted (was {was})"
+    return TestStart(
+        _restored(prior, confidence),
+        prior.cases,
+        prior.evaluations,
+        confidence,
+        others=tests,
+        baseline=plan.baseline,
+        written=plan.written,
+        notes=notes,
+        shares=shares,
+    )
 
 
 def _restored(prior: LedgerEntry, confidence: Decimal) -> SequentialGate:
@@ -323,13 +346,13 @@ def entry_of(
     digests: list[str],
     *,
     fed: int | None = None,
-    paired: dict[Gate, SequentialGate] | None = None,
+    others: dict[str, SequentialGate] | None = None,
 ) -> LedgerEntry:
     """The ledger entry once this evaluation fed the test ``fed`` cases (by default all the
-    cases ``gate`` read): ``gate`` minAccuracy's test, ``paired`` the paired gates'."""
+    cases ``gate`` read): ``gate`` minAccuracy's test, ``others`` the other gates'."""
     assert gate.passer is not None and gate.failer is not None
     cases = begun.offset + fed if fed is not None else gate.cases
-    tests = paired if paired is not None else begun.paired
+    tests = others if others is not None else begun.others
     judged = [gate.verdict(), *(t.verdict() for t in tests.values())]
     passing, failing = gate.evidence()
     return LedgerEntry(
@@ -351,7 +374,7 @@ def entry_of(
         pass_log_wealth=repr(gate.passer.log_wealth),
         fail_log_wealth=repr(gate.failer.log_wealth),
         accuracy_cases=gate.cases if gate.cases != cases else None,
-        gates=[LedgerGate.of(g, begun.written[g], t, begun.notes.get(g)) for g, t in tests.items()],
+        gates=[LedgerGate.of(g, begun, t) for g, t in tests.items()],
         baseline=begun.baseline if tests else None,
     )
 

@@ -21,7 +21,7 @@ from decisionmodel.evaluation.decision import decide as decide_fixed
 from decisionmodel.evaluation.gates import EvaluationGates
 from decisionmodel.evaluation.ledger import LedgerEntry
 from decisionmodel.evaluation.sequential import SequentialGate
-from decisionmodel.evaluation.sequential_gates import KINDS
+from decisionmodel.evaluation.sequential_gates import KINDS, base_gate, slice_of
 from decisionmodel.vocabulary import Gate
 
 READING_METHOD = "normal, every case of the sequential test"
@@ -35,10 +35,10 @@ def decide_sequential(
     candidate: Sequence[CaseRecord],
     stable: Sequence[CaseRecord] | None,
     seed_parts: tuple[str, ...],
-    paired: Mapping[Gate, SequentialGate] | None = None,
+    others: Mapping[str, SequentialGate] | None = None,
 ) -> EvaluationDecision:
-    """The record: each test's verdict (minAccuracy's ``gate``, the ``paired`` gates'), this
-    evaluation's figures, the ledger."""
+    """The record: each test's verdict (minAccuracy's ``gate``, the ``others``: paired gates
+    and slices), this evaluation's figures, the ledger."""
     confidence = Decimal(entry.confidence)
     figures: list[FigureInterval] = []
     if candidate:
@@ -52,33 +52,35 @@ def decide_sequential(
         verdict=gate.verdict(),
         sequential=True,
     )
-    written = {Gate(g.gate): g.threshold for g in entry.gates}
-    others = [
-        _paired_decision(g, test, written[g], float(confidence))
-        for g, test in (paired or {}).items()
+    written = {g.gate: g.threshold for g in entry.gates}
+    judged_too = [
+        _other_decision(g, test, written[g], float(confidence))
+        for g, test in (others or {}).items()
     ]
     return EvaluationDecision(
         confidence=entry.confidence,
         result=entry.verdict,
-        gates=[judged, *others],
+        gates=[judged, *judged_too],
         figures=figures,
         dataset_digest=seed_parts[0] if seed_parts else "",
         sequential=entry,
     ).sealed()
 
 
-def _paired_decision(
-    gate: Gate, test: SequentialGate, threshold: str, confidence: float
+def _other_decision(
+    name: str, test: SequentialGate, threshold: str, confidence: float
 ) -> GateDecision:
-    """A paired gate's line: the drop read as stable - candidate, both as ceilings."""
+    """Another gate's line: a drop read as stable - candidate, as a ceiling, as fixed n does."""
+    gate, where = base_gate(name), slice_of(name)
     found = reading_interval(test, confidence)
+    figure = KINDS[gate].figure if where is None else f"slice {where} {KINDS[gate].figure}"
     if gate == Gate.MAX_ACCURACY_DROP:
         found = found.negated()
     return GateDecision(
-        gate=str(gate),
-        interval=FigureInterval.of(f"{KINDS[gate].figure}, every case of the test", found),
+        gate=name,
+        interval=FigureInterval.of(f"{figure}, every case of the test", found),
         threshold=threshold,
-        side="max",
+        side="min" if gate == Gate.MIN_ACCURACY else "max",
         verdict=test.verdict(),
         sequential=True,
     )

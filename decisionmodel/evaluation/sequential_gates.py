@@ -15,9 +15,12 @@ The evaluation is Failed once any gate is, Passed once every gate is, Inconclusi
 Each verdict's error is at most alpha = (1 - confidence) / 2, as each fixed-n gate's; a false
 fail of the evaluation is a union over the gates, as with fixed n (docs/evaluation.md).
 
+A slice's gates (``slices[fraud].minAccuracy``, ``.maxAccuracyDrop``) are the same tests on
+that slice's cases only, each at alpha over the number of slice comparisons (Bonferroni, as
+with fixed n).
+
 Not sequential (refused with ``sequential``, named on the condition): the ECE gates, whose
-binned ECE is a sum of absolute means, not the mean of a per-case outcome, and slices, whose
-set of gates (one per slice with enough cases) is only known once the cases are read.
+binned ECE is a sum of absolute means, not the mean of a per-case outcome.
 """
 
 from __future__ import annotations
@@ -53,6 +56,8 @@ KINDS: Final = {
     ),
 }
 PAIRED_GATES: Final = tuple(g for g, k in KINDS.items() if k.paired)
+# A slice's gates are named as the spec and the decision record name them.
+SLICE_PREFIX: Final = "slices["
 
 
 def share(record: CaseRecord) -> float:
@@ -88,15 +93,45 @@ def fed(gate: SequentialGate, outcomes: Iterable[float]) -> SequentialGate:
     return gate
 
 
-def paired_fed(
-    start: Mapping[Gate, SequentialGate],
+def base_gate(name: str) -> Gate:
+    """The gate a name tests: ``slices[fraud].minAccuracy`` tests minAccuracy."""
+    return Gate(name.rpartition("].")[2] if name.startswith(SLICE_PREFIX) else name)
+
+
+def slice_of(name: str) -> str | None:
+    """The slice a gate's name restricts it to (None: every case)."""
+    return name[len(SLICE_PREFIX) :].rpartition("].")[0] if name.startswith(SLICE_PREFIX) else None
+
+
+def slice_gate(slice_name: str, gate: Gate) -> str:
+    return f"{SLICE_PREFIX}{slice_name}].{gate}"
+
+
+def fresh_named(name: str, threshold: str, alpha: float) -> SequentialGate:
+    return fresh(base_gate(name), threshold, alpha)
+
+
+def record_fed(
+    start: Mapping[str, SequentialGate],
     candidate: Sequence[CaseRecord],
-    stable: Sequence[CaseRecord],
-) -> dict[Gate, SequentialGate]:
-    """Each paired gate fed the cases both revisions answered, in dataset order, from its
-    state at the start of this evaluation (pure: the same records give the same gates)."""
-    pairs = list(zip(candidate, stable, strict=False))
-    return {g: fed(s, (outcome(g, c, b) for c, b in pairs)) for g, s in start.items()}
+    stable: Sequence[CaseRecord] | None,
+) -> dict[str, SequentialGate]:
+    """Each gate fed the cases of this evaluation it reads (a slice's: that slice's; a paired
+    one's: those the stable answered too), in dataset order, from its state at the start of
+    the evaluation (pure: the same records give the same gates)."""
+    answered = list(stable or [])
+    found: dict[str, SequentialGate] = {}
+    for name, gate in start.items():
+        kind, where = KINDS[base_gate(name)], slice_of(name)
+        rows = [
+            (c, answered[i] if i < len(answered) else None)
+            for i, c in enumerate(candidate)
+            if where is None or c.slice == where
+        ]
+        if kind.paired:
+            rows = [(c, s) for c, s in rows if s is not None]
+        found[name] = fed(gate, (outcome(kind.gate, c, s) for c, s in rows))
+    return found
 
 
 def overall(verdicts: Iterable[EvaluationResult]) -> EvaluationResult:

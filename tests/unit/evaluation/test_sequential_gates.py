@@ -9,13 +9,14 @@ import random
 
 import pytest
 
-from activities.evaluate_sequential import Decided, SequentialRun
+from activities.evaluate_sequential import Decided, SequentialRun, other_gates
 from decisionmodel.api.status import EvaluationDecisionStatus
 from decisionmodel.evaluation import parse_dataset
 from decisionmodel.evaluation.case_records import CaseRecord
 from decisionmodel.evaluation.dataset import MAX_CASES
+from decisionmodel.evaluation.decision import SliceGates
 from decisionmodel.evaluation.gates import EvaluationGates
-from decisionmodel.evaluation.ledger import LedgerEntry
+from decisionmodel.evaluation.ledger import LedgerEntry, OtherGates
 from decisionmodel.evaluation.sequential_decision import decide_sequential
 from decisionmodel.evaluation.sequential_gates import fed, fresh, outcome, overall
 from decisionmodel.vocabulary import EvaluationResult, Gate
@@ -56,10 +57,10 @@ def paired_records(
 def begin(
     raw: bytes, entries: list[LedgerEntry], baseline: str = "stable1", **kw: str
 ) -> SequentialRun:
-    paired = {Gate(g): t for g, t in kw.items()} or PAIRED
+    written = kw or {str(g): t for g, t in PAIRED.items()}
     return SequentialRun.begin(
-        entries, "rev1", "0.7", "0.95", raw, parse_dataset(raw, MAX_CASES), paired=paired,
-        baseline=baseline,
+        entries, "rev1", "0.7", "0.95", raw, parse_dataset(raw, MAX_CASES),
+        others=OtherGates(written, baseline),
     )  # fmt: skip
 
 
@@ -75,7 +76,7 @@ def run(test: SequentialRun, cand: list[CaseRecord], stable: list[CaseRecord]) -
                 test.feed(cand[used - 1])
         except Decided:
             pass
-        test.pair(cand[:used], stable[:used])
+        test.read(cand[:used], stable[:used])
         if test.decided or used < until or until >= len(cand):
             return used
         until = min(until + until // 2, len(cand))
@@ -139,12 +140,12 @@ def test_the_ledger_continues_the_paired_gates_on_appended_cases() -> None:
     entries = ledger_of({"evaluationLedger": ledger_with({}, entry)})  # status round trip
     later = begin(dataset(240), entries)
     assert later.begun.offset == 120
-    assert later.paired[Gate.MAX_ACCURACY_DROP].cases == 120
+    assert later.others["maxAccuracyDrop"].cases == 120
     run(later, cand[120:], stable[120:])
     whole = begin(dataset(240), [])
     run(whole, cand, stable)
     for gate in PAIRED:
-        assert later.paired[gate].evidence() == pytest.approx(whole.paired[gate].evidence())
+        assert later.others[gate].evidence() == pytest.approx(whole.others[gate].evidence())
 
 
 @pytest.mark.parametrize(
@@ -167,7 +168,7 @@ def test_another_stable_or_threshold_restarts_that_gate_alone_on_new_cases(
     assert later.begun.offset == 60 and later.begun.restarted is None
     assert later.gate == first.gate  # minAccuracy continued
     assert {str(g) for g in later.begun.notes} == restarted
-    for gate, test in later.paired.items():
+    for gate, test in later.others.items():
         assert test.cases == (0 if str(gate) in restarted else 60)
     entry = later.entry()
     assert entry.baseline == baseline
@@ -181,7 +182,7 @@ def test_the_decision_record_shows_every_gate_and_fits_status() -> None:
     used = run(test, cand, stable)
     gates = EvaluationGates.model_validate({"minAccuracy": "0.7", **PAIRED})
     decision = decide_sequential(
-        gates, test.entry(), test.gate, cand[:used], stable[:used], ("d",), test.paired
+        gates, test.entry(), test.gate, cand[:used], stable[:used], ("d",), test.others
     )
     shown = {g.gate: g for g in decision.gates}
     assert list(shown) == ["minAccuracy", "maxAccuracyDrop", "maxNegativeFlipRate"]
@@ -220,3 +221,80 @@ def test_at_its_threshold_each_gate_errs_within_its_bound(gate: Gate) -> None:
         fails += verdict == FAILED
     bound = 0.025 + 2.58 * (0.025 * 0.975 / 300) ** 0.5
     assert passes / 300 <= bound and fails / 300 <= bound
+
+
+def sliced_dataset(slices: list[str]) -> bytes:
+    line = {"questions": {"q": {"type": "noul"}}, "expected": {"q": True}}
+    rows = [{**line, "state": {"i": i}, "slice": name} for i, name in enumerate(slices)]
+    return "".join(json.dumps(r) + "\n" for r in rows).encode()
+
+
+def sliced_record(right: bool, name: str) -> CaseRecord:
+    return CaseRecord(
+        pairs=1, correct=int(right), brier=0.0, points=(), slice=name, rights=(right,)
+    )
+
+
+def test_slices_with_enough_cases_are_gated_at_their_bonferroni_share() -> None:
+    cases = parse_dataset(sliced_dataset(["a"] * 40 + ["b"] * 40 + ["c"] * 5), MAX_CASES)
+    slices = SliceGates(min_accuracy="0.6", max_accuracy_drop="0.1", min_cases=30)
+    compared = other_gates({"maxAccuracyDrop": "0.02"}, slices, cases, "stable1")
+    assert compared.written == {
+        "maxAccuracyDrop": "0.02",
+        "slices[a].minAccuracy": "0.6",
+        "slices[a].maxAccuracyDrop": "0.1",
+        "slices[b].minAccuracy": "0.6",
+        "slices[b].maxAccuracyDrop": "0.1",
+    }
+    assert set(compared.shares.values()) == {4} and compared.baseline == "stable1"
+    alone = other_gates({}, slices, cases, None)  # no stable: no drop, half the comparisons
+    assert alone.written == {"slices[a].minAccuracy": "0.6", "slices[b].minAccuracy": "0.6"}
+    assert set(alone.shares.values()) == {2} and alone.baseline is None
+
+
+def test_a_fragile_slice_fails_its_gate_and_the_ledger_keeps_every_slice() -> None:
+    names = ["main", "fragile"] * 300
+    raw = sliced_dataset(names)
+    slices = SliceGates(min_accuracy="0.6", min_cases=30)
+    plan = other_gates({}, slices, parse_dataset(raw, MAX_CASES), None)
+    test = SequentialRun.begin(
+        [], "rev1", "0.5", "0.95", raw, parse_dataset(raw, MAX_CASES), others=plan
+    )
+    rng = random.Random(4)
+    cand = [sliced_record(rng.random() < (0.95 if n == "main" else 0.3), n) for n in names]
+    used = run(test, cand, cand)
+    entry = test.entry()
+    verdicts = {g.gate: g.verdict for g in entry.gates}
+    assert verdicts["slices[fragile].minAccuracy"] == FAILED and entry.verdict == FAILED
+    assert used < len(names) and all(g.comparisons == 2 for g in entry.gates)
+    gates = EvaluationGates.model_validate({"minAccuracy": "0.5"})
+    decision = decide_sequential(gates, entry, test.gate, cand[:used], None, ("d",), test.others)
+    fragile = next(g for g in decision.gates if g.gate == "slices[fragile].minAccuracy")
+    assert fragile.side == "min" and fragile.interval.figure.startswith("slice fragile accuracy")
+    EvaluationDecisionStatus.model_validate(decision.model_dump(mode="json", by_alias=True))
+
+
+def test_a_slice_appearing_later_raises_the_others_share_and_starts_its_own_test() -> None:
+    slices = SliceGates(min_accuracy="0.6", min_cases=30)
+    first_raw = sliced_dataset(["a"] * 60 + ["b"] * 10)
+    cases = parse_dataset(first_raw, MAX_CASES)
+    first = SequentialRun.begin(
+        [], "rev1", "0.5", "0.95", first_raw, cases,
+        others=other_gates({}, slices, cases, None),
+    )  # fmt: skip
+    records = [sliced_record(i % 3 != 0, c.slice or "") for i, c in enumerate(cases)]
+    run(first, records, records)
+    assert {g.gate for g in first.entry().gates} == {"slices[a].minAccuracy"}
+    more_raw = first_raw + sliced_dataset(["b"] * 30).replace(b'"i": ', b'"i": 1000')
+    more = parse_dataset(more_raw, MAX_CASES)
+    later = SequentialRun.begin(
+        [first.entry()], "rev1", "0.5", "0.95", more_raw, more,
+        others=other_gates({}, slices, more, None),
+    )  # fmt: skip
+    assert later.begun.offset == 70 and later.begun.restarted is None
+    assert later.begun.shares == {"slices[a].minAccuracy": 2, "slices[b].minAccuracy": 2}
+    assert (
+        later.others["slices[a].minAccuracy"].cases == first.others["slices[a].minAccuracy"].cases
+    )
+    assert later.others["slices[a].minAccuracy"].alpha == pytest.approx(0.025 / 2)
+    assert later.others["slices[b].minAccuracy"].cases == 0 and not later.begun.notes
