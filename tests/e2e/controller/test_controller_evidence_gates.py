@@ -201,6 +201,46 @@ async def test_a_regression_in_one_slice_fails_its_gate_while_the_overall_gates_
     assert marker not in json.dumps(ctl.dm("sliced"))  # a slice's name shows, its cases do not
 
 
+async def test_a_sequential_evaluation_fails_a_regressed_slice_on_its_own_test(
+    ctl: RolloutHarness,
+) -> None:
+    """Issue 35 item 4: with sequential, each slice is judged by its own betting test at its
+    Bonferroni share: a slice the candidate gets wrong (one case in ten, spread through the
+    dataset) fails it and the stable keeps serving; the ledger keeps each slice's test."""
+    marker = "FRAGILE-SEQ"
+    cases = make_golden_set(300, seed=15)
+    for i, c in enumerate(cases):
+        c["slice"] = "fragile" if i % 10 == 0 else "main"
+        if i % 10 == 0:
+            c["state"] = f"{marker} {c['state']}"
+    ctl.golden_configmap("golden-seqslice", "".join(json.dumps(c) + "\n" for c in cases))
+    put_model("laya", "seqsliced", accuracy=0.95, weak_marker=marker, weak_accuracy=0.0)
+    ctl.create_dm("seqsliced", {"model": "laya:en"})
+    await eventually(lambda: ctl.status("seqsliced").get("phase") == "Ready", 120, what="Ready")
+    stable = ctl.status("seqsliced")["stableRevision"]["hash"]
+    evaluation = {
+        "datasetRef": {"configMapRef": {"name": "golden-seqslice", "key": "cases.jsonl"}},
+        "minAccuracy": "0.60",
+        "confidence": "0.95",
+        "sequential": True,
+        "slices": {"minAccuracy": "0.85", "minCases": 10},
+    }
+    spec = {"model": "laya:seqsliced", "rollout": {"evaluation": evaluation}}
+    ctl.update_spec("seqsliced", spec)
+    failed = await eventually(
+        lambda: ctl.status("seqsliced").get("failedRevision"), 240, what="rolled back"
+    )
+    assert failed["reason"] == "EvaluationFailed"
+    decision = ctl.status("seqsliced")["evaluation"]["decision"]
+    verdicts = {g["gate"]: g["verdict"] for g in decision["gates"]}
+    assert verdicts["slices[fragile].minAccuracy"] == "Failed"
+    assert all(g.get("sequential") for g in decision["gates"])
+    test = ledger_entry(ctl, "seqsliced", failed["hash"])
+    shares = {g["gate"]: g.get("comparisons") for g in test["gates"]}
+    assert shares == {"slices[fragile].minAccuracy": 2, "slices[main].minAccuracy": 2}
+    assert ctl.status("seqsliced")["stableRevision"]["hash"] == stable
+
+
 def ledger_entry(ctl: RolloutHarness, name: str, revision: str) -> dict[str, Any]:
     for entry in ctl.status(name).get("evaluationLedger") or []:
         if entry.get("revision") == revision:
