@@ -214,7 +214,18 @@ class GateDecisionStatus(WireModel):
     )
 
 
-class LedgerGateStatus(WireModel):
+class BettorsStatus(WireModel):
+    """A sequential test's two bettors: their wealth, and the exact state it continues from."""
+
+    pass_evidence: str = Field(max_length=32, description="The pass bettor's wealth.")
+    fail_evidence: str = Field(max_length=32, description="The fail bettor's wealth.")
+    total: str = Field(max_length=32, description="Sum of the per-case outcome (state).")
+    squares: str = Field(max_length=32, description="Sum of its squares (state).")
+    pass_log_wealth: str = Field(max_length=32, description="Log wealth, pass bettor (state).")
+    fail_log_wealth: str = Field(max_length=32, description="Log wealth, fail bettor (state).")
+
+
+class LedgerGateStatus(BettorsStatus):
     """A gate besides minAccuracy within a revision's sequential test (paired, a slice's)."""
 
     gate: str = Field(
@@ -224,12 +235,6 @@ class LedgerGateStatus(WireModel):
     threshold: str = Field(max_length=16, description="The gate's threshold as written.")
     cases: int = Field(ge=0, description="Cases this gate's test counted.")
     verdict: EvaluationResult = Field(description="Passed, Failed or Inconclusive.")
-    pass_evidence: str = Field(max_length=32, description="The pass bettor's wealth.")
-    fail_evidence: str = Field(max_length=32, description="The fail bettor's wealth.")
-    total: str = Field(max_length=32, description="Sum of the per-case outcome (state).")
-    squares: str = Field(max_length=32, description="Sum of its squares (state).")
-    pass_log_wealth: str = Field(max_length=32, description="Log wealth, pass bettor (state).")
-    fail_log_wealth: str = Field(max_length=32, description="Log wealth, fail bettor (state).")
     restarted: str | None = Field(
         default=None, max_length=200, description="Why its earlier test was not continued."
     )
@@ -238,7 +243,7 @@ class LedgerGateStatus(WireModel):
     )
 
 
-class LedgerEntryStatus(WireModel):
+class LedgerEntryStatus(BettorsStatus):
     """One revision's sequential test (spec.rollout.evaluation.sequential): what it counted,
     where its evidence stands, and the state the next evaluation continues from."""
 
@@ -257,16 +262,10 @@ class LedgerEntryStatus(WireModel):
     dataset_cases: int = Field(ge=0, description="Cases the dataset held at the latest one.")
     evaluations: int = Field(ge=1, description="Evaluations this test has run.")
     verdict: EvaluationResult = Field(description="Passed, Failed or Inconclusive.")
-    pass_evidence: str = Field(max_length=32, description="The pass bettor's wealth.")
-    fail_evidence: str = Field(max_length=32, description="The fail bettor's wealth.")
     needed: str = Field(max_length=32, description="Wealth that decides: 2 / (1 - confidence).")
     restarted: str | None = Field(
         default=None, max_length=200, description="Why an earlier test was not continued."
     )
-    total: str = Field(max_length=32, description="Sum of per-case accuracy (state).")
-    squares: str = Field(max_length=32, description="Sum of its squares (state).")
-    pass_log_wealth: str = Field(max_length=32, description="Log wealth, pass bettor (state).")
-    fail_log_wealth: str = Field(max_length=32, description="Log wealth, fail bettor (state).")
     accuracy_cases: int | None = Field(
         default=None, ge=0, description="minAccuracy's own count, when it decided earlier."
     )

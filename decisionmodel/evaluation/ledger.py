@@ -47,7 +47,42 @@ LEDGER_REVISIONS: Final = 8
 DIGEST_HEX: Final = 16
 
 
-class LedgerGate(BaseModel):
+class BettorsState(BaseModel):
+    """A test's two bettors as numbers: their wealth as shown, and exactly (repr of floats)
+    the state the next evaluation continues from."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    pass_evidence: str = Field(max_length=32)
+    fail_evidence: str = Field(max_length=32)
+    total: str = Field(max_length=32)
+    squares: str = Field(max_length=32)
+    pass_log_wealth: str = Field(max_length=32)
+    fail_log_wealth: str = Field(max_length=32)
+
+    @staticmethod
+    def of(test: SequentialGate) -> dict[str, str]:
+        assert test.passer is not None and test.failer is not None
+        passing, failing = test.evidence()
+        return {
+            "pass_evidence": _wealth(passing),
+            "fail_evidence": _wealth(failing),
+            "total": repr(test.passer.total),
+            "squares": repr(test.passer.squares),
+            "pass_log_wealth": repr(test.passer.log_wealth),
+            "fail_log_wealth": repr(test.failer.log_wealth),
+        }
+
+    def continued(self, gate: SequentialGate, n: int) -> SequentialGate:
+        """``gate`` (fresh) with its bettors where this state left them, after ``n`` cases."""
+        assert gate.passer is not None and gate.failer is not None
+        up, down = gate.passer.direction, gate.failer.direction
+        sums = (n, float(self.total), float(self.squares))
+        passer = Bettor(up, float(self.pass_log_wealth), *sums)
+        return replace(gate, passer=passer, failer=Bettor(down, float(self.fail_log_wealth), *sums))
+
+
+class LedgerGate(BettorsState):
     """A gate's test within a revision's, besides minAccuracy: maxAccuracyDrop,
     maxNegativeFlipRate, or a slice's gate (``slices[fraud].minAccuracy``)."""
 
@@ -57,39 +92,24 @@ class LedgerGate(BaseModel):
     threshold: str = Field(max_length=16)
     cases: int = Field(ge=0)
     verdict: EvaluationResult
-    pass_evidence: str = Field(max_length=32)
-    fail_evidence: str = Field(max_length=32)
-    total: str = Field(max_length=32)
-    squares: str = Field(max_length=32)
-    pass_log_wealth: str = Field(max_length=32)
-    fail_log_wealth: str = Field(max_length=32)
     restarted: str | None = Field(default=None, max_length=200)
     # A slice's gate is judged at alpha over this many comparisons (Bonferroni).
     comparisons: int | None = Field(default=None, ge=1)
 
     @classmethod
-    def of(cls, name: str, begun: TestStart, test: SequentialGate) -> LedgerGate:
-        assert test.passer is not None and test.failer is not None
-        passing, failing = test.evidence()
+    def of_test(cls, name: str, begun: TestStart, test: SequentialGate) -> LedgerGate:
         return cls(
             gate=name,
             threshold=begun.written[name],
             cases=test.cases,
             verdict=test.verdict(),
-            pass_evidence=_wealth(passing),
-            fail_evidence=_wealth(failing),
-            total=repr(test.passer.total),
-            squares=repr(test.passer.squares),
-            pass_log_wealth=repr(test.passer.log_wealth),
-            fail_log_wealth=repr(test.failer.log_wealth),
+            **BettorsState.of(test),
             restarted=begun.notes.get(name),
             comparisons=begun.shares.get(name),
         )
 
     def restored(self, alpha: float) -> SequentialGate:
-        gate = fresh_named(self.gate, self.threshold, alpha)
-        return _continued(gate, self.cases, self.total, self.squares, self.pass_log_wealth,
-                          self.fail_log_wealth)  # fmt: skip
+        return self.continued(fresh_named(self.gate, self.threshold, alpha), self.cases)
 
     def line(self) -> str:
         text = (
@@ -99,7 +119,7 @@ class LedgerGate(BaseModel):
         return f"{text} ({self.restarted})" if self.restarted else text
 
 
-class LedgerEntry(BaseModel):
+class LedgerEntry(BettorsState):
     """One revision's sequential test: what it has consumed and where its bettors stand."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -113,15 +133,8 @@ class LedgerEntry(BaseModel):
     dataset_cases: int = Field(ge=0)
     evaluations: int = Field(ge=1)
     verdict: EvaluationResult
-    pass_evidence: str = Field(max_length=32)
-    fail_evidence: str = Field(max_length=32)
     needed: str = Field(max_length=32)
     restarted: str | None = Field(default=None, max_length=200)
-    # The bettors' state, exact (repr of floats): what the next evaluation continues from.
-    total: str = Field(max_length=32)
-    squares: str = Field(max_length=32)
-    pass_log_wealth: str = Field(max_length=32)
-    fail_log_wealth: str = Field(max_length=32)
     # minAccuracy's own count when it was decided before the paired gates (else ``cases``).
     accuracy_cases: int | None = Field(default=None, ge=0)
     # The other gates (paired ones judged against ``baseline``, the stable revision's hash).
@@ -320,21 +333,8 @@ def _continued_start(prior: LedgerEntry, plan: OtherGates, confidence: Decimal) 
 
 def _restored(prior: LedgerEntry, confidence: Decimal) -> SequentialGate:
     gate = fresh(Gate.MIN_ACCURACY, prior.threshold, alpha_of(confidence))
-    n = prior.cases if prior.accuracy_cases is None else prior.accuracy_cases
-    return _continued(
-        gate, n, prior.total, prior.squares, prior.pass_log_wealth, prior.fail_log_wealth
-    )
-
-
-def _continued(
-    gate: SequentialGate, n: int, total: str, squares: str, passing: str, failing: str
-) -> SequentialGate:
-    """``gate`` (fresh) with its bettors where a ledger left them."""
-    assert gate.passer is not None and gate.failer is not None
-    up, down = gate.passer.direction, gate.failer.direction
-    sums = (n, float(total), float(squares))
-    return replace(
-        gate, passer=Bettor(up, float(passing), *sums), failer=Bettor(down, float(failing), *sums)
+    return prior.continued(
+        gate, prior.cases if prior.accuracy_cases is None else prior.accuracy_cases
     )
 
 
@@ -354,7 +354,6 @@ def entry_of(
     cases = begun.offset + fed if fed is not None else gate.cases
     tests = others if others is not None else begun.others
     judged = [gate.verdict(), *(t.verdict() for t in tests.values())]
-    passing, failing = gate.evidence()
     return LedgerEntry(
         revision=revision,
         threshold=threshold,
@@ -365,16 +364,11 @@ def entry_of(
         dataset_cases=len(digests) - 1,
         evaluations=begun.evaluations + 1,
         verdict=overall(judged),
-        pass_evidence=_wealth(passing),
-        fail_evidence=_wealth(failing),
         needed=_wealth(1 / gate.alpha),
         restarted=begun.restarted,
-        total=repr(gate.passer.total),
-        squares=repr(gate.passer.squares),
-        pass_log_wealth=repr(gate.passer.log_wealth),
-        fail_log_wealth=repr(gate.failer.log_wealth),
+        **BettorsState.of(gate),
         accuracy_cases=gate.cases if gate.cases != cases else None,
-        gates=[LedgerGate.of(g, begun, t) for g, t in tests.items()],
+        gates=[LedgerGate.of_test(g, begun, t) for g, t in tests.items()],
         baseline=begun.baseline if tests else None,
     )
 
