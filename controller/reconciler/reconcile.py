@@ -345,7 +345,7 @@ class Reconciler:
     async def _rollouts(self, ref: DMRef, dm: DecisionModel) -> RolloutStep:
         """Which rollout should run, and the effects: cancel, start (within the budget, after
         the restart discipline), forward an approval. Every Temporal call is in here."""
-        key = f"{ref.namespace}/{ref.name}"
+        key = ref.key
         desired = desired_revision(dm, self.dispatch)
         running = await self._running(key, dm)
         known = self.started.get(key)
@@ -424,7 +424,7 @@ class Reconciler:
     ) -> Started:
         """Start the decided run (after the restart discipline, within the budget), or
         forward an approval to the running one; when to look again."""
-        key = f"{ref.namespace}/{ref.name}"
+        key = ref.key
         requeue: float | None = self.settings.reinspect_seconds
         plan = RestartPlan(start=True)
         if decision.start and decision.target_id:
@@ -463,7 +463,7 @@ class Reconciler:
     ) -> None:
         """Within the budget: the retry token consumed and the re-resolve attempt recorded
         before the run starts (a restarted controller waits from them), then the start."""
-        key = f"{ref.namespace}/{ref.name}"
+        key = ref.key
         if decision.consume_retry is not None:
             await apply_controller_status(
                 self.kube, ref, ControllerStatus(last_retry_token=decision.consume_retry)
@@ -498,7 +498,7 @@ class Reconciler:
                 decision = dataclasses.replace(
                     decision, start=False, waiting=(wid,), why=f"once {wid} has closed"
                 )
-        key = f"{ref.namespace}/{ref.name}"
+        key = ref.key
         if decision.waiting and stranded is not None:
             return decide(dm, desired, running, re_resolve=re_resolve, overdue=True)
         if not self.superseding.overdue(key, decision.waiting):
@@ -517,7 +517,7 @@ class Reconciler:
         record = re_resolving.after_attempt(failed, tried, datetime.now(UTC))
         want = ControllerStatus(re_resolve=record.to_wire())
         await apply_controller_status(self.kube, ref, want)
-        self.re_resolves.wrote(f"{ref.namespace}/{ref.name}", record)
+        self.re_resolves.wrote(ref.key, record)
         return record
 
     async def _stranded(self, ref: DMRef, running: list[RunningRollout]) -> str | None:
@@ -607,7 +607,7 @@ class Reconciler:
     async def _reap(
         self, ref: DMRef, dm: DecisionModel, obj: dict[str, Any], running: list[RunningRollout]
     ) -> None:
-        key = f"{ref.namespace}/{ref.name}"
+        key = ref.key
         now = time.monotonic()
         if self.reaper is None or now - self.reaped_at.get(key, -1e9) < self.reaper_every():
             return
@@ -763,7 +763,7 @@ class Reconciler:
                     ConditionType.READY,
                     ConditionStatus.of(serving),
                     Reason.ROLLOUT_QUEUED,
-                    self.budget.queued_message(f"{ref.namespace}/{ref.name}"),
+                    self.budget.queued_message(ref.key),
                 )
             )
         return new_phase
@@ -919,7 +919,7 @@ class Reconciler:
         # Metrics follow the status the API server holds (written by this controller or by a
         # rollout's activities), transition by transition from what this process saw last; a
         # write that was refused never reaches them.
-        key = f"{ref.namespace}/{ref.name}"
+        key = ref.key
         self.metrics.record_accepted_status(ref.namespace, ref.name, self.seen.get(key), current)
         self.seen[key] = transition_memory(current)
 

@@ -60,6 +60,11 @@ class DMRef(Contract):
     uid: str
     generation: int = 0
 
+    @property
+    def key(self) -> str:
+        """``namespace/name``: the work queue's and the controller's maps' key."""
+        return f"{self.namespace}/{self.name}"
+
 
 class KeyRef(Contract):
     """A key of a Secret or ConfigMap in the DecisionModel's namespace (a reference only)."""
