@@ -65,7 +65,6 @@ from decisionmodel.evaluation.decimal_format import quantize4, render4
 from decisionmodel.evaluation.decision import decide
 from decisionmodel.evaluation.intervals import negative_flip_count
 from decisionmodel.evaluation.phase_memory import PhaseMemory, PhaseMemoryStore
-from decisionmodel.evaluation.sequential_decision import decide_sequential
 from decisionmodel.evaluation.spread import Lane, spread_cases
 from decisionmodel.rollout.contracts import (
     EVALUATE,
@@ -495,15 +494,8 @@ class EvaluateActivities:
         decision = None
         if test is not None:
             assert cand is not None  # the phase ran every case up to the test's stop
-            decision = decide_sequential(
-                gates,
-                test.entry(),
-                test.gate,
-                cand.records,
-                base_ran.records if base_ran else None,
-                seed_parts(inp, digest),
-                test.others,
-            )
+            stable = base_ran.records if base_ran else None
+            decision = test.decision(gates, cand.records, stable, seed_parts(inp, digest))
             found = decision_verdict(decision)
         elif inp.policy.confidence is not None:
             assert cand is not None  # needs_case_records: the phase ran every case

@@ -5,8 +5,8 @@ starts with the cases it counted), which cases this evaluation runs (the ones af
 renumbered from 0 so the heartbeat and the resume work as for any dataset), the gate fed case
 by case in dataset order, and the stop once it decides. The gate's state rides in the
 heartbeat (numbers only), so a retried attempt continues it exactly where its prefix ends.
-The other gates (maxAccuracyDrop, maxNegativeFlipRate, the slices') are fed from the case
-records of both phases, recomputed from the test's start after each round of cases.
+The other gates (maxAccuracyDrop, maxNegativeFlipRate, the slices', the ECE gates) are fed
+from the case records of both phases, recomputed from the test's start after each round.
 """
 
 from __future__ import annotations
@@ -21,9 +21,12 @@ from typing import Any
 from decisionmodel.evaluation import GoldenCase
 from decisionmodel.evaluation import ledger as ledgers
 from decisionmodel.evaluation.case_records import CaseRecord
-from decisionmodel.evaluation.decision import SliceGates
+from decisionmodel.evaluation.decision import EvaluationDecision, SliceGates
+from decisionmodel.evaluation.gates import EvaluationGates
 from decisionmodel.evaluation.ledger import LedgerEntry, OtherGates, TestStart
 from decisionmodel.evaluation.sequential import SequentialGate
+from decisionmodel.evaluation.sequential_decision import decide_sequential
+from decisionmodel.evaluation.sequential_ece import ECE_GATES, EceGate, ece_fed
 from decisionmodel.evaluation.sequential_gates import (
     KINDS,
     PAIRED_GATES,
@@ -50,6 +53,8 @@ def other_gates(
     each slice with at least ``minCases`` cases in the dataset, its alpha shared among the
     slice comparisons (Bonferroni, as decision._slices with fixed n)."""
     written = {str(g): gates[str(g)] for g in PAIRED_GATES if stable and str(g) in gates}
+    # maxECE judges the candidate alone; maxECEIncrease compares with the stable.
+    written |= {g: gates[g] for g in ECE_GATES if g in gates and (stable or g == Gate.MAX_ECE)}
     shares: dict[str, int] = {}
     if slices is not None:
         counts = Counter(c.slice for c in cases if c.slice is not None)
@@ -64,7 +69,9 @@ def other_gates(
         }
         written |= sliced
         shares = dict.fromkeys(sliced, len(sliced))
-    paired = any(KINDS[base_gate(g)].paired for g in written)
+    paired = Gate.MAX_ECE_INCREASE in written or any(
+        KINDS[base_gate(g)].paired for g in written if g not in ECE_GATES
+    )
     return OtherGates(written, stable if paired else None, shares)
 
 
@@ -81,10 +88,12 @@ class SequentialRun:
     # Cases of this evaluation the test read (minAccuracy stops reading once decided).
     fed: int = field(init=False, default=0)
     others: dict[str, SequentialGate] = field(init=False)
+    ece: dict[str, EceGate] = field(init=False)
 
     def __post_init__(self) -> None:
         self.gate = self.begun.gate
         self.others = dict(self.begun.others)
+        self.ece = dict(self.begun.ece)
 
     @classmethod
     def begin(
@@ -121,11 +130,12 @@ class SequentialRun:
     def in_rounds(self) -> bool:
         """Whether gates read from the case records (paired, slices): the cases then run in
         rounds, each judged before the next."""
-        return bool(self.begun.others)
+        return bool(self.begun.others or self.begun.ece)
 
     @property
     def decided(self) -> bool:
-        verdicts = [self.gate.verdict(), *(g.verdict() for g in self.others.values())]
+        verdicts = [self.gate.verdict()] + [g.verdict() for g in self.others.values()]
+        verdicts += [e.verdict() for e in self.ece.values()]
         return overall(verdicts) != EvaluationResult.INCONCLUSIVE
 
     def resume(self, wire: dict[str, Any] | None, done: int) -> None:
@@ -161,6 +171,19 @@ class SequentialRun:
     def read(self, candidate: Sequence[CaseRecord], stable: Sequence[CaseRecord] | None) -> None:
         """The other gates fed every case of this evaluation they read."""
         self.others = record_fed(self.begun.others, candidate, stable)
+        self.ece = {g: ece_fed(e, candidate, stable) for g, e in self.begun.ece.items()}
+
+    def decision(
+        self,
+        gates: EvaluationGates,
+        candidate: Sequence[CaseRecord],
+        stable: Sequence[CaseRecord] | None,
+        seed_parts: tuple[str, ...],
+    ) -> EvaluationDecision:
+        """The decision record: every test's verdict and this evaluation's figures."""
+        return decide_sequential(
+            gates, self.entry(), self.gate, candidate, stable, seed_parts, self.others, self.ece
+        )
 
     def entry(self) -> LedgerEntry:
         return ledgers.entry_of(
@@ -171,4 +194,5 @@ class SequentialRun:
             self.digests,
             fed=self.fed,
             others=self.others,
+            ece=self.ece,
         )

@@ -15,7 +15,8 @@ probability t): how often it ends Passed or Failed when
 The same for the other sequential gates (maxAccuracyDrop, maxNegativeFlipRate:
 sequential_gates.py), each with a candidate exactly at its threshold, and for two slices each
 exactly at ``slices.minAccuracy`` (the family's false pass: both pass; false fail: either
-fails).
+fails), and for the ECE gates (sequential_ece.py) with a candidate's ECE, or its increase over a
+calibrated stable, exactly at 0.1.
 
 The bound is ``(1 - c)/2`` per side. A cell over it by more than 2.58 Monte Carlo standard
 errors prints OVER; only the sequential rows must hold (the fixed-n rows show why a sequential
@@ -31,6 +32,7 @@ sample with 80 % power (Clopper-Pearson, one side at ``(1 - c)/2``).
 from __future__ import annotations
 
 import argparse
+import functools
 import math
 import random
 import statistics
@@ -43,6 +45,7 @@ from decisionmodel.evaluation.decision import judge
 from decisionmodel.evaluation.exact_binomial import clopper_pearson
 from decisionmodel.evaluation.scoring import PairOutcome
 from decisionmodel.evaluation.sequential import SequentialGate, run_until_decided
+from decisionmodel.evaluation.sequential_ece import EceGate, ece_fed
 from decisionmodel.evaluation.sequential_gates import fed, fresh, overall
 from decisionmodel.vocabulary import EvaluationResult, Gate
 
@@ -138,6 +141,36 @@ def slices_sequential(rng: random.Random, n: int, level: float, tries: int) -> E
     return overall(g.verdict() for g in gates)
 
 
+ECE_AT = 0.1
+
+
+def _ece_case(rng: random.Random, accuracy: float) -> CaseRecord:
+    right = rng.random() < accuracy
+    return CaseRecord.of([PairOutcome(right, 0.8, right)])
+
+
+def ece_sequential(
+    rng: random.Random, n: int, level: float, tries: int, increase: bool
+) -> EvaluationResult:
+    """maxECE 0.1 with the candidate's ECE exactly 0.1 (confidence 0.8, right 70 %), or
+    maxECEIncrease 0.1 against a calibrated stable (right 80 %): each evaluation ``n`` fresh
+    cases, continued while Inconclusive (sequential_ece.py)."""
+    gate = EceGate.fresh(ECE_AT, (1 - level) / 2, increase)
+    for _ in range(tries):
+        cand = [_ece_case(rng, 0.8 - ECE_AT) for _ in range(n)]
+        stable = [_ece_case(rng, 0.8) for _ in range(n)] if increase else None
+        gate = ece_fed(gate, cand, stable)
+        if gate.verdict() != EvaluationResult.INCONCLUSIVE:
+            break
+    return gate.verdict()
+
+
+def _ece_design(
+    rng: random.Random, n: int, level: float, *, tries: int, increase: bool
+) -> EvaluationResult:
+    return ece_sequential(rng, n, level, tries, increase)
+
+
 def _tried(gate_name: str, tries: int) -> Callable[[random.Random, int, float], EvaluationResult]:
     return lambda rng, n, level: sequential(rng, n, level, tries, gate_name)
 
@@ -231,6 +264,19 @@ def main(argv: list[str] | None = None) -> int:
         designs += [
             (f"{gate_name}: sequential, every case", _tried(gate_name, 1), True),
             (f"{gate_name}: sequential, {RETRIES} retries", _tried(gate_name, 1 + RETRIES), True),
+        ]
+    for name, increase in ((f"maxECE {ECE_AT}", False), (f"maxECEIncrease {ECE_AT}", True)):
+        designs += [
+            (
+                f"{name}: sequential, every case",
+                functools.partial(_ece_design, tries=1, increase=increase),
+                True,
+            ),
+            (
+                f"{name}: sequential, {RETRIES} retries",
+                functools.partial(_ece_design, tries=1 + RETRIES, increase=increase),
+                True,
+            ),
         ]
     designs += [
         (

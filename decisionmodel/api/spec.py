@@ -62,15 +62,6 @@ MSG_SEQUENTIAL_NEEDS_CONFIDENCE: Final = (
     "sequential needs confidence: the sequential test stops when its evidence reaches that "
     'confidence; set confidence (e.g. "0.95") or remove sequential'
 )
-# The sequential tests judge means of per-case outcomes (minAccuracy, maxAccuracyDrop,
-# maxNegativeFlipRate, the slices': sequential_gates.py); the binned ECE is not one (issue 35
-# item 4).
-SEQUENTIAL_EXCLUDES: Final = ("maxECE", "maxECEIncrease")
-MSG_SEQUENTIAL_GATES: Final = (
-    "sequential judges minAccuracy, maxAccuracyDrop, maxNegativeFlipRate and slices (maxECE "
-    "and maxECEIncrease need every case of one evaluation): remove maxECE and maxECEIncrease, "
-    "or remove sequential"
-)
 # With confidence a gate passes only when the whole interval is on its side, and an interval
 # always has width: these thresholds could never pass (issue 35, bad input).
 MSG_MARGIN_ZERO: Final = (
@@ -607,13 +598,6 @@ class EvaluationSpec(WireModel):
                 MSG_SEQUENTIAL_NEEDS_CONFIDENCE,
                 ".sequential",
             ),
-            cel_rule(
-                "!has(self.sequential) || !self.sequential || ("
-                + " && ".join(f"!has(self.{f})" for f in SEQUENTIAL_EXCLUDES)
-                + ")",
-                MSG_SEQUENTIAL_GATES,
-                ".sequential",
-            ),
         )
     )
 
@@ -681,12 +665,11 @@ class EvaluationSpec(WireModel):
     sequential: bool | None = Field(
         default=None,
         description=(
-            "With confidence: judge minAccuracy (and maxAccuracyDrop and maxNegativeFlipRate, "
-            "against the stable) after every case by sequential tests whose error stays within "
-            "(1 - confidence) / 2 however often they look, stop as soon as they decide, and "
-            "continue the same tests when the revision is evaluated again on the same dataset "
-            "with cases appended (status.evaluationLedger); slices too, each slice's test "
-            "at its Bonferroni share. maxECE and maxECEIncrease are refused with it."
+            "With confidence: judge every gate after every case by sequential tests whose "
+            "error stays within (1 - confidence) / 2 however often they look (each slice's at "
+            "its Bonferroni share), stop as soon as they decide, and continue the same tests "
+            "when the revision is evaluated again on the same dataset with cases appended "
+            "(status.evaluationLedger)."
         ),
     )
 
@@ -696,11 +679,6 @@ class EvaluationSpec(WireModel):
             raise ValueError(MSG_INCONCLUSIVE_NEEDS_CONFIDENCE)
         if self.sequential and self.confidence is None:
             raise ValueError(MSG_SEQUENTIAL_NEEDS_CONFIDENCE)
-        if self.sequential:
-            # The CEL rule's list, by wire name: one list for both enforcement points.
-            names = {info.alias or n: n for n, info in type(self).model_fields.items()}
-            if any(getattr(self, names[f]) is not None for f in SEQUENTIAL_EXCLUDES):
-                raise ValueError(MSG_SEQUENTIAL_GATES)
         if self.slices is not None and self.confidence is None:
             raise ValueError(MSG_SLICES_NEED_CONFIDENCE)
         if self.confidence is not None:

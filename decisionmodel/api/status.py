@@ -243,6 +243,23 @@ class LedgerGateStatus(BettorsStatus):
     )
 
 
+class LedgerEceStatus(WireModel):
+    """An ECE gate's test within a revision's sequential test."""
+
+    gate: str = Field(max_length=32, description="maxECE or maxECEIncrease.")
+    threshold: str = Field(max_length=16, description="The gate's threshold as written.")
+    cases: int = Field(ge=0, description="Cases this gate's test counted.")
+    verdict: EvaluationResult = Field(description="Passed, Failed or Inconclusive.")
+    lower: str = Field(max_length=16, description="Its always-valid lower bound.")
+    upper: str = Field(max_length=16, description="Its always-valid upper bound.")
+    restarted: str | None = Field(
+        default=None, max_length=200, description="Why its earlier test was not continued."
+    )
+    state: str = Field(
+        max_length=4000, description="The sums the next evaluation continues from (JSON)."
+    )
+
+
 class LedgerEntryStatus(BettorsStatus):
     """One revision's sequential test (spec.rollout.evaluation.sequential): what it counted,
     where its evidence stands, and the state the next evaluation continues from."""
@@ -276,6 +293,9 @@ class LedgerEntryStatus(BettorsStatus):
     )
     baseline: str | None = Field(
         default=None, max_length=64, description="Hash of the stable revision compared with."
+    )
+    ece: list[LedgerEceStatus] = Field(
+        default_factory=list, max_length=2, description="The ECE gates' tests."
     )
 
 

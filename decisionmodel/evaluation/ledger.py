@@ -31,6 +31,7 @@ Numbers only: no case, label or answer; the digest binds the lineage without sho
 from __future__ import annotations
 
 import hashlib
+import json
 from dataclasses import dataclass, field, replace
 from decimal import Decimal
 from typing import Any, Final
@@ -38,7 +39,9 @@ from typing import Any, Final
 from pydantic import BaseModel, ConfigDict, Field
 
 from decisionmodel.evaluation.dataset import GoldenCase
+from decisionmodel.evaluation.decimal_format import render4
 from decisionmodel.evaluation.sequential import Bettor, SequentialGate
+from decisionmodel.evaluation.sequential_ece import ECE_GATES, EceGate
 from decisionmodel.evaluation.sequential_gates import KINDS, base_gate, fresh, fresh_named, overall
 from decisionmodel.vocabulary import EvaluationResult, Gate
 
@@ -119,6 +122,43 @@ class LedgerGate(BettorsState):
         return f"{text} ({self.restarted})" if self.restarted else text
 
 
+class LedgerEce(BaseModel):
+    """An ECE gate's test within a revision's (maxECE, maxECEIncrease: sequential_ece.py)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    gate: str = Field(max_length=32)
+    threshold: str = Field(max_length=16)
+    cases: int = Field(ge=0)
+    verdict: EvaluationResult
+    lower: str = Field(max_length=16)
+    upper: str = Field(max_length=16)
+    restarted: str | None = Field(default=None, max_length=200)
+    # The sums the next evaluation continues from: JSON numbers, exact.
+    state: str = Field(max_length=4000)
+
+    @classmethod
+    def of_test(cls, name: str, begun: TestStart, test: EceGate) -> LedgerEce:
+        lower, upper = test.bounds()
+        return cls(
+            gate=name,
+            threshold=begun.written[name],
+            cases=test.cases,
+            verdict=test.verdict(),
+            lower=render4(lower),
+            upper=render4(upper),
+            restarted=begun.notes.get(name),
+            state=json.dumps(test.to_wire(), separators=(",", ":")),
+        )
+
+    def restored(self, alpha: float) -> EceGate:
+        return EceGate.from_wire(json.loads(self.state)).at_alpha(alpha)
+
+    def line(self) -> str:
+        text = f"{self.gate}: bounds [{self.lower}, {self.upper}] over {self.cases} cases"
+        return f"{text} ({self.restarted})" if self.restarted else text
+
+
 class LedgerEntry(BettorsState):
     """One revision's sequential test: what it has consumed and where its bettors stand."""
 
@@ -140,6 +180,7 @@ class LedgerEntry(BettorsState):
     # The other gates (paired ones judged against ``baseline``, the stable revision's hash).
     gates: list[LedgerGate] = Field(default_factory=list, max_length=64)
     baseline: str | None = Field(default=None, max_length=64)
+    ece: list[LedgerEce] = Field(default_factory=list, max_length=len(ECE_GATES))
 
     @property
     def stopped_early(self) -> bool:
@@ -152,8 +193,8 @@ class LedgerEntry(BettorsState):
             f"evaluation (evaluation {self.evaluations}); pass evidence {self.pass_evidence}, "
             f"fail evidence {self.fail_evidence}, {self.needed} decides"
         )
-        for gate in self.gates:
-            text += f"; {gate.line()}"
+        for line in [g.line() for g in self.gates] + [e.line() for e in self.ece]:
+            text += f"; {line}"
         if self.stopped_early:
             text += f"; stopped after {self.cases} of the dataset's {self.dataset_cases} cases"
         elif self.verdict == EvaluationResult.INCONCLUSIVE:
@@ -186,6 +227,7 @@ class TestStart:
     notes: dict[str, str] = field(default_factory=dict)
     # A slice's gate: the comparisons its alpha is shared among (Bonferroni).
     shares: dict[str, int] = field(default_factory=dict)
+    ece: dict[str, EceGate] = field(default_factory=dict)
 
     def to_wire(self) -> dict[str, Any]:
         """Numbers only: a retried attempt of the same evaluation starts where this one did
@@ -201,6 +243,7 @@ class TestStart:
             "written": self.written,
             "notes": self.notes,
             "shares": self.shares,
+            "ece": {g: e.to_wire() for g, e in self.ece.items()},
         }
 
     @classmethod
@@ -216,6 +259,7 @@ class TestStart:
             dict(raw.get("written") or {}),
             dict(raw.get("notes") or {}),
             {g: int(k) for g, k in (raw.get("shares") or {}).items()},
+            {g: EceGate.from_wire(w) for g, w in (raw.get("ece") or {}).items()},
         )
 
 
@@ -230,6 +274,19 @@ class OtherGates:
 
     def alpha(self, name: str, confidence: Decimal) -> float:
         return alpha_of(confidence) / self.shares.get(name, 1)
+
+    def fresh(self, name: str, confidence: Decimal) -> SequentialGate | EceGate:
+        """A new test of ``name``."""
+        threshold, alpha = self.written[name], self.alpha(name, confidence)
+        if name in ECE_GATES:
+            return EceGate.fresh(float(threshold), alpha, name == Gate.MAX_ECE_INCREASE)
+        return fresh_named(name, threshold, alpha)
+
+    def split(
+        self, tests: dict[str, SequentialGate | EceGate]
+    ) -> tuple[dict[str, SequentialGate], dict[str, EceGate]]:
+        others = {g: t for g, t in tests.items() if isinstance(t, SequentialGate)}
+        return others, {g: t for g, t in tests.items() if isinstance(t, EceGate)}
 
 
 def alpha_of(confidence: Decimal) -> float:
@@ -262,15 +319,17 @@ def start(
 ) -> TestStart:
     """The test this evaluation continues, or a new one (and why the earlier one was not)."""
     plan = others or OtherGates()
+    tests, ece = plan.split({g: plan.fresh(g, confidence) for g in plan.written})
     fresh_start = TestStart(
         fresh(Gate.MIN_ACCURACY, threshold, alpha_of(confidence)),
         0,
         0,
         confidence,
-        others={g: fresh_named(g, t, plan.alpha(g, confidence)) for g, t in plan.written.items()},
+        others=tests,
         baseline=plan.baseline,
         written=plan.written,
         shares=plan.shares,
+        ece=ece,
     )
     prior = next((e for e in entries if e.revision == revision), None)
     if prior is None:
@@ -294,30 +353,17 @@ def start(
 
 
 def _continued_start(prior: LedgerEntry, plan: OtherGates, confidence: Decimal) -> TestStart:
-    """minAccuracy's test continued at ``confidence`` (the strictest yet); each other gate's
-    test continued where ``prior`` tested the same threshold (against the
-    same stable, for a paired one), at the stricter of its shares; else a new test of it on
-    the cases after those counted (never the counted ones again: minAccuracy goes on, and a
-    stable changed back and forth must not buy fresh looks at old cases), and why."""
-    tests: dict[str, SequentialGate] = {}
-    notes: dict[str, str] = {}
+    """minAccuracy's test continued at ``confidence`` (the strictest yet), and each other
+    gate's where ``prior`` tested it alike (:func:`_continued`)."""
     shares = dict(plan.shares)
-    earlier = {g.gate: g for g in prior.gates}
-    for name, threshold in plan.written.items():
-        found = earlier.get(name)
-        paired = KINDS[base_gate(name)].paired
-        same = found is not None and Decimal(found.threshold) == Decimal(threshold)
-        if found is not None and same and (not paired or prior.baseline == plan.baseline):
-            if name in shares:  # the stricter share: never a looser bar than before
-                shares[name] = max(shares[name], found.comparisons or 1)
-            tests[name] = found.restored(alpha_of(confidence) / shares.get(name, 1))
-            continue
-        tests[name] = fresh_named(name, threshold, plan.alpha(name, confidence))
-        if found is not None:
-            was = f"{found.threshold} against revision {prior.baseline}"
-            if not paired:
-                was = found.threshold
-            notes[name] = f"a new test on the cases after the {prior.cases} counted (was {was})"
+    found = {
+        name: _continued(name, prior, replace(plan, shares=shares), confidence)
+        for name in plan.written
+    }
+    for name, (_, _, share) in found.items():
+        if share is not None:
+            shares[name] = share
+    tests, ece = plan.split({name: test for name, (test, _, _) in found.items()})
     return TestStart(
         _restored(prior, confidence),
         prior.cases,
@@ -326,9 +372,41 @@ def _continued_start(prior: LedgerEntry, plan: OtherGates, confidence: Decimal) 
         others=tests,
         baseline=plan.baseline,
         written=plan.written,
-        notes=notes,
+        notes={name: note for name, (_, note, _) in found.items() if note is not None},
         shares=shares,
+        ece=ece,
     )
+
+
+def _continued(
+    name: str, prior: LedgerEntry, plan: OtherGates, confidence: Decimal
+) -> tuple[SequentialGate | EceGate, str | None, int | None]:
+    """The gate's test continued where ``prior`` tested the same threshold (against the same
+    stable, for one that compares), at the stricter of its shares; else a new test of it on
+    the cases after those counted (never the counted ones again: minAccuracy goes on, and a
+    stable changed back and forth must not buy fresh looks at old cases), and why. Also the
+    share it is judged at (None: not a slice's)."""
+    earlier: dict[str, LedgerGate | LedgerEce] = {g.gate: g for g in prior.gates}
+    earlier |= {e.gate: e for e in prior.ece}
+    was, threshold = earlier.get(name), plan.written[name]
+    compares = name == Gate.MAX_ECE_INCREASE or (
+        name not in ECE_GATES and KINDS[base_gate(name)].paired
+    )
+    share = plan.shares.get(name)
+    alike = was is not None and Decimal(was.threshold) == Decimal(threshold)
+    if was is not None and alike and (not compares or prior.baseline == plan.baseline):
+        if share is not None and isinstance(was, LedgerGate):
+            share = max(share, was.comparisons or 1)  # never a looser bar than before
+        alpha = alpha_of(confidence) / (share or 1)
+        return was.restored(alpha), None, share
+    note = None
+    if was is not None:
+        against = f" against revision {prior.baseline}" if compares else ""
+        note = (
+            f"a new test on the cases after the {prior.cases} counted "
+            f"(was {was.threshold}{against})"
+        )
+    return plan.fresh(name, confidence), note, share
 
 
 def _restored(prior: LedgerEntry, confidence: Decimal) -> SequentialGate:
@@ -347,13 +425,16 @@ def entry_of(
     *,
     fed: int | None = None,
     others: dict[str, SequentialGate] | None = None,
+    ece: dict[str, EceGate] | None = None,
 ) -> LedgerEntry:
     """The ledger entry once this evaluation fed the test ``fed`` cases (by default all the
     cases ``gate`` read): ``gate`` minAccuracy's test, ``others`` the other gates'."""
     assert gate.passer is not None and gate.failer is not None
     cases = begun.offset + fed if fed is not None else gate.cases
     tests = others if others is not None else begun.others
-    judged = [gate.verdict(), *(t.verdict() for t in tests.values())]
+    eces = ece if ece is not None else begun.ece
+    judged = [gate.verdict()] + [t.verdict() for t in tests.values()]
+    judged += [e.verdict() for e in eces.values()]
     return LedgerEntry(
         revision=revision,
         threshold=threshold,
@@ -369,7 +450,8 @@ def entry_of(
         **BettorsState.of(gate),
         accuracy_cases=gate.cases if gate.cases != cases else None,
         gates=[LedgerGate.of_test(g, begun, t) for g, t in tests.items()],
-        baseline=begun.baseline if tests else None,
+        baseline=begun.baseline if tests or eces else None,
+        ece=[LedgerEce.of_test(g, begun, t) for g, t in eces.items()],
     )
 
 

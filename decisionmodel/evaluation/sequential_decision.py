@@ -21,10 +21,12 @@ from decisionmodel.evaluation.decision import decide as decide_fixed
 from decisionmodel.evaluation.gates import EvaluationGates
 from decisionmodel.evaluation.ledger import LedgerEntry
 from decisionmodel.evaluation.sequential import SequentialGate
+from decisionmodel.evaluation.sequential_ece import EceGate
 from decisionmodel.evaluation.sequential_gates import KINDS, base_gate, slice_of
 from decisionmodel.vocabulary import Gate
 
 READING_METHOD = "normal, every case of the sequential test"
+ECE_METHOD = "empirical-Bernstein sequence, every case"
 TEST_FIGURE = "accuracy, every case of the test"
 
 
@@ -36,6 +38,7 @@ def decide_sequential(
     stable: Sequence[CaseRecord] | None,
     seed_parts: tuple[str, ...],
     others: Mapping[str, SequentialGate] | None = None,
+    ece: Mapping[str, EceGate] | None = None,
 ) -> EvaluationDecision:
     """The record: each test's verdict (minAccuracy's ``gate``, the ``others``: paired gates
     and slices), this evaluation's figures, the ledger."""
@@ -57,6 +60,8 @@ def decide_sequential(
         _other_decision(g, test, written[g], float(confidence))
         for g, test in (others or {}).items()
     ]
+    written |= {e.gate: e.threshold for e in entry.ece}
+    judged_too += [_ece_decision(g, test, written[g]) for g, test in (ece or {}).items()]
     return EvaluationDecision(
         confidence=entry.confidence,
         result=entry.verdict,
@@ -81,6 +86,21 @@ def _other_decision(
         interval=FigureInterval.of(f"{figure}, every case of the test", found),
         threshold=threshold,
         side="min" if gate == Gate.MIN_ACCURACY else "max",
+        verdict=test.verdict(),
+        sequential=True,
+    )
+
+
+def _ece_decision(name: str, test: EceGate, threshold: str) -> GateDecision:
+    """An ECE gate's line: its always-valid bounds around the case-weighted estimate."""
+    lower, upper = test.bounds()
+    figure = "ECE increase" if name == Gate.MAX_ECE_INCREASE else "ECE"
+    found = iv.Interval(test.estimate(), lower, upper, test.cases, ECE_METHOD)
+    return GateDecision(
+        gate=name,
+        interval=FigureInterval.of(f"{figure}, every case of the test", found),
+        threshold=threshold,
+        side="max",
         verdict=test.verdict(),
         sequential=True,
     )

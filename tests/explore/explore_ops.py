@@ -148,9 +148,10 @@ class Desired:
                 "sequential": True if self.sequential else None,
                 # An undecided bad model (30 cases) is rolled back, as the point gate fails it.
                 "onInconclusive": "Reject" if self.sequential else None,
-                # Judged against the stable too, in rounds (a loose ceiling: it decides no
-                # candidate's fate here, the rounds and the paired ledger are what is tried).
+                # Judged against the stable and on calibration too, in rounds (loose ceilings:
+                # they decide no candidate's fate here; the rounds and the ledger are tried).
                 "maxNegativeFlipRate": "0.90" if self.sequential else None,
+                "maxECE": "0.90" if self.sequential else None,
             }
         else:
             rollout["evaluation"] = None

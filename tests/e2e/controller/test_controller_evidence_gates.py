@@ -320,11 +320,11 @@ async def test_sequential_evaluation_stops_early_and_a_retry_continues_its_test(
 async def test_sequential_paired_gates_judge_the_candidate_against_the_stable(
     ctl: RolloutHarness,
 ) -> None:
-    """Issue 35 item 4: with maxAccuracyDrop and maxNegativeFlipRate a sequential evaluation
-    judges each gate by its own test against the stable: a candidate as good as the stable
-    promotes before the dataset's end, every gate Passed and kept in the ledger against that
-    stable; a candidate far worse than the stable fails maxAccuracyDrop (though it clears
-    minAccuracy) and is rolled back, the stable serving."""
+    """Issue 35 item 4: with maxAccuracyDrop, maxNegativeFlipRate and maxECE a sequential
+    evaluation judges each gate by its own test (the first two against the stable): a
+    candidate as good as the stable promotes before the dataset's end, every gate Passed and
+    kept in the ledger against that stable; a candidate far worse than the stable fails
+    maxAccuracyDrop (though it clears minAccuracy) and is rolled back, the stable serving."""
     put_model("laya", "pairgood", accuracy=0.95, confidence=0.8, revision="pairgood")
     put_model("laya", "pairworse", accuracy=0.6, confidence=0.8, revision="pairworse")
     cases = make_golden_set(300, seed=14)
@@ -337,6 +337,7 @@ async def test_sequential_paired_gates_judge_the_candidate_against_the_stable(
         "minAccuracy": "0.30",
         "maxAccuracyDrop": "0.20",
         "maxNegativeFlipRate": "0.60",
+        "maxECE": "0.50",
         "confidence": "0.95",
         "sequential": True,
     }
@@ -353,9 +354,11 @@ async def test_sequential_paired_gates_judge_the_candidate_against_the_stable(
         "minAccuracy": "Passed",
         "maxAccuracyDrop": "Passed",
         "maxNegativeFlipRate": "Passed",
+        "maxECE": "Passed",
     }
     test = decision["sequential"]
     assert test["baseline"] == stable and test["cases"] < 300
+    assert [e["gate"] for e in test["ece"]] == ["maxECE"]  # its bounds' state, for a retry
     assert {g["gate"] for g in test["gates"]} == {"maxAccuracyDrop", "maxNegativeFlipRate"}
     promoted = ctl.status("pair")["stableRevision"]["hash"]
 

@@ -41,6 +41,6 @@ def test_sequential_gates_hold_under_looks_and_retries(pytestconfig: pytest.Conf
     after every case and with retries that continue its ledger (the fixed-n rows beside it go
     over, which is why it exists)."""
     table = quick_bench(pytestconfig, "gate_looks.py", "gate looks (quick)", "build/gate-looks.txt")
-    for gate in ("minAccuracy", "maxAccuracyDrop", "maxNegativeFlipRate"):
+    for gate in ("minAccuracy", "maxAccuracyDrop", "maxNegativeFlipRate", "maxECE", "slices"):
         assert f"{gate} " in table and "sequential, every case" in table
     assert "OVER" not in table

@@ -298,3 +298,32 @@ def test_a_slice_appearing_later_raises_the_others_share_and_starts_its_own_test
     )
     assert later.others["slices[a].minAccuracy"].alpha == pytest.approx(0.025 / 2)
     assert later.others["slices[b].minAccuracy"].cases == 0 and not later.begun.notes
+
+
+def test_the_ece_gates_join_the_test_and_the_ledger_continues_them() -> None:
+    """maxECE judges the candidate alone (no stable needed); maxECEIncrease only with one; both
+    kept in the ledger (status round trip) and continued exactly on appended cases."""
+    raw = dataset(600)
+    cases = parse_dataset(raw, MAX_CASES)
+    gates = {"maxECE": "0.1", "maxECEIncrease": "0.05"}
+    assert other_gates(gates, None, cases, None).written == {"maxECE": "0.1"}
+    plan = other_gates(gates, None, cases, "stable1")
+    assert plan.written == gates and plan.baseline == "stable1"
+    rng = random.Random(12)
+    cand, stable = paired_records(rng, 600, 0.0, 0.0)
+    first = SequentialRun.begin([], "rev1", "0.5", "0.95", dataset(300), cases[:300], others=plan)
+    run(first, cand[:300], stable[:300])
+    entry = first.entry()
+    assert [e.gate for e in entry.ece] == ["maxECE", "maxECEIncrease"]
+    status = {"evaluationLedger": ledger_with({}, entry)}
+    later = SequentialRun.begin(ledger_of(status), "rev1", "0.5", "0.95", raw, cases, others=plan)
+    assert later.begun.offset == entry.cases and later.ece == first.ece
+    decision = decide_sequential(
+        EvaluationGates.model_validate({"minAccuracy": "0.5", **gates}),
+        entry, first.gate, cand[: entry.cases], stable[: entry.cases], ("d",),
+        first.others, first.ece,
+    )  # fmt: skip
+    shown = {g.gate: g for g in decision.gates}
+    assert shown["maxECE"].side == "max" and shown["maxECE"].sequential
+    assert "maxECE: bounds [" in decision.lines()[-1]
+    EvaluationDecisionStatus.model_validate(decision.model_dump(mode="json", by_alias=True))
