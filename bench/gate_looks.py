@@ -250,8 +250,10 @@ def main(argv: list[str] | None = None) -> int:
     if args.quick:
         args.runs, args.cases = 400, [200]
     level, bound = args.confidence, (1 - args.confidence) / 2
+    mc = math.sqrt(bound * (1 - bound) / args.runs)
     print(f"minAccuracy {THRESHOLD}, a candidate exactly at it; confidence {level}: bound "
-          f"{bound:.4f} per side; {args.runs} seeded runs per cell")  # fmt: skip
+          f"{bound:.4f} per side; {args.runs} seeded runs per cell (Monte Carlo standard "
+          f"error at the bound {mc:.4f}; OVER: above it by 2.58 of them)")  # fmt: skip
     print("the other sequential gates, a candidate exactly at theirs: true drop "
           f"{DROP_MARGIN} (stable right and candidate wrong 5 %, the reverse 3 %), "
           f"negative flips {FLIP_RATE}")  # fmt: skip
