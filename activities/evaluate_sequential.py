@@ -28,9 +28,7 @@ from decisionmodel.evaluation.sequential import SequentialGate
 from decisionmodel.evaluation.sequential_decision import decide_sequential
 from decisionmodel.evaluation.sequential_ece import ECE_GATES, EceGate, ece_fed
 from decisionmodel.evaluation.sequential_gates import (
-    KINDS,
     PAIRED_GATES,
-    base_gate,
     overall,
     record_fed,
     share,
@@ -49,9 +47,10 @@ def other_gates(
     cases: list[GoldenCase],
     stable: str | None,
 ) -> OtherGates:
-    """What the test judges besides minAccuracy: the paired gates (with a ``stable``), and
-    each slice with at least ``minCases`` cases in the dataset, its alpha shared among the
-    slice comparisons (Bonferroni, as decision._slices with fixed n)."""
+    """What the test judges besides minAccuracy: the paired gates (with a ``stable``), the
+    ECE gates (maxECEIncrease with a ``stable``), and each slice with at least ``minCases``
+    cases in the dataset, its alpha shared among the slice comparisons (Bonferroni, as
+    decision._slices with fixed n)."""
     written = {str(g): gates[str(g)] for g in PAIRED_GATES if stable and str(g) in gates}
     # maxECE judges the candidate alone; maxECEIncrease compares with the stable.
     written |= {g: gates[g] for g in ECE_GATES if g in gates and (stable or g == Gate.MAX_ECE)}
@@ -69,16 +68,15 @@ def other_gates(
         }
         written |= sliced
         shares = dict.fromkeys(sliced, len(sliced))
-    paired = Gate.MAX_ECE_INCREASE in written or any(
-        KINDS[base_gate(g)].paired for g in written if g not in ECE_GATES
-    )
+    paired = any(ledgers.compares_with_stable(g) for g in written)
     return OtherGates(written, stable if paired else None, shares)
 
 
 @dataclass
 class SequentialRun:
     """One evaluation's part of a revision's test: minAccuracy's gate, fed in the candidate's
-    phase, and the other gates (paired, slices), fed from the case records after each round."""
+    phase, and the other gates (paired, slices, ECE), fed from the case records after each
+    round."""
 
     begun: TestStart
     digests: list[str]
@@ -128,8 +126,8 @@ class SequentialRun:
 
     @property
     def in_rounds(self) -> bool:
-        """Whether gates read from the case records (paired, slices): the cases then run in
-        rounds, each judged before the next."""
+        """Whether gates read from the case records (paired, slices, ECE): the cases then run
+        in rounds, each judged before the next."""
         return bool(self.begun.others or self.begun.ece)
 
     @property

@@ -40,6 +40,7 @@ from decisionmodel.evaluation.dataset import MAX_CASES
 from decisionmodel.evaluation.decimal_format import render4
 from decisionmodel.evaluation.gates import EVALUATION_FAILED, EvaluationGates, GateVerdict
 from decisionmodel.evaluation.ledger import LedgerEntry
+from decisionmodel.evaluation.sequential_gates import overall
 from decisionmodel.vocabulary import EvaluationResult, Gate, Reason
 
 Side = Literal["min", "max"]
@@ -369,12 +370,8 @@ def _more_cases(found: iv.Interval, limit: float, z: float) -> tuple[int | None,
 
 
 def _overall(judged: Sequence[GateDecision]) -> EvaluationResult:
-    verdicts = {g.verdict for g in judged}
-    if EvaluationResult.FAILED in verdicts:
-        return EvaluationResult.FAILED
-    if EvaluationResult.INCONCLUSIVE in verdicts:
-        return EvaluationResult.INCONCLUSIVE
-    return EvaluationResult.PASSED
+    # minAccuracy is always judged, so the list is never empty.
+    return overall(g.verdict for g in judged)
 
 
 def decision_verdict(decision: EvaluationDecision) -> GateVerdict:

@@ -289,6 +289,13 @@ class OtherGates:
         return others, {g: t for g, t in tests.items() if isinstance(t, EceGate)}
 
 
+def compares_with_stable(name: str) -> bool:
+    """Whether the gate named ``name`` judges the candidate against the stable's answers."""
+    if name in ECE_GATES:
+        return name == Gate.MAX_ECE_INCREASE
+    return KINDS[base_gate(name)].paired
+
+
 def alpha_of(confidence: Decimal) -> float:
     """Each verdict's error: (1 - confidence) / 2, as the fixed-n gates."""
     return float((1 - confidence) / 2)
@@ -389,9 +396,7 @@ def _continued(
     earlier: dict[str, LedgerGate | LedgerEce] = {g.gate: g for g in prior.gates}
     earlier |= {e.gate: e for e in prior.ece}
     was, threshold = earlier.get(name), plan.written[name]
-    compares = name == Gate.MAX_ECE_INCREASE or (
-        name not in ECE_GATES and KINDS[base_gate(name)].paired
-    )
+    compares = compares_with_stable(name)
     share = plan.shares.get(name)
     alike = was is not None and Decimal(was.threshold) == Decimal(threshold)
     if was is not None and alike and (not compares or prior.baseline == plan.baseline):

@@ -19,8 +19,8 @@ A slice's gates (``slices[fraud].minAccuracy``, ``.maxAccuracyDrop``) are the sa
 that slice's cases only, each at alpha over the number of slice comparisons (Bonferroni, as
 with fixed n).
 
-Not sequential (refused with ``sequential``, named on the condition): the ECE gates, whose
-binned ECE is a sum of absolute means, not the mean of a per-case outcome.
+The ECE gates are not means of a per-case outcome (the binned ECE is a sum of absolute means):
+sequential_ece.py bounds them with confidence sequences instead.
 """
 
 from __future__ import annotations
